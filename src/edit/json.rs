@@ -1,0 +1,548 @@
+//! A span-preserving JSON/JSONC editor. The agents' config files are parsed into a tree of byte
+//! ranges, and every edit is a splice of new text into the original: comments, key order,
+//! indentation (tabs or spaces), CRLF, BOM and the final newline stay exactly as they were.
+//! Insertions and removals are exact inverses, so install followed by uninstall restores the
+//! original bytes.
+
+use std::fmt::Write as _;
+
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq)]
+#[error("line {line}, column {column}: {message}")]
+pub struct ParseError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Object(Vec<Member>),
+    Array(Vec<Node>),
+    String,
+    Scalar,
+}
+
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// The decoded key.
+    pub key: String,
+    /// Byte offset of the key's opening quote.
+    pub key_start: usize,
+    pub value: Node,
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub start: usize,
+    pub end: usize,
+    pub kind: Kind,
+}
+
+impl Node {
+    pub fn member(&self, key: &str) -> Option<&Node> {
+        match &self.kind {
+            Kind::Object(ms) => ms.iter().rev().find(|m| m.key == key).map(|m| &m.value),
+            _ => None,
+        }
+    }
+
+    pub fn members(&self) -> &[Member] {
+        match &self.kind {
+            Kind::Object(ms) => ms,
+            _ => &[],
+        }
+    }
+
+    pub fn elements(&self) -> &[Node] {
+        match &self.kind {
+            Kind::Array(es) => es,
+            _ => &[],
+        }
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self.kind, Kind::Object(_))
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self.kind, Kind::Array(_))
+    }
+
+    /// Start offsets of the children (member key or element value) and their end offsets.
+    fn child_spans(&self) -> Vec<(usize, usize)> {
+        match &self.kind {
+            Kind::Object(ms) => ms.iter().map(|m| (m.key_start, m.value.end)).collect(),
+            Kind::Array(es) => es.iter().map(|e| (e.start, e.end)).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A parsed document: the text (without BOM) and its tree. Line endings and BOM are remembered
+/// so that [`Document::finish`] writes them back.
+#[derive(Debug, Clone)]
+pub struct Document {
+    text: String,
+    bom: bool,
+    crlf: bool,
+    pub root: Node,
+}
+
+impl Document {
+    pub fn parse(input: &str) -> Result<Self, ParseError> {
+        let (bom, body) = match input.strip_prefix('\u{feff}') {
+            Some(rest) => (true, rest),
+            None => (false, input),
+        };
+        let crlf = body.contains("\r\n") && !body.replace("\r\n", "").contains('\n');
+        let root = Parser { s: body.as_bytes(), i: 0 }.document()?;
+        Ok(Self { text: body.to_string(), bom, crlf, root })
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn slice(&self, node: &Node) -> &str {
+        &self.text[node.start..node.end]
+    }
+
+    /// The node's value, when it is plain JSON (no comments or trailing commas inside).
+    pub fn value(&self, node: &Node) -> Option<serde_json::Value> {
+        serde_json::from_str(self.slice(node)).ok()
+    }
+
+    /// The document as bytes to write, with the original BOM and line endings.
+    pub fn finish(&self) -> String {
+        let mut s = String::with_capacity(self.text.len() + 3);
+        if self.bom {
+            s.push('\u{feff}');
+        }
+        s.push_str(&self.text);
+        s
+    }
+
+    fn newline(&self) -> &'static str {
+        if self.crlf {
+            "\r\n"
+        } else {
+            "\n"
+        }
+    }
+
+    /// The file's indentation unit: a tab, or the smallest run of leading spaces.
+    fn indent_unit(&self) -> String {
+        let mut best: Option<usize> = None;
+        for line in self.text.lines() {
+            let trimmed = line.trim_start_matches([' ', '\t']);
+            if trimmed.is_empty() || trimmed.len() == line.len() {
+                continue;
+            }
+            let lead = &line[..line.len() - trimmed.len()];
+            if lead.starts_with('\t') {
+                return "\t".into();
+            }
+            best = Some(best.map_or(lead.len(), |b| b.min(lead.len())));
+        }
+        " ".repeat(best.unwrap_or(2))
+    }
+
+    /// Leading whitespace of the line containing `pos`.
+    fn line_indent(&self, pos: usize) -> String {
+        let line_start = self.text[..pos].rfind('\n').map_or(0, |i| i + 1);
+        self.text[line_start..].chars().take_while(|c| *c == ' ' || *c == '\t').collect()
+    }
+
+    fn is_multiline(&self, node: &Node) -> bool {
+        self.text[node.start..node.end].contains('\n')
+    }
+
+    /// Renders `value` as it would sit at `indent`, in the file's style.
+    fn render(&self, value: &serde_json::Value, indent: &str, multiline: bool) -> String {
+        if !multiline {
+            return serde_json::to_string(value).expect("json values serialise");
+        }
+        let unit = self.indent_unit();
+        let mut out = Vec::new();
+        let fmt = serde_json::ser::PrettyFormatter::with_indent(unit.as_bytes());
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+        serde::Serialize::serialize(value, &mut ser).expect("json values serialise");
+        let pretty = String::from_utf8(out).expect("serde_json writes utf-8");
+        let nl = self.newline();
+        let mut s = String::new();
+        for (i, line) in pretty.split('\n').enumerate() {
+            if i > 0 {
+                s.push_str(nl);
+                s.push_str(indent);
+            }
+            s.push_str(line);
+        }
+        s
+    }
+
+    fn splice(&mut self, start: usize, end: usize, with: &str) -> Result<(), ParseError> {
+        self.text.replace_range(start..end, with);
+        let reparsed = Self::parse(&self.text)?;
+        self.root = reparsed.root;
+        Ok(())
+    }
+
+    /// Inserts `"key": value` at the end of the object at `path`.
+    pub fn insert_member(&mut self, path: &[&str], key: &str, value: &serde_json::Value) -> Result<(), ParseError> {
+        let obj = self.node_at(path).cloned().expect("caller checked the path");
+        let key_json = serde_json::to_string(key).expect("strings serialise");
+        let item = |this: &Self, indent: &str, multi: bool| format!("{key_json}: {}", this.render(value, indent, multi));
+        self.insert_child(&obj, item)
+    }
+
+    /// Appends `value` to the array at `path`.
+    pub fn push_element(&mut self, path: &[&str], value: &serde_json::Value) -> Result<(), ParseError> {
+        let arr = self.node_at(path).cloned().expect("caller checked the path");
+        self.insert_child(&arr, |this, indent, multi| this.render(value, indent, multi))
+    }
+
+    fn insert_child(
+        &mut self,
+        container: &Node,
+        item: impl Fn(&Self, &str, bool) -> String,
+    ) -> Result<(), ParseError> {
+        let spans = container.child_spans();
+        let nl = self.newline();
+        match spans.last() {
+            None => {
+                // Empty container: lay it out over lines, one level deeper than its own line.
+                let outer = self.line_indent(container.start);
+                let inner = format!("{outer}{}", self.indent_unit());
+                let multi = self.text.contains('\n') || self.text.trim().len() <= 2;
+                let text = if multi {
+                    format!("{nl}{inner}{}{nl}{outer}", item(self, &inner, true))
+                } else {
+                    item(self, "", false)
+                };
+                self.splice(container.start + 1, container.end - 1, &text)
+            }
+            Some(&(last_start, last_end)) => {
+                if self.is_multiline(container) {
+                    let indent = self.line_indent(last_start);
+                    let text = format!(",{nl}{indent}{}", item(self, &indent, true));
+                    self.splice(last_end, last_end, &text)
+                } else {
+                    let text = format!(", {}", item(self, "", false));
+                    self.splice(last_end, last_end, &text)
+                }
+            }
+        }
+    }
+
+    /// Removes child `index` (member or element) of the container at `path`: the exact inverse
+    /// of the insertions above.
+    pub fn remove_child(&mut self, path: &[&str], index: usize) -> Result<(), ParseError> {
+        let container = self.node_at(path).cloned().expect("caller checked the path");
+        self.remove_child_of(&container, index)
+    }
+
+    pub fn remove_child_of(&mut self, container: &Node, index: usize) -> Result<(), ParseError> {
+        let spans = container.child_spans();
+        let (start, end) = spans[index];
+        if spans.len() == 1 {
+            return self.splice(container.start + 1, container.end - 1, "");
+        }
+        if index + 1 < spans.len() {
+            self.splice(start, spans[index + 1].0, "")
+        } else {
+            self.splice(spans[index - 1].1, end, "")
+        }
+    }
+
+    /// Replaces the value of `node` with `value`, rendered at that node's indentation.
+    pub fn replace_value(&mut self, node: &Node, value: &serde_json::Value) -> Result<(), ParseError> {
+        let indent = self.line_indent(node.start);
+        let multi = self.is_multiline(node) || self.text.contains('\n');
+        let text = self.render(value, &indent, multi);
+        self.splice(node.start, node.end, &text)
+    }
+
+    pub fn node_at(&self, path: &[&str]) -> Option<&Node> {
+        let mut node = &self.root;
+        for key in path {
+            node = node.member(key)?;
+        }
+        Some(node)
+    }
+
+    /// Index of `key` among the members of the object at `path`.
+    pub fn member_index(&self, path: &[&str], key: &str) -> Option<usize> {
+        self.node_at(path)?.members().iter().rposition(|m| m.key == key)
+    }
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn document(mut self) -> Result<Node, ParseError> {
+        self.ws()?;
+        if self.i >= self.s.len() {
+            return Err(self.err("the file is empty; expected a JSON object"));
+        }
+        let root = self.value(0)?;
+        self.ws()?;
+        if self.i < self.s.len() {
+            return Err(self.err("unexpected text after the end of the JSON value"));
+        }
+        Ok(root)
+    }
+
+    fn err(&self, message: &str) -> ParseError {
+        let before = &self.s[..self.i.min(self.s.len())];
+        let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+        let line_start = before.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+        let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+        ParseError { line, column, message: message.to_string() }
+    }
+
+    /// Whitespace and JSONC comments.
+    fn ws(&mut self) -> Result<(), ParseError> {
+        loop {
+            match self.s.get(self.i) {
+                Some(b' ' | b'\t' | b'\n' | b'\r') => self.i += 1,
+                Some(b'/') => match self.s.get(self.i + 1) {
+                    Some(b'/') => {
+                        while self.i < self.s.len() && self.s[self.i] != b'\n' {
+                            self.i += 1;
+                        }
+                    }
+                    Some(b'*') => {
+                        let start = self.i;
+                        self.i += 2;
+                        loop {
+                            if self.i + 1 >= self.s.len() {
+                                self.i = start;
+                                return Err(self.err("unterminated /* comment"));
+                            }
+                            if &self.s[self.i..self.i + 2] == b"*/" {
+                                self.i += 2;
+                                break;
+                            }
+                            self.i += 1;
+                        }
+                    }
+                    _ => return Err(self.err("unexpected `/`")),
+                },
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Node, ParseError> {
+        if depth > 256 {
+            return Err(self.err("nesting is too deep"));
+        }
+        let start = self.i;
+        let kind = match self.s.get(self.i) {
+            Some(b'{') => self.object(depth)?,
+            Some(b'[') => self.array(depth)?,
+            Some(b'"') => {
+                self.string()?;
+                Kind::String
+            }
+            Some(b't') => self.word("true")?,
+            Some(b'f') => self.word("false")?,
+            Some(b'n') => self.word("null")?,
+            Some(b'-' | b'0'..=b'9') => self.number()?,
+            Some(_) => return Err(self.err("expected a JSON value")),
+            None => return Err(self.err("unexpected end of file")),
+        };
+        Ok(Node { start, end: self.i, kind })
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Kind, ParseError> {
+        self.i += 1;
+        let mut members = Vec::new();
+        loop {
+            self.ws()?;
+            match self.s.get(self.i) {
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(Kind::Object(members));
+                }
+                Some(b'"') => {}
+                None => return Err(self.err("unexpected end of file inside an object; is a `}` missing?")),
+                Some(_) => return Err(self.err("expected a quoted key or `}`")),
+            }
+            let key_start = self.i;
+            let key = self.string()?;
+            self.ws()?;
+            if self.s.get(self.i) != Some(&b':') {
+                return Err(self.err("expected `:` after the key"));
+            }
+            self.i += 1;
+            self.ws()?;
+            let value = self.value(depth + 1)?;
+            members.push(Member { key, key_start, value });
+            self.ws()?;
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {}
+                None => return Err(self.err("unexpected end of file inside an object; is a `}` missing?")),
+                Some(_) => return Err(self.err("expected `,` or `}` after the value")),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Kind, ParseError> {
+        self.i += 1;
+        let mut elements = Vec::new();
+        loop {
+            self.ws()?;
+            match self.s.get(self.i) {
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Kind::Array(elements));
+                }
+                None => return Err(self.err("unexpected end of file inside an array; is a `]` missing?")),
+                _ => {}
+            }
+            elements.push(self.value(depth + 1)?);
+            self.ws()?;
+            match self.s.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {}
+                None => return Err(self.err("unexpected end of file inside an array; is a `]` missing?")),
+                Some(_) => return Err(self.err("expected `,` or `]` after the value")),
+            }
+        }
+    }
+
+    fn string(&mut self) -> Result<String, ParseError> {
+        let start = self.i;
+        self.i += 1;
+        loop {
+            match self.s.get(self.i) {
+                Some(b'"') => {
+                    self.i += 1;
+                    let raw = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| self.err("invalid UTF-8"))?;
+                    return serde_json::from_str(raw).map_err(|_| {
+                        self.i = start;
+                        self.err("invalid escape in string")
+                    });
+                }
+                Some(b'\\') => self.i += 2,
+                Some(b'\n') => return Err(self.err("unterminated string")),
+                Some(_) => self.i += 1,
+                None => {
+                    self.i = start;
+                    return Err(self.err("unterminated string"));
+                }
+            }
+        }
+    }
+
+    fn word(&mut self, w: &str) -> Result<Kind, ParseError> {
+        if self.s[self.i..].starts_with(w.as_bytes()) {
+            self.i += w.len();
+            Ok(Kind::Scalar)
+        } else {
+            Err(self.err("expected a JSON value"))
+        }
+    }
+
+    fn number(&mut self) -> Result<Kind, ParseError> {
+        let start = self.i;
+        while matches!(self.s.get(self.i), Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')) {
+            self.i += 1;
+        }
+        let raw = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("x");
+        if raw.parse::<f64>().is_err() {
+            self.i = start;
+            return Err(self.err("invalid number"));
+        }
+        Ok(Kind::Scalar)
+    }
+}
+
+/// Pretty JSON with two-space indentation and a final newline, for files ovmem creates.
+pub fn new_file_text(value: &serde_json::Value) -> String {
+    let mut s = serde_json::to_string_pretty(value).expect("json values serialise");
+    let _ = writeln!(s);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn roundtrip(src: &str, path: &[&str], key: &str) -> String {
+        let mut d = Document::parse(src).unwrap();
+        d.insert_member(path, key, &json!([{"command": "x", "timeout": 5}])).unwrap();
+        let inserted = d.finish();
+        let idx = d.member_index(path, key).unwrap();
+        d.remove_child(path, idx).unwrap();
+        assert_eq!(d.finish(), src, "remove must invert insert");
+        inserted
+    }
+
+    #[test]
+    fn insert_then_remove_restores_bytes() {
+        for src in [
+            "{}",
+            "{}\n",
+            "{\n  \"a\": 1\n}\n",
+            "{\n\t\"a\": 1, // note\n\t\"b\": [1,2]\n}",
+            "{\r\n    \"a\": \"é\"\r\n}\r\n",
+            "\u{feff}{\"a\":1}",
+            "{\n  /* lead */ \"a\": {\"x\": 1},\n}\n",
+        ] {
+            roundtrip(src, &[], "hooks");
+        }
+    }
+
+    #[test]
+    fn insert_keeps_style() {
+        let out = roundtrip("{\n\t\"a\": 1\n}\n", &[], "k");
+        assert_eq!(out, "{\n\t\"a\": 1,\n\t\"k\": [\n\t\t{\n\t\t\t\"command\": \"x\",\n\t\t\t\"timeout\": 5\n\t\t}\n\t]\n}\n");
+        let out = roundtrip("{\r\n  \"a\": 1\r\n}\r\n", &[], "k");
+        assert!(!out.replace("\r\n", "").contains('\n'), "only CRLF: {out:?}");
+        let out = roundtrip("\u{feff}{\"a\":1}", &[], "k");
+        assert_eq!(out, "\u{feff}{\"a\":1, \"k\": [{\"command\":\"x\",\"timeout\":5}]}");
+    }
+
+    #[test]
+    fn remove_first_middle_last_elements() {
+        let src = "{\"h\": [\n  1,\n  2,\n  3\n]}";
+        for (i, want) in [(0, "{\"h\": [\n  2,\n  3\n]}"), (1, "{\"h\": [\n  1,\n  3\n]}"), (2, "{\"h\": [\n  1,\n  2\n]}")] {
+            let mut d = Document::parse(src).unwrap();
+            d.remove_child(&["h"], i).unwrap();
+            assert_eq!(d.finish(), want);
+        }
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let e = Document::parse("{\n  \"a\": 1,\n  \"b\" 2\n}").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 7));
+        assert!(Document::parse("").is_err());
+        assert!(Document::parse("{\"a\": }").is_err());
+        assert!(Document::parse("{\"a\": 1} x").is_err());
+        assert!(Document::parse("{\"a\": \"x").is_err());
+    }
+
+    #[test]
+    fn jsonc_is_accepted() {
+        let d = Document::parse("// c\n{ /* x */ \"a\": [1, 2,], }").unwrap();
+        assert_eq!(d.root.members().len(), 1);
+        assert_eq!(d.root.member("a").unwrap().elements().len(), 2);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parser_never_panics(s in "\\PC{0,64}") {
+            let _ = Document::parse(&s);
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Format-preserving editors for the files ovmem shares with the agents.
+
+pub mod json;

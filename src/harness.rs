@@ -1,0 +1,492 @@
+//! The registry of harnesses. Each harness is data: a manifest (what goes where), an adapter
+//! (how the runtime reads its stdin and writes its stdout) and templates, all embedded at build
+//! time. Adding a harness is those files, one line in [`HARNESSES`] and fixtures.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+use crate::env::Env;
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+}
+#[allow(unused_imports)]
+pub use embedded::LEGACY as LEGACY_FILES;
+
+pub struct Spec {
+    pub id: &'static str,
+    pub manifest: &'static str,
+    pub adapter: &'static str,
+}
+
+macro_rules! harness {
+    ($id:literal) => {
+        Spec {
+            id: $id,
+            manifest: include_str!(concat!("../manifests/", $id, ".toml")),
+            adapter: include_str!(concat!("../adapters/", $id, ".toml")),
+        }
+    };
+}
+
+pub static HARNESSES: &[Spec] =
+    &[harness!("claude-code"), harness!("codex"), harness!("cursor"), harness!("cline"), harness!("trae-cli")];
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum InstallKind {
+    /// Hook entries merged into a JSON file under `events_key`.
+    JsonHooks,
+    /// One executable file per event in a directory.
+    ScriptDir,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    pub kind: InstallKind,
+    #[serde(default)]
+    pub binaries: Vec<String>,
+    #[serde(default)]
+    pub version_args: Vec<String>,
+    /// The harness version ovmem's end-to-end tests ran.
+    pub tested: Option<String>,
+    #[serde(default)]
+    pub deprecated: bool,
+    pub replacement: Option<String>,
+    pub events_key: Option<String>,
+    pub template: String,
+    pub template_with_matcher: Option<String>,
+    #[serde(default)]
+    pub root_defaults: toml::Table,
+    /// How hooks get trusted after install, when the harness gates them.
+    pub trust: Option<String>,
+    pub project_scope_note: Option<String>,
+    pub scopes: Scopes,
+    pub hooks: Vec<HookSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scopes {
+    pub user: Option<ScopeSpec>,
+    pub project: Option<ScopeSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopeSpec {
+    pub file: Option<String>,
+    pub dir: Option<String>,
+    pub fallback_dir: Option<String>,
+    pub fallback_note: Option<String>,
+    #[serde(default)]
+    pub detect: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookSpec {
+    pub event: String,
+    pub matcher: Option<String>,
+    pub timeout: Option<u32>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Adapter {
+    pub harness: String,
+    pub encoder: Encoder,
+    pub context_limit: usize,
+    #[serde(default)]
+    pub inject_events: Vec<String>,
+    #[serde(default)]
+    pub inject_once_on_tool: bool,
+    #[serde(default)]
+    pub guard_tools: Vec<String>,
+    pub events: BTreeMap<String, Canonical>,
+    #[serde(default)]
+    pub tool_by_event: BTreeMap<String, String>,
+    #[serde(default)]
+    pub noop_by_event: BTreeMap<String, String>,
+    pub fields: Fields,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Encoder {
+    HookSpecificOutput,
+    Cursor,
+    Cline,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Canonical {
+    SessionStart,
+    Prompt,
+    Stop,
+    PreTool,
+    SessionEnd,
+}
+
+/// Ordered alias lists: dotted paths into the stdin JSON (`turn.outputText`, `workspace_roots.0`,
+/// `.` for the whole object). The first present, non-empty one wins.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Fields {
+    #[serde(default)]
+    pub session: Vec<String>,
+    #[serde(default)]
+    pub cwd: Vec<String>,
+    #[serde(default)]
+    pub prompt: Vec<String>,
+    #[serde(default)]
+    pub reply: Vec<String>,
+    #[serde(default)]
+    pub transcript: Vec<String>,
+    #[serde(default)]
+    pub tool: Vec<String>,
+    #[serde(default)]
+    pub tool_input: Vec<String>,
+}
+
+pub struct Harness {
+    pub manifest: Manifest,
+    spec: &'static Spec,
+}
+
+impl Harness {
+    pub fn id(&self) -> &str {
+        &self.manifest.id
+    }
+
+    pub fn adapter(&self) -> Result<Adapter> {
+        parse_adapter(self.spec)
+    }
+
+    pub fn scope(&self, scope: Scope) -> Result<&ScopeSpec> {
+        let spec = match scope {
+            Scope::User => self.manifest.scopes.user.as_ref(),
+            Scope::Project => self.manifest.scopes.project.as_ref(),
+        };
+        match spec {
+            Some(s) => Ok(s),
+            None => match (&self.manifest.project_scope_note, scope) {
+                (Some(note), Scope::Project) => bail!("{note}"),
+                _ => bail!("{} has no {} scope", self.manifest.name, scope.as_str()),
+            },
+        }
+    }
+
+    /// Whether the harness looks present: a binary on PATH or one of its config locations.
+    pub fn detect(&self, env: &Env) -> Detection {
+        let binary = self.manifest.binaries.iter().find_map(|b| env.which(b));
+        let config = self
+            .manifest
+            .scopes
+            .user
+            .iter()
+            .flat_map(|s| s.detect.iter())
+            .filter_map(|p| env.expand(p, None).ok())
+            .find(|p| p.exists());
+        Detection { binary, config }
+    }
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Detection {
+    pub binary: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+}
+
+impl Detection {
+    pub fn found(&self) -> bool {
+        self.binary.is_some() || self.config.is_some()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    User,
+    Project,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::User => "user",
+            Scope::Project => "project",
+        }
+    }
+}
+
+fn parse_adapter(spec: &Spec) -> Result<Adapter> {
+    toml::from_str(spec.adapter).with_context(|| format!("adapters/{}.toml does not parse", spec.id))
+}
+
+/// Every harness, parsed once.
+pub fn all() -> &'static [Harness] {
+    static ALL: OnceLock<Vec<Harness>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        HARNESSES
+            .iter()
+            .map(|spec| Harness {
+                manifest: toml::from_str(spec.manifest)
+                    .unwrap_or_else(|e| panic!("manifests/{}.toml does not parse: {e}", spec.id)),
+                spec,
+            })
+            .collect()
+    })
+}
+
+/// Looks a harness up by id or alias.
+pub fn find(name: &str) -> Option<&'static Harness> {
+    all().iter().find(|h| h.manifest.id == name || h.manifest.aliases.iter().any(|a| a == name))
+}
+
+/// The adapter for `id` alone, without parsing any manifest: the hook fast path.
+pub fn adapter_for(id: &str) -> Option<Result<Adapter>> {
+    HARNESSES.iter().find(|s| s.id == id).map(parse_adapter)
+}
+
+/// Parses `claude-code,codex` / `all` into harnesses; `all` means every detected one.
+pub fn parse_list(list: &str, env: &Env) -> Result<Vec<&'static Harness>> {
+    let mut out: Vec<&'static Harness> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        if name == "all" {
+            for h in all().iter().filter(|h| h.detect(env).found()) {
+                if !out.iter().any(|o| o.id() == h.id()) {
+                    out.push(h);
+                }
+            }
+            continue;
+        }
+        let Some(h) = find(name) else {
+            let known: Vec<&str> = all().iter().map(|h| h.id()).collect();
+            bail!("unknown harness `{name}`; known harnesses: {}", known.join(", "));
+        };
+        if !out.iter().any(|o| o.id() == h.id()) {
+            out.push(h);
+        }
+    }
+    if out.is_empty() {
+        bail!("no harness selected (`{list}`)");
+    }
+    Ok(out)
+}
+
+pub fn template(name: &str) -> Result<&'static str> {
+    embedded::TEMPLATES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .with_context(|| format!("template `{name}` is not embedded"))
+}
+
+/// Quotes a path for POSIX `sh -c`: bare when it holds only safe characters.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Values for a template's placeholders.
+pub struct Placeholders<'a> {
+    pub bin: &'a Path,
+    pub harness: &'a str,
+    pub event: &'a str,
+    pub timeout: u32,
+    pub matcher: &'a str,
+    pub ovmem_home: &'a Path,
+}
+
+/// Renders a template: placeholders are replaced by values escaped for the template's format
+/// (a JSON string body for `.json`, raw for shell scripts; paths are shell-quoted first).
+pub fn render(name: &str, p: &Placeholders) -> Result<String> {
+    let text = template(name)?;
+    let json = name.ends_with(".json");
+    let esc = |s: &str| if json { serde_json::to_string(s).unwrap().trim_matches('"').to_string() } else { s.to_string() };
+    let out = text
+        .replace("{{OVMEM_BIN}}", &esc(&shell_quote(&p.bin.to_string_lossy())))
+        .replace("{{OVMEM_HOME}}", &esc(&shell_quote(&p.ovmem_home.to_string_lossy())))
+        .replace("{{HARNESS}}", &esc(p.harness))
+        .replace("{{EVENT}}", &esc(p.event))
+        .replace("{{MATCHER}}", &esc(p.matcher))
+        .replace("{{TIMEOUT}}", &p.timeout.to_string());
+    if let Some(i) = out.find("{{") {
+        bail!("template `{name}` has an unknown placeholder near `{}`", &out[i..(i + 20).min(out.len())]);
+    }
+    Ok(out)
+}
+
+/// Splits a POSIX shell command into words (quotes removed). Enough to recognise hook commands
+/// and guard arguments; no expansion is performed.
+pub fn shell_words(cmd: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = cmd.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    cur.push(c);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => {
+                            if let Some(n) = chars.next() {
+                                cur.push(n);
+                            }
+                        }
+                        _ => cur.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
+
+/// Whether `cmd` runs some ovmem binary's `hook <harness> <event>` (any install path: older
+/// and moved runtimes are recognised too).
+pub fn is_ovmem_hook_command(cmd: &str, harness: &str, event: Option<&str>) -> bool {
+    let w = shell_words(cmd);
+    w.len() >= 4
+        && Path::new(&w[0]).file_name().is_some_and(|n| n == "ovmem")
+        && w[1] == "hook"
+        && w[2] == harness
+        && event.is_none_or(|e| w[3] == e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A manifest or adapter that does not parse would panic on the user's machine instead of
+    /// at build-and-test time.
+    #[test]
+    fn every_manifest_and_adapter_parses_and_agrees() {
+        for h in all() {
+            let a = h.adapter().unwrap();
+            assert_eq!(a.harness, h.id());
+            for hook in &h.manifest.hooks {
+                assert!(a.events.contains_key(&hook.event), "{}: {} has no adapter mapping", h.id(), hook.event);
+            }
+            for e in a.inject_events.iter().chain(a.tool_by_event.keys()).chain(a.noop_by_event.keys()) {
+                assert!(a.events.contains_key(e), "{}: {e} is not an event", h.id());
+            }
+        }
+    }
+
+    /// Ids and aliases must be unique kebab-case, or `--harness` would be ambiguous.
+    #[test]
+    fn ids_and_aliases_are_unique_kebab_case() {
+        let mut seen = std::collections::HashSet::new();
+        for h in all() {
+            for name in std::iter::once(&h.manifest.id).chain(&h.manifest.aliases) {
+                assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{name}");
+                assert!(seen.insert(name.clone()), "duplicate name {name}");
+            }
+            assert_eq!(h.manifest.id, h.spec.id);
+        }
+    }
+
+    /// Every template a manifest names must exist, render with no placeholder left, and parse
+    /// as its format; an odd runtime path must survive escaping.
+    #[test]
+    fn templates_render_and_parse() {
+        let bin = Path::new("/home/o'neil/my dir/ovmem");
+        for h in all() {
+            for hook in &h.manifest.hooks {
+                let name = match (&hook.matcher, &h.manifest.template_with_matcher) {
+                    (Some(_), Some(t)) => t.clone(),
+                    _ => h.manifest.template.clone(),
+                };
+                let p = Placeholders {
+                    bin,
+                    harness: h.id(),
+                    event: &hook.event,
+                    timeout: 7,
+                    matcher: hook.matcher.as_deref().unwrap_or(""),
+                    ovmem_home: Path::new("/h/.ovmem"),
+                };
+                let out = render(&name, &p).unwrap();
+                if name.ends_with(".json") {
+                    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                    let cmd = find_command(&v).expect("template has a command");
+                    assert!(is_ovmem_hook_command(&cmd, h.id(), Some(&hook.event)), "{cmd}");
+                    assert_eq!(shell_words(&cmd)[0], bin.to_string_lossy());
+                } else {
+                    let exec = out.lines().find(|l| l.starts_with("exec ")).unwrap();
+                    assert!(is_ovmem_hook_command(&exec[5..], h.id(), Some(&hook.event)));
+                }
+            }
+        }
+    }
+
+    fn find_command(v: &serde_json::Value) -> Option<String> {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.get("command").and_then(|c| c.as_str()).map(String::from).or_else(|| m.values().find_map(find_command))
+            }
+            serde_json::Value::Array(a) => a.iter().find_map(find_command),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn shell_quoting_round_trips() {
+        for s in ["/usr/bin/ovmem", "/a b/ovmem", "/it's/ovmem", "/ünï/ovmem", "/x\"y\\z/ovmem"] {
+            assert_eq!(shell_words(&shell_quote(s)), vec![s.to_string()]);
+        }
+    }
+
+    #[test]
+    fn recognises_only_ovmem_hook_commands() {
+        assert!(is_ovmem_hook_command("'/a b/ovmem' hook codex Stop", "codex", Some("Stop")));
+        assert!(is_ovmem_hook_command("/old/bin/ovmem hook codex Stop", "codex", None));
+        assert!(!is_ovmem_hook_command("/x/not-ovmem hook codex Stop", "codex", None));
+        assert!(!is_ovmem_hook_command("/x/ovmem hook cursor stop", "codex", None));
+        assert!(!is_ovmem_hook_command("node /x/ovmem.mjs hook codex Stop", "codex", None));
+    }
+}

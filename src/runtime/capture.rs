@@ -1,0 +1,168 @@
+//! Turning a finished turn into a memory: strip every injected memory block first (ovmem's,
+//! Hindsight's, OpenViking's) so recalled text is never stored again, and read the turn from
+//! the transcript when the harness only gives its path.
+
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde_json::Value;
+
+/// Tags whose blocks are injected context, never user or assistant content.
+const INJECTED_TAGS: &[&str] = &[
+    "ovmem-memory",
+    "hindsight_memories",
+    "hindsight_memory",
+    "relevant_memories",
+    "system-reminder",
+    "openviking-context",
+    "relevant-memories",
+    "hook_context",
+];
+
+/// Removes every `<tag …>…</tag>` block of the injected tags (an unterminated one to the end).
+pub fn strip_injected(text: &str) -> String {
+    let mut s = text.to_string();
+    for tag in INJECTED_TAGS {
+        let open = format!("<{tag}");
+        let close = format!("</{tag}>");
+        let mut from = 0;
+        while let Some(rel) = s[from..].find(&open) {
+            let start = from + rel;
+            let after = s[start + open.len()..].chars().next();
+            if !matches!(after, Some('>') | Some(' ') | Some('\n') | Some('\t') | Some('/')) {
+                from = start + open.len();
+                continue;
+            }
+            let end = s[start..].find(&close).map_or(s.len(), |i| start + i + close.len());
+            s.replace_range(start..end, "");
+            from = start;
+        }
+    }
+    s.trim().to_string()
+}
+
+/// Cuts `s` to at most `max` characters, on a character boundary, marking the cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The text of a message's `content`: a string, or the `text` parts of an array.
+fn content_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str).is_none_or(|t| t == "text" || t == "output_text" || t == "input_text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// Role and text of one transcript line, across the shapes harnesses write
+/// (`{type, message:{role, content}}`, `{role, message:{content}}`, `{role, content}`).
+fn line_message(v: &Value) -> Option<(String, String)> {
+    let msg = v.get("message").filter(|m| m.is_object()).unwrap_or(v);
+    let role = msg
+        .get("role")
+        .or_else(|| v.get("role"))
+        .or_else(|| v.get("type"))
+        .and_then(Value::as_str)?
+        .to_string();
+    let text = content_text(msg.get("content")?)?;
+    let text = text.replace("[REDACTED]", "");
+    (!text.trim().is_empty()).then_some((role, text))
+}
+
+/// The last user prompt and assistant reply in a JSONL transcript (reading at most its last
+/// 4 MiB, so a long session stays fast).
+pub fn last_turn(path: &Path) -> (Option<String>, Option<String>) {
+    const TAIL: u64 = 4 << 20;
+    let Ok(mut f) = std::fs::File::open(path) else { return (None, None) };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > TAIL && f.seek(SeekFrom::Start(len - TAIL)).is_err() {
+        return (None, None);
+    }
+    let mut user = None;
+    let mut assistant = None;
+    for line in BufReader::new(f.take(TAIL)).lines().map_while(Result::ok) {
+        let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
+        match line_message(&v) {
+            Some((role, text)) if role == "user" || role == "human" => {
+                user = Some(text);
+                assistant = None;
+            }
+            Some((role, text)) if role == "assistant" || role == "model" => {
+                assistant = Some(match assistant {
+                    Some(prev) => format!("{prev}\n{text}"),
+                    None => text,
+                });
+            }
+            _ => {}
+        }
+    }
+    (user, assistant)
+}
+
+/// The memory text for a turn, or `None` when nothing of substance is left.
+pub fn memory_text(prompts: &[String], reply: Option<&str>, max: usize) -> Option<String> {
+    let prompt = prompts.iter().map(|p| strip_injected(p)).filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n");
+    let reply = reply.map(strip_injected).filter(|r| !r.is_empty());
+    let half = max / 2;
+    let text = match (prompt.is_empty(), reply) {
+        (true, None) => return None,
+        (false, None) => format!("User: {}", truncate(&prompt, max)),
+        (true, Some(r)) => format!("Assistant: {}", truncate(&r, max)),
+        (false, Some(r)) => format!("User: {}\nAssistant: {}", truncate(&prompt, half), truncate(&r, half)),
+    };
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_every_injected_block() {
+        let s = "before <ovmem-memory>\nold fact\n</ovmem-memory> mid <openviking-context source=\"x\">v</openviking-context>\
+                 <hindsight_memories>h</hindsight_memories><system-reminder>r</system-reminder> after";
+        assert_eq!(strip_injected(s), "before  mid  after");
+        assert_eq!(strip_injected("x <relevant-memories>unterminated"), "x");
+        assert_eq!(strip_injected("<ovmem-memoryless> stays"), "<ovmem-memoryless> stays");
+    }
+
+    #[test]
+    fn reads_cursor_and_claude_transcripts() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("t.jsonl");
+        std::fs::write(
+            &p,
+            concat!(
+                r#"{"role":"user","message":{"content":[{"type":"text","text":"old question"}]}}"#, "\n",
+                r#"{"role":"assistant","message":{"content":[{"type":"text","text":"old answer"}]}}"#, "\n",
+                "not json\n",
+                r#"{"type":"user","message":{"role":"user","content":"Where do logs go?"}}"#, "\n",
+                r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"To /var/log/app."},{"type":"tool_use","name":"x"}]}}"#, "\n",
+            ),
+        )
+        .unwrap();
+        assert_eq!(last_turn(&p), (Some("Where do logs go?".into()), Some("To /var/log/app.".into())));
+        assert_eq!(last_turn(&t.path().join("missing")), (None, None));
+    }
+
+    #[test]
+    fn memory_text_truncates_on_char_boundaries() {
+        let m = memory_text(&["é".repeat(50)], Some(&"ü".repeat(50)), 20).unwrap();
+        assert!(m.starts_with("User: éééé") && m.contains("\nAssistant: üüü") && m.contains('…'));
+        assert_eq!(memory_text(&[], None, 10), None);
+        assert_eq!(memory_text(&["<ovmem-memory>x</ovmem-memory>".into()], None, 10), None);
+    }
+}

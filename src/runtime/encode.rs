@@ -1,0 +1,60 @@
+//! [`Outcome`] -> the exact stdout each harness accepts for that event. Schemas are strict
+//! (Codex rejects unknown keys, Claude ignores a top-level `additionalContext`), so every
+//! harness and event gets only the keys it documents; anything else is that harness's no-op.
+
+use serde_json::{json, Value};
+
+use crate::harness::{Adapter, Encoder};
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Outcome {
+    pub context: Option<String>,
+    pub deny: Option<String>,
+}
+
+/// The harness's no-op for this event.
+pub fn noop(adapter: &Adapter, native: &str) -> String {
+    if let Some(s) = adapter.noop_by_event.get(native) {
+        return s.clone();
+    }
+    match adapter.encoder {
+        Encoder::Cline => json!({"cancel": false, "contextModification": "", "errorMessage": ""}).to_string(),
+        Encoder::HookSpecificOutput | Encoder::Cursor => "{}".to_string(),
+    }
+}
+
+pub fn encode(adapter: &Adapter, native: &str, outcome: &Outcome) -> String {
+    let v: Option<Value> = match (&outcome.deny, &outcome.context) {
+        (Some(reason), _) => deny(adapter, native, reason),
+        (None, Some(ctx)) if adapter.inject_events.iter().any(|e| e == native) => inject(adapter, native, ctx),
+        _ => None,
+    };
+    v.map_or_else(|| noop(adapter, native), |v| v.to_string())
+}
+
+fn deny(adapter: &Adapter, native: &str, reason: &str) -> Option<Value> {
+    match adapter.encoder {
+        Encoder::HookSpecificOutput => (native == "PreToolUse").then(|| {
+            json!({"hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }})
+        }),
+        Encoder::Cursor => Some(json!({"permission": "deny", "user_message": reason, "agent_message": reason})),
+        Encoder::Cline => Some(json!({"cancel": true, "contextModification": "", "errorMessage": reason})),
+    }
+}
+
+fn inject(adapter: &Adapter, native: &str, ctx: &str) -> Option<Value> {
+    match adapter.encoder {
+        Encoder::HookSpecificOutput => {
+            Some(json!({"hookSpecificOutput": {"hookEventName": native, "additionalContext": ctx}}))
+        }
+        Encoder::Cursor => match native {
+            "beforeSubmitPrompt" => Some(json!({"continue": true, "additional_context": ctx})),
+            _ => Some(json!({"additional_context": ctx})),
+        },
+        Encoder::Cline => Some(json!({"cancel": false, "contextModification": ctx, "errorMessage": ""})),
+    }
+}

@@ -1,0 +1,128 @@
+//! Harness stdin -> [`Event`]. Field names differ per harness (and per Cline vocabulary); the
+//! adapter's ordered alias lists say where to look. Unknown fields are ignored; only bytes that
+//! are not a JSON object are an error.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::harness::{Adapter, Canonical};
+
+#[derive(Debug, Error)]
+pub enum WireError {
+    #[error("stdin is not JSON: line {line}, column {column}")]
+    NotJson { line: usize, column: usize },
+    #[error("stdin is JSON but not an object")]
+    NotObject,
+    #[error("`{0}` is not an event this harness adapter knows")]
+    UnknownEvent(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub kind: Canonical,
+    pub harness: String,
+    pub native: String,
+    /// Sanitised session id (safe in file names and queries).
+    pub session: String,
+    pub cwd: Option<PathBuf>,
+    pub prompt: Option<String>,
+    pub reply: Option<String>,
+    pub transcript: Option<PathBuf>,
+    pub tool: Option<String>,
+    pub tool_input: Option<Value>,
+    /// Top-level stdin keys, for the debug log.
+    pub keys: Vec<String>,
+}
+
+/// Looks up a dotted path (`turn.outputText`, `workspace_roots.0`; `.` is the whole value).
+pub fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    if path == "." {
+        return Some(v);
+    }
+    let mut cur = v;
+    for part in path.split('.') {
+        cur = match cur {
+            Value::Object(m) => m.get(part)?,
+            Value::Array(a) => a.get(part.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn first_string(v: &Value, aliases: &[String]) -> Option<String> {
+    aliases.iter().find_map(|a| match lookup(v, a)? {
+        Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+fn first_value(v: &Value, aliases: &[String]) -> Option<Value> {
+    aliases.iter().find_map(|a| lookup(v, a).filter(|x| !x.is_null()).cloned())
+}
+
+/// Keeps `[A-Za-z0-9._-]`, at most 128 characters: session ids come from untrusted stdin.
+pub fn sanitise_session(s: &str) -> String {
+    let clean: String = s
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
+        .take(128)
+        .collect();
+    let clean = clean.trim_matches('.').to_string();
+    if clean.is_empty() {
+        "unknown".into()
+    } else {
+        clean
+    }
+}
+
+pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, WireError> {
+    let kind = *adapter.events.get(native).ok_or_else(|| WireError::UnknownEvent(native.to_string()))?;
+    let text = String::from_utf8_lossy(bytes);
+    let v: Value = if text.trim().is_empty() {
+        Value::Object(Default::default())
+    } else {
+        serde_json::from_str(&text).map_err(|e| WireError::NotJson { line: e.line(), column: e.column() })?
+    };
+    if !v.is_object() {
+        return Err(WireError::NotObject);
+    }
+    let f = &adapter.fields;
+    let cwd = first_string(&v, &f.cwd).map(PathBuf::from).filter(|p| p.is_absolute());
+    let session = first_string(&v, &f.session)
+        .map(|s| sanitise_session(&s))
+        .unwrap_or_else(|| match &cwd {
+            Some(c) => format!("cwd-{}", &crate::fsx::sha256_hex(c.to_string_lossy().as_bytes())[..16]),
+            None => "unknown".into(),
+        });
+    let tool = first_string(&v, &f.tool).or_else(|| adapter.tool_by_event.get(native).cloned());
+    Ok(Event {
+        kind,
+        harness: adapter.harness.clone(),
+        native: native.to_string(),
+        session,
+        cwd,
+        prompt: first_string(&v, &f.prompt),
+        reply: first_string(&v, &f.reply),
+        transcript: first_string(&v, &f.transcript).map(PathBuf::from).filter(|p| p.is_absolute()),
+        tool,
+        tool_input: first_value(&v, &f.tool_input),
+        keys: v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default(),
+    })
+}
+
+/// The project root for a directory: the nearest ancestor holding `.git` (a directory, or a
+/// file for worktrees), else the directory itself. No process is spawned.
+pub fn project_root(dir: &Path) -> PathBuf {
+    let mut d = Some(dir);
+    while let Some(cur) = d {
+        if cur.join(".git").exists() {
+            return cur.to_path_buf();
+        }
+        d = cur.parent();
+    }
+    dir.to_path_buf()
+}

@@ -1,0 +1,387 @@
+//! Real harnesses, end to end: Claude Code, Codex and Cline CLIs (pinned, installed from npm by
+//! `.ci/run` into `$OVMEM_E2E_DIR`, default `~/.cache/ovmem-e2e`) run offline against a stub
+//! model on 127.0.0.1, inside a network namespace that has only loopback (`unshare -n`), with a
+//! throwaway home, a clean environment, stdin closed and a timeout. Every scenario starts with a
+//! real `ovmem install`. Locally without the CLIs (or without root) each test prints why it
+//! skips; under CI (`CI=true` or `OVMEM_E2E_REQUIRED=1`) a missing piece fails instead.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+
+const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+const FACT: &str = "Remember this project fact: the deploy codename is BLUEHERON-7.";
+const QUESTION: &str = "What is the deploy codename for this project?";
+
+fn required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") || std::env::var("OVMEM_E2E_REQUIRED").is_ok_and(|v| v == "1")
+}
+
+/// The path of a pinned CLI, or a skip (locally) / a failure (CI) with the reason.
+fn cli(name: &str, rel: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("OVMEM_E2E_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ovmem-e2e"));
+    let bin = dir.join(name).join(rel);
+    let root = unsafe { libc::geteuid() } == 0;
+    let why = if !bin.exists() {
+        Some(format!("{} is not installed (run .ci/run, or `npm install --prefix {}/{name} <pinned package>`)", bin.display(), dir.display()))
+    } else if !root {
+        Some("these tests need root for `unshare -n`".to_string())
+    } else {
+        None
+    };
+    match why {
+        None => Some(bin),
+        Some(w) if required() => panic!("e2e prerequisite missing under CI: {w}"),
+        Some(w) => {
+            eprintln!("SKIPPED (not a pass): {w}");
+            None
+        }
+    }
+}
+
+fn which(name: &str) -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("`{name}` is not on PATH"))
+}
+
+static PORT: AtomicU16 = AtomicU16::new(18181);
+
+struct Lab {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    proj: PathBuf,
+    reqlog: PathBuf,
+    port: u16,
+    path: String,
+    extra_env: Vec<(String, String)>,
+}
+
+impl Lab {
+    fn new(bin_dirs: &[&Path]) -> Self {
+        let tmp = tempfile::Builder::new().prefix("ovmem-e2e").tempdir_in(std::env::temp_dir()).unwrap();
+        let home = tmp.path().join("home");
+        let proj = tmp.path().join("proj");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(proj.join(".git")).unwrap();
+        let mut dirs: Vec<PathBuf> = bin_dirs.iter().map(|p| p.to_path_buf()).collect();
+        dirs.push(which("node").parent().unwrap().to_path_buf());
+        dirs.push("/usr/bin".into());
+        dirs.push("/bin".into());
+        let path = std::env::join_paths(dirs).unwrap().into_string().unwrap();
+        Lab {
+            reqlog: tmp.path().join("requests.jsonl"),
+            home,
+            proj,
+            _tmp: tmp,
+            port: PORT.fetch_add(1, Ordering::SeqCst),
+            path,
+            extra_env: Vec::new(),
+        }
+    }
+
+    fn base_env(&self) -> Vec<(String, String)> {
+        let mut e = vec![
+            ("PATH".to_string(), self.path.clone()),
+            ("HOME".to_string(), self.home.to_string_lossy().into_owned()),
+            ("OVMEM_LOG".to_string(), "debug".to_string()),
+            ("LANG".to_string(), "C.UTF-8".to_string()),
+        ];
+        e.extend(self.extra_env.iter().cloned());
+        e
+    }
+
+    /// `ovmem <args>` in the lab's home, in a loopback-only namespace.
+    fn ovmem(&self, args: &[&str]) -> Output {
+        let out = Command::new("unshare")
+            .args(["-n", OVMEM])
+            .args(args)
+            .env_clear()
+            .envs(self.base_env())
+            .current_dir(&self.proj)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "ovmem {args:?} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        out
+    }
+
+    /// Runs `cmd` with the stub model beside it, inside a fresh network namespace.
+    fn run(&self, cmd: &[&str], env: &[(&str, &str)]) -> Output {
+        const SCRIPT: &str = r#"
+ip link set lo up
+"$PY" "$STUB" "$PORT" "$REQLOG" & SP=$!
+for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.05; done
+timeout 90 "$@" </dev/null; rc=$?
+sleep 0.5
+kill $SP 2>/dev/null; wait $SP 2>/dev/null
+exit $rc"#;
+        let stub = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/stub_model.py");
+        let mut c = Command::new("unshare");
+        c.args(["-n", "bash", "-c", SCRIPT, "bash"])
+            .args(cmd)
+            .env_clear()
+            .envs(self.base_env())
+            .env("PY", which("python3"))
+            .env("STUB", stub)
+            .env("PORT", self.port.to_string())
+            .env("REQLOG", &self.reqlog)
+            .current_dir(&self.proj)
+            .stdin(Stdio::null());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        self.reap();
+        out
+    }
+
+    /// Kills anything still running with this lab's home (detached hooks, Cline's hub daemon).
+    fn reap(&self) {
+        let needle = format!("HOME={}", self.home.display());
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+            if pid == std::process::id() as i32 {
+                continue;
+            }
+            if let Ok(env) = std::fs::read(entry.path().join("environ")) {
+                if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+                    let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+                }
+            }
+        }
+    }
+
+    fn requests(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.reqlog)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .filter(|v: &serde_json::Value| v["method"] == "POST")
+            .collect()
+    }
+
+    fn clear_requests(&self) {
+        let _ = std::fs::remove_file(&self.reqlog);
+    }
+
+    /// (harness, event) -> debug lines of hooks that fired.
+    fn fired(&self) -> Vec<(String, String, String)> {
+        let log = self.home.join(".ovmem/logs/hook.log");
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .map(|v| (v["harness"].as_str().unwrap_or("").into(), v["event"].as_str().unwrap_or("").into(), v["msg"].as_str().unwrap_or("").into()))
+            .collect()
+    }
+
+    fn clear_fired(&self) {
+        let _ = std::fs::remove_file(self.home.join(".ovmem/logs/hook.log"));
+    }
+
+    fn memories(&self) -> String {
+        let out = Command::new(OVMEM)
+            .args(["memory", "list", "--all"])
+            .env_clear()
+            .envs(self.base_env())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn snapshot(&self) -> HashMap<PathBuf, Vec<u8>> {
+        let mut m = HashMap::new();
+        for root in [&self.home, &self.proj] {
+            walk(root, &mut m);
+        }
+        m
+    }
+}
+
+fn walk(dir: &Path, out: &mut HashMap<PathBuf, Vec<u8>>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else if let Ok(b) = std::fs::read(&p) {
+            out.insert(p, b);
+        }
+    }
+}
+
+fn assert_fired(lab: &Lab, harness: &str, events: &[&str], keys: &[&str]) {
+    let fired = lab.fired();
+    for ev in events {
+        let line = fired.iter().find(|(h, e, m)| h == harness && e == ev && m.starts_with("fired"));
+        let Some((_, _, msg)) = line else { panic!("{harness} {ev} did not fire; log: {fired:#?}") };
+        for k in keys {
+            assert!(msg.contains(k), "{harness} {ev} payload lacks `{k}`: {msg}");
+        }
+    }
+}
+
+fn body_text(req: &serde_json::Value) -> String {
+    req["body"].to_string()
+}
+
+fn claude(lab: &Lab, bin: &Path, prompt: &str) -> Output {
+    let url = format!("http://127.0.0.1:{}", lab.port);
+    let out = lab.run(
+        &[bin.to_str().unwrap(), "-p", prompt],
+        &[
+            ("ANTHROPIC_BASE_URL", &url),
+            ("ANTHROPIC_API_KEY", "sk-ant-stub"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("CLAUDE_CODE_MAX_RETRIES", "0"),
+        ],
+    );
+    assert!(out.status.success(), "claude -p failed: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Two Claude Code sessions: the fact told in the first reaches the model in the second,
+/// inside `<ovmem-memory>`.
+fn claude_two_sessions(lab: &Lab, bin: &Path) {
+    claude(lab, bin, FACT);
+    assert_fired(lab, "claude-code", &["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"], &["session_id", "hook_event_name", "cwd"]);
+    assert_fired(lab, "claude-code", &["UserPromptSubmit"], &["prompt"]);
+    assert_fired(lab, "claude-code", &["Stop"], &["last_assistant_message"]);
+    assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+    lab.clear_requests();
+    let out = claude(lab, bin, QUESTION);
+    let reqs = lab.requests();
+    let main = reqs.iter().find(|r| body_text(r).contains(QUESTION)).expect("session 2 reached the model");
+    let body = body_text(main);
+    assert!(body.contains("ovmem-memory") && body.contains("BLUEHERON-7"), "memory not injected in session 2: {body}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("STUB_REPLY"));
+}
+
+#[test]
+fn claude_code_user_scope_remembers_across_sessions_and_uninstalls_cleanly() {
+    let Some(bin) = cli("claude", "node_modules/.bin/claude") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    std::fs::create_dir_all(lab.home.join(".claude")).unwrap();
+    std::fs::write(lab.home.join(".claude/settings.json"), "{\n  \"theme\": \"dark\"\n}\n").unwrap();
+    let before = lab.snapshot();
+    lab.ovmem(&["install", "--harness", "claude-code"]);
+    claude_two_sessions(&lab, &bin);
+
+    lab.ovmem(&["uninstall", "--harness", "claude-code", "--yes"]);
+    assert_eq!(std::fs::read(lab.home.join(".claude/settings.json")).unwrap(), before[&lab.home.join(".claude/settings.json")]);
+    lab.clear_fired();
+    claude(&lab, &bin, QUESTION);
+    assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
+}
+
+#[test]
+fn claude_code_project_scope() {
+    let Some(bin) = cli("claude", "node_modules/.bin/claude") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    lab.ovmem(&["install", "--harness", "claude-code", "--scope", "project", "--project", lab.proj.to_str().unwrap()]);
+    assert!(lab.proj.join(".claude/settings.json").exists());
+    assert!(!lab.home.join(".claude/settings.json").exists());
+    claude_two_sessions(&lab, &bin);
+    lab.ovmem(&["uninstall", "--harness", "claude-code", "--scope", "project", "--project", lab.proj.to_str().unwrap(), "--yes"]);
+    assert!(!lab.proj.join(".claude").exists(), "ovmem's project files were left behind");
+}
+
+const CODEX_CONFIG: &str = r#"# my codex settings (keep this comment)
+model = "stub-model"
+model_provider = "stub"
+check_for_update_on_startup = false
+
+[model_providers.stub]
+name = "Stub"   # inline comment
+base_url = "http://127.0.0.1:PORT/v1"
+wire_api = "responses"
+env_key = "STUB_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+"#;
+
+fn codex(lab: &Lab, bin: &Path, prompt: &str) -> Output {
+    let out = lab.run(&[bin.to_str().unwrap(), "exec", "--skip-git-repo-check", prompt], &[("STUB_API_KEY", "stub")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "codex exec failed: {err}");
+    assert!(!err.contains("failed to parse hooks config"), "codex rejected ovmem's hooks.json: {err}");
+    out
+}
+
+#[test]
+fn codex_trusted_by_install_remembers_across_sessions() {
+    let Some(bin) = cli("codex", "node_modules/.bin/codex") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    let codex_home = lab.home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let config = CODEX_CONFIG.replace("PORT", &lab.port.to_string());
+    std::fs::write(codex_home.join("config.toml"), &config).unwrap();
+
+    let out = lab.ovmem(&["install", "--harness", "codex"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("trusted"), "install did not trust the hooks: {err}");
+    let cfg = std::fs::read_to_string(codex_home.join("config.toml")).unwrap();
+    assert!(cfg.contains("trusted_hash") && cfg.contains("# my codex settings (keep this comment)") && cfg.contains("# inline comment"));
+    let status = Command::new(OVMEM).args(["status", "--json"]).env_clear().envs(lab.base_env()).output().unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let cx = status.as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();
+    assert_eq!(cx["scopes"][0]["trust"], "trusted", "{cx}");
+
+    // No --dangerously-bypass-hook-trust: the hooks run because install trusted them.
+    codex(&lab, &bin, FACT);
+    assert_fired(&lab, "codex", &["SessionStart", "UserPromptSubmit", "Stop"], &["session_id", "hook_event_name"]);
+    assert!(lab.memories().contains("BLUEHERON-7"));
+    lab.clear_requests();
+    codex(&lab, &bin, QUESTION);
+    let reqs = lab.requests();
+    let main = reqs.iter().find(|r| body_text(r).contains(QUESTION)).expect("session 2 reached the model");
+    assert!(body_text(main).contains("BLUEHERON-7"), "memory not injected: {}", body_text(main));
+
+    lab.ovmem(&["uninstall", "--harness", "codex", "--yes"]);
+    assert_eq!(std::fs::read_to_string(codex_home.join("config.toml")).unwrap(), config, "config.toml not restored");
+    assert!(!codex_home.join("hooks.json").exists());
+    lab.clear_fired();
+    codex(&lab, &bin, QUESTION);
+    assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
+}
+
+#[test]
+fn cline_cli_captures_the_turn_and_another_harness_recalls_it() {
+    let Some(cline) = cli("cline", "node_modules/.bin/cline") else { return };
+    let Some(claude_bin) = cli("claude", "node_modules/.bin/claude") else { return };
+    let mut lab = Lab::new(&[cline.parent().unwrap(), claude_bin.parent().unwrap()]);
+    lab.extra_env.push(("CLINE_SESSION_BACKEND_MODE".into(), "local".into()));
+    lab.extra_env.push(("CLINE_NO_AUTO_UPDATE".into(), "1".into()));
+    let settings = lab.home.join(".cline/data/settings");
+    std::fs::create_dir_all(&settings).unwrap();
+    let providers = serde_json::json!({"version": 1, "lastUsedProvider": "openai-compatible", "modes": {}, "providers": {
+        "openai-compatible": {"settings": {"provider": "openai-compatible", "apiKey": "sk-stub", "model": "stub-model",
+            "baseUrl": format!("http://127.0.0.1:{}/v1", lab.port)}, "tokenSource": "manual", "updatedAt": "2026-11-29T00:00:00.000Z"}}});
+    std::fs::write(settings.join("providers.json"), providers.to_string()).unwrap();
+
+    lab.ovmem(&["install", "--harness", "cline,claude-code"]);
+    assert!(lab.home.join("Documents/Cline/Hooks/TaskStart").exists());
+    let out = lab.run(&["bash", "-c", &format!("{} \"$0\"; sleep 2", cline.display()), FACT], &[]);
+    assert!(out.status.success(), "cline failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert_fired(&lab, "cline", &["TaskStart", "TaskComplete"], &["taskId", "hookName", "workspaceRoots"]);
+    assert_fired(&lab, "cline", &["TaskComplete"], &["turn"]);
+    assert!(lab.memories().contains("BLUEHERON-7"), "cline's turn was not captured: {}", lab.memories());
+
+    // The same project in Claude Code recalls what was said in Cline.
+    lab.clear_requests();
+    claude(&lab, &claude_bin, QUESTION);
+    let reqs = lab.requests();
+    let main = reqs.iter().find(|r| body_text(r).contains(QUESTION)).expect("claude reached the model");
+    assert!(body_text(main).contains("BLUEHERON-7"), "cline's memory not recalled in claude-code");
+
+    lab.ovmem(&["uninstall", "--yes"]);
+    assert!(!lab.home.join("Documents").exists(), "Cline hook dirs ovmem created were left behind");
+}
