@@ -155,7 +155,17 @@ impl Target<'_> {
             .collect()
     }
 
+    /// Serialises every ovmem process working on this harness and scope: taken before the
+    /// receipt is read, so concurrent runs never act on a stale receipt.
+    fn scope_lock(&self, opts: Options) -> Result<Option<FileLock>> {
+        if opts.dry_run {
+            return Ok(None);
+        }
+        FileLock::acquire(&self.env.ovmem_home(), &self.receipt_path()).map(Some)
+    }
+
     pub fn install(&self, opts: Options) -> Result<Report> {
+        let _lock = self.scope_lock(opts)?;
         let old = receipt::load(&self.receipt_path())?;
         let jobs = match self.harness.manifest.kind {
             InstallKind::JsonHooks => vec![self.json_job(true, old.as_ref(), opts)?],
@@ -165,6 +175,7 @@ impl Target<'_> {
     }
 
     pub fn uninstall(&self, opts: Options) -> Result<Report> {
+        let _lock = self.scope_lock(opts)?;
         let old = receipt::load(&self.receipt_path())?;
         let jobs = match self.harness.manifest.kind {
             InstallKind::JsonHooks => vec![self.json_job(false, old.as_ref(), opts)?],
@@ -273,8 +284,8 @@ impl Target<'_> {
         };
         let mut locks = Vec::new();
         if !opts.dry_run {
+            // The receipt itself is already locked by `scope_lock`.
             let mut targets: Vec<PathBuf> = jobs.iter().map(|j| fsx::resolve(&j.path)).collect::<Result<_>>()?;
-            targets.push(self.receipt_path());
             targets.sort();
             targets.dedup();
             for t in &targets {

@@ -159,6 +159,12 @@ impl Document {
         self.text[node.start..node.end].contains('\n')
     }
 
+    /// A one-line container written without spaces after `,` and `:` (`{"a":1,"b":2}`).
+    fn is_tight(&self, node: &Node) -> bool {
+        let t = &self.text[node.start..node.end];
+        !t.contains(", ") && !t.contains(": ")
+    }
+
     /// Renders `value` as it would sit at `indent`, in the file's style.
     fn render(&self, value: &serde_json::Value, indent: &str, multiline: bool) -> String {
         if !multiline {
@@ -193,7 +199,8 @@ impl Document {
     pub fn insert_member(&mut self, path: &[&str], key: &str, value: &serde_json::Value) -> Result<(), ParseError> {
         let obj = self.node_at(path).cloned().expect("caller checked the path");
         let key_json = serde_json::to_string(key).expect("strings serialise");
-        let item = |this: &Self, indent: &str, multi: bool| format!("{key_json}: {}", this.render(value, indent, multi));
+        let colon = if !self.is_multiline(&obj) && self.is_tight(&obj) { ":" } else { ": " };
+        let item = |this: &Self, indent: &str, multi: bool| format!("{key_json}{colon}{}", this.render(value, indent, multi));
         self.insert_child(&obj, item)
     }
 
@@ -229,7 +236,8 @@ impl Document {
                     let text = format!(",{nl}{indent}{}", item(self, &indent, true));
                     self.splice(last_end, last_end, &text)
                 } else {
-                    let text = format!(", {}", item(self, "", false));
+                    let sep = if self.is_tight(container) { "," } else { ", " };
+                    let text = format!("{sep}{}", item(self, "", false));
                     self.splice(last_end, last_end, &text)
                 }
             }
@@ -509,7 +517,9 @@ mod tests {
         let out = roundtrip("{\r\n  \"a\": 1\r\n}\r\n", &[], "k");
         assert!(!out.replace("\r\n", "").contains('\n'), "only CRLF: {out:?}");
         let out = roundtrip("\u{feff}{\"a\":1}", &[], "k");
-        assert_eq!(out, "\u{feff}{\"a\":1, \"k\": [{\"command\":\"x\",\"timeout\":5}]}");
+        assert_eq!(out, "\u{feff}{\"a\":1,\"k\":[{\"command\":\"x\",\"timeout\":5}]}");
+        let out = roundtrip("{\"a\": 1, \"b\": 2}", &[], "k");
+        assert_eq!(out, "{\"a\": 1, \"b\": 2, \"k\": [{\"command\":\"x\",\"timeout\":5}]}");
     }
 
     #[test]

@@ -1,0 +1,16 @@
+//! ovmem's library: everything the `ovmem` binary does, so that benches and integration tests
+//! can reach the store, the editors and the runtime directly.
+
+pub mod cli;
+pub mod cmd;
+pub mod config;
+pub mod edit;
+pub mod env;
+pub mod fsx;
+pub mod harness;
+pub mod integrate;
+pub mod output;
+pub mod receipt;
+pub mod runtime;
+pub mod store;
+pub mod trust;

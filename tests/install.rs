@@ -1,0 +1,444 @@
+//! The installer as a user runs it: the built binary against throwaway homes (never the real
+//! `$HOME`), with hand-edited fixtures full of comments, tabs, CRLF, BOM, unicode and hooks of
+//! other tools. Round trips must give back every byte.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+/// Where each JSON harness keeps its user-scope hooks, relative to the home.
+const JSON_HARNESSES: &[(&str, &str)] = &[
+    ("claude-code", ".claude/settings.json"),
+    ("codex", ".codex/hooks.json"),
+    ("cursor", ".cursor/hooks.json"),
+    ("trae-cli", ".trae/cli/hooks.json"),
+];
+
+struct Home {
+    tmp: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        Self { tmp: tempfile::tempdir().unwrap() }
+    }
+
+    fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    fn put(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(OVMEM);
+        c.args(args)
+            .env_clear()
+            .env("HOME", self.path())
+            .env("PATH", "/usr/bin:/bin")
+            .env("NO_COLOR", "1")
+            .current_dir(self.path())
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert!(out.status.success(), "ovmem {args:?} exited {:?}:\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+        out
+    }
+
+    /// Every file under the home: path -> (bytes, mtime).
+    fn tree(&self) -> BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)> {
+        let mut m = BTreeMap::new();
+        walk(self.path(), &mut m);
+        m
+    }
+
+    fn redact(&self, s: &str) -> String {
+        s.replace(&self.path().to_string_lossy().to_string(), "[HOME]")
+    }
+}
+
+fn walk(dir: &Path, out: &mut BTreeMap<PathBuf, (Vec<u8>, std::time::SystemTime)>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        let meta = std::fs::symlink_metadata(&p).unwrap();
+        if meta.is_dir() {
+            walk(&p, out);
+        } else if meta.is_file() {
+            out.insert(p.clone(), (std::fs::read(&p).unwrap(), meta.modified().unwrap()));
+        }
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn fixtures(harness: &str) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(Path::new(FIXTURES).join(harness))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Values of every `command` string under a JSON value.
+fn commands(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| match x {
+            serde_json::Value::String(s) if k == "command" => out.push(s.clone()),
+            _ => commands(x, out),
+        }),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| commands(x, out)),
+        _ => {}
+    }
+}
+
+fn fixture(harness: &str, name: &str) -> Vec<u8> {
+    std::fs::read(Path::new(FIXTURES).join(harness).join(name)).unwrap()
+}
+
+fn ovmem_entries_per_event(text: &str) -> BTreeMap<String, usize> {
+    let v: serde_json::Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).expect("strict JSON");
+    let mut m = BTreeMap::new();
+    for (event, arr) in v["hooks"].as_object().unwrap() {
+        let mut cmds = Vec::new();
+        commands(arr, &mut cmds);
+        m.insert(event.clone(), cmds.iter().filter(|c| c.contains(".ovmem/bin/ovmem hook")).count());
+    }
+    m
+}
+
+#[test]
+fn every_fixture_round_trips_byte_for_byte() {
+    for (harness, rel) in JSON_HARNESSES {
+        for (name, original) in fixtures(harness) {
+            let home = Home::new();
+            let config = home.put(rel, &original);
+            home.ok(&["install", "--harness", harness]);
+            let installed = std::fs::read_to_string(&config).unwrap();
+            insta::assert_snapshot!(format!("installed__{harness}__{name}"), home.redact(&installed));
+            if serde_json::from_slice::<serde_json::Value>(original.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&original)).is_ok() {
+                let counts = ovmem_entries_per_event(&installed);
+                assert!(counts.values().filter(|n| **n > 0).all(|n| *n == 1), "{harness}/{name}: {counts:?}");
+            }
+            let before = home.tree();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let again = home.ok(&["install", "--harness", harness]);
+            assert!(stderr(&again).contains("already installed"), "{}", stderr(&again));
+            assert_eq!(home.tree(), before, "{harness}/{name}: a second install changed files");
+            home.ok(&["uninstall", "--harness", harness, "--yes"]);
+            assert_eq!(std::fs::read(&config).unwrap(), original, "{harness}/{name}: not restored byte for byte");
+            let left: Vec<PathBuf> = home.tree().into_keys().collect();
+            assert_eq!(left, vec![config.clone()], "{harness}/{name}: uninstall left files behind");
+        }
+    }
+}
+
+#[test]
+fn fresh_home_install_creates_and_uninstall_removes_everything() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "claude-code,codex,cursor,cline,trae-cli"]);
+    for (_, rel) in JSON_HARNESSES {
+        let text = std::fs::read_to_string(home.path().join(rel)).unwrap();
+        assert!(ovmem_entries_per_event(&text).values().all(|n| *n == 1), "{rel}: {text}");
+    }
+    let hook = home.path().join("Documents/Cline/Hooks/TaskComplete");
+    assert_eq!(std::fs::metadata(&hook).unwrap().permissions().mode() & 0o777, 0o755);
+    insta::assert_snapshot!("cline_hook_file", home.redact(&std::fs::read_to_string(&hook).unwrap()));
+    let codex: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.path().join(".codex/hooks.json")).unwrap()).unwrap();
+    assert!(codex["hooks"].is_object(), "codex needs the top-level hooks wrapper");
+    assert_eq!(codex.as_object().unwrap().len(), 1, "codex rejects unknown top-level keys");
+    let cursor: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.path().join(".cursor/hooks.json")).unwrap()).unwrap();
+    assert_eq!(cursor["version"], 1);
+    home.ok(&["uninstall", "--yes"]);
+    assert!(home.tree().is_empty(), "left behind: {:?}", home.tree().keys().collect::<Vec<_>>());
+    assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0, "directories left behind");
+}
+
+#[test]
+fn malformed_files_are_refused_and_left_untouched() {
+    for (harness, rel) in JSON_HARNESSES {
+        let home = Home::new();
+        let bad = b"{\n  \"hooks\": {\n    \"Stop\": [\n}\n";
+        let path = home.put(rel, bad);
+        let out = home.run(&["install", "--harness", harness]);
+        assert_eq!(out.status.code(), Some(2), "{harness}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(&path.display().to_string()) && err.contains("line 4, column 1"), "{harness}: {err}");
+        assert_eq!(std::fs::read(&path).unwrap(), bad);
+        let files: Vec<PathBuf> = home.tree().into_keys().filter(|p| !p.starts_with(home.path().join(".ovmem"))).collect();
+        assert_eq!(files, vec![path], "{harness}: backups or temp files were written");
+    }
+    // A file that is JSON but of the wrong shape is refused too.
+    let home = Home::new();
+    let path = home.put(".claude/settings.json", b"{\"hooks\": [1, 2]}");
+    let out = home.run(&["install", "--harness", "claude-code"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`hooks` is not an object"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&path).unwrap(), b"{\"hooks\": [1, 2]}");
+    // One refused harness does not stop the others.
+    let home = Home::new();
+    home.put(".codex/hooks.json", b"not json");
+    let out = home.run(&["install", "--harness", "codex,claude-code"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(home.path().join(".claude/settings.json").exists());
+}
+
+#[test]
+fn dry_run_shows_a_diff_and_writes_nothing() {
+    let home = Home::new();
+    let original = &fixture("claude-code", "tabs-foreign-hooks.json");
+    home.put(".claude/settings.json", original);
+    let before = home.tree();
+    let out = home.ok(&["install", "--harness", "claude-code,cline", "--dry-run"]);
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(diff.contains("+++ b") && diff.contains("+\t\t\"SessionStart\": ["), "{diff}");
+    assert!(diff.contains("+++ b") && diff.contains("Documents/Cline/Hooks/TaskStart"), "{diff}");
+    assert_eq!(home.tree(), before);
+    assert!(!home.path().join(".ovmem").exists() && !home.path().join("Documents").exists());
+    home.ok(&["install", "--harness", "claude-code"]);
+    let out = home.ok(&["uninstall", "--harness", "claude-code", "--dry-run"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("-\t\t\"SessionStart\": ["));
+}
+
+#[test]
+fn harness_env_overrides_are_followed() {
+    let home = Home::new();
+    let claude_dir = home.path().join("cfg/claude");
+    let codex_dir = home.path().join("cfg/codex");
+    let trae_dir = home.path().join("cfg/trae");
+    std::fs::create_dir_all(&codex_dir).unwrap();
+    let out = home
+        .cmd(&["install", "--harness", "claude-code,codex,trae-cli"])
+        .env("CLAUDE_CONFIG_DIR", &claude_dir)
+        .env("CODEX_HOME", &codex_dir)
+        .env("TRAE_HOME", &trae_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(claude_dir.join("settings.json").exists() && codex_dir.join("hooks.json").exists());
+    assert!(trae_dir.join("cli/hooks.json").exists());
+    assert!(!home.path().join(".claude").exists() && !home.path().join(".codex").exists() && !home.path().join(".trae").exists());
+    let traecli = home.path().join("cfg/traecli");
+    let out = home.cmd(&["install", "--harness", "trae-cli"]).env("TRAE_HOME", &trae_dir).env("TRAECLI_HOME", &traecli).output().unwrap();
+    assert!(out.status.success());
+    assert!(traecli.join("hooks.json").exists());
+}
+
+#[test]
+fn project_scope_installs_into_the_project_and_uninstalls_cleanly() {
+    let home = Home::new();
+    let proj = home.path().join("work/app");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    let p = proj.to_str().unwrap();
+    home.ok(&["install", "--harness", "claude-code,codex,cursor,cline", "--scope", "project", "--project", p]);
+    for rel in [".claude/settings.json", ".codex/hooks.json", ".cursor/hooks.json", ".clinerules/hooks/TaskStart"] {
+        assert!(proj.join(rel).exists(), "{rel}");
+    }
+    assert!(!home.path().join(".claude").exists(), "user scope was touched");
+    let out = home.run(&["install", "--harness", "trae-cli", "--scope", "project", "--project", p]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no confirmed project-scope"), "{}", stderr(&out));
+    // --project alone means project scope.
+    home.ok(&["uninstall", "--project", p, "--yes"]);
+    let left: Vec<PathBuf> = home.tree().into_keys().filter(|k| k.starts_with(&proj)).collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(std::fs::read_dir(&proj).unwrap().count(), 1, "only .git should remain");
+}
+
+#[test]
+fn symlinked_configs_stay_symlinks() {
+    let home = Home::new();
+    let original = &fixture("claude-code", "tabs-foreign-hooks.json");
+    let target = home.put("dotfiles/claude-settings.json", original);
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    let link = home.path().join(".claude/settings.json");
+    std::os::unix::fs::symlink("../dotfiles/claude-settings.json", &link).unwrap();
+    home.ok(&["install", "--harness", "claude-code"]);
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::read_to_string(&target).unwrap().contains("ovmem hook claude-code Stop"));
+    assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600, "mode not kept");
+    home.ok(&["uninstall", "--harness", "claude-code", "--yes"]);
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(&std::fs::read(&target).unwrap(), original);
+}
+
+#[test]
+fn concurrent_installs_leave_exactly_one_entry_per_event() {
+    let home = Home::new();
+    let original = &fixture("claude-code", "tabs-foreign-hooks.json");
+    home.put(".claude/settings.json", original);
+    let children: Vec<_> = (0..8)
+        .map(|_| home.cmd(&["install", "--harness", "claude-code,cursor,cline"]).stderr(Stdio::piped()).spawn().unwrap())
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    for rel in [".claude/settings.json", ".cursor/hooks.json"] {
+        let text = std::fs::read_to_string(home.path().join(rel)).unwrap();
+        let counts = ovmem_entries_per_event(&text);
+        assert!(counts.values().filter(|n| **n > 0).count() >= 5 && counts.values().all(|n| *n <= 1), "{rel}: {counts:?}");
+    }
+    home.ok(&["uninstall", "--yes"]);
+    assert_eq!(&std::fs::read(home.path().join(".claude/settings.json")).unwrap(), original);
+}
+
+#[test]
+fn a_failure_between_files_rolls_back_and_a_crash_leaves_each_file_old_or_new() {
+    // A failure part-way: everything written so far is put back.
+    let home = Home::new();
+    let out = home.cmd(&["install", "--harness", "cline"]).env("OVMEM_FAULT", "between-files:4").output().unwrap();
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("injected fault"), "{}", stderr(&out));
+    assert!(!home.path().join("Documents").exists(), "rollback left files: {:?}", home.tree().keys().collect::<Vec<_>>());
+
+    // A crash part-way (abort, no cleanup): each file is either absent (old) or complete (new).
+    let home = Home::new();
+    let out = home.cmd(&["install", "--harness", "cline"]).env("OVMEM_FAULT", "abort:between-files:4").output().unwrap();
+    assert!(!out.status.success());
+    let dir = home.path().join("Documents/Cline/Hooks");
+    let mut complete = 0;
+    for event in ["TaskStart", "TaskResume", "UserPromptSubmit", "TaskComplete", "TaskCancel", "PreToolUse"] {
+        if let Ok(text) = std::fs::read_to_string(dir.join(event)) {
+            assert!(text.ends_with(&format!("hook cline {event}\n")), "{event} is half-written: {text:?}");
+            complete += 1;
+        }
+    }
+    assert_eq!(complete, 3);
+    let temps: Vec<_> = home.tree().into_keys().filter(|p| p.to_string_lossy().contains("ovmem-tmp")).collect();
+    assert!(temps.is_empty(), "{temps:?}");
+    // A rerun completes the install.
+    home.ok(&["install", "--harness", "cline"]);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 6);
+
+    // Same for a JSON file: a crash right before the rename leaves the old bytes.
+    let home = Home::new();
+    let original = &fixture("claude-code", "tabs-foreign-hooks.json");
+    let path = home.put(".claude/settings.json", original);
+    let out = home.cmd(&["install", "--harness", "claude-code"]).env("OVMEM_FAULT", "abort:before-rename:3").output().unwrap();
+    assert!(!out.status.success());
+    assert_eq!(&std::fs::read(&path).unwrap(), original);
+}
+
+#[test]
+fn entries_the_user_edited_are_reported_not_removed() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "claude-code,cline"]);
+    let settings = home.path().join(".claude/settings.json");
+    let text = std::fs::read_to_string(&settings).unwrap();
+    let at = text.find("hook claude-code SessionStart").unwrap();
+    let t = at + text[at..].find("\"timeout\": 30").unwrap();
+    let edited = format!("{}\"timeout\": 45{}", &text[..t], &text[t + "\"timeout\": 30".len()..]);
+    assert_ne!(text, edited);
+    std::fs::write(&settings, &edited).unwrap();
+    let script = home.path().join("Documents/Cline/Hooks/TaskStart");
+    let mut s = std::fs::read_to_string(&script).unwrap();
+    s.push_str("# my tweak\n");
+    std::fs::write(&script, &s).unwrap();
+
+    let status = home.ok(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let claude = v.as_array().unwrap().iter().find(|h| h["harness"] == "claude-code").unwrap();
+    let states: Vec<&str> = claude["scopes"][0]["entries"].as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
+    assert_eq!(states.iter().filter(|s| **s == "edited").count(), 1, "{claude}");
+
+    // Reinstall keeps the user's edit.
+    let out = home.ok(&["install", "--harness", "claude-code"]);
+    assert!(stderr(&out).contains("edited by you"), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&settings).unwrap().contains("\"timeout\": 45"));
+
+    let out = home.ok(&["uninstall", "--yes"]);
+    assert!(stderr(&out).contains("left in place"), "{}", stderr(&out));
+    let left = std::fs::read_to_string(&settings).unwrap();
+    assert!(left.contains("\"timeout\": 45") && !left.contains("hook claude-code Stop"), "{left}");
+    assert_eq!(std::fs::read_to_string(&script).unwrap(), s);
+
+    home.ok(&["uninstall", "--yes", "--force"]);
+    assert!(!settings.exists(), "ovmem created this file; with nothing else in it, it goes");
+    assert!(!script.exists());
+}
+
+#[test]
+fn a_users_own_cline_hook_is_never_overwritten() {
+    let home = Home::new();
+    let mine = std::fs::read(Path::new(FIXTURES).join("cline/TaskStart.user")).unwrap();
+    let path = home.put("Documents/Cline/Hooks/TaskStart", &mine);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let out = home.ok(&["install", "--harness", "cline"]);
+    assert!(stderr(&out).contains("belongs to someone else"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&path).unwrap(), mine);
+    let fallback = home.path().join(".cline/hooks/TaskStart");
+    assert!(std::fs::read_to_string(&fallback).unwrap().contains("hook cline TaskStart"));
+    home.ok(&["uninstall", "--harness", "cline", "--yes"]);
+    assert_eq!(std::fs::read(&path).unwrap(), mine);
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o700);
+    assert!(!fallback.exists() && !home.path().join(".cline").exists());
+    let left: Vec<PathBuf> = home.tree().into_keys().collect();
+    assert_eq!(left, vec![path]);
+}
+
+#[test]
+fn without_a_terminal_or_harness_list_nothing_changes() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    let out = home.run(&["install"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("detected: claude-code"), "{}", stderr(&out));
+    assert!(!home.path().join(".ovmem").exists());
+    let out = home.run(&["uninstall"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--yes"));
+    let out = home.run(&["install", "--harness", "vim"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("unknown harness `vim`"));
+}
+
+#[test]
+fn json_reports_and_status() {
+    let home = Home::new();
+    let out = home.ok(&["install", "--harness", "claude,cursor", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["harnesses"][0]["harness"], "claude-code");
+    assert_eq!(v["harnesses"][0]["files"][0]["change"], "created");
+    assert_eq!(v["harnesses"][0]["files"][0]["entries"][0]["action"], "added");
+    let out = home.ok(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cursor = v.as_array().unwrap().iter().find(|h| h["harness"] == "cursor").unwrap();
+    assert_eq!(cursor["scopes"][0]["installed"], true);
+    assert!(cursor["scopes"][0]["entries"].as_array().unwrap().iter().all(|e| e["state"] == "ok"));
+    let codex = v.as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();
+    assert_eq!(codex["scopes"][0]["installed"], false);
+    let out = home.ok(&["status"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("installed 6/6 entries"), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn codex_without_its_binary_reports_trust_pending() {
+    let home = Home::new();
+    let out = home.ok(&["install", "--harness", "codex"]);
+    let err = stderr(&out);
+    assert!(err.contains("trust pending") && err.contains("/hooks"), "{err}");
+    let out = home.ok(&["install", "--harness", "codex", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["harnesses"][0]["trust"]["state"], "pending");
+}
