@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::harness::{Adapter, Encoder};
+use crate::harness::{Adapter, Canonical, Encoder};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {
@@ -32,15 +32,17 @@ pub fn encode(adapter: &Adapter, native: &str, outcome: &Outcome) -> String {
     v.map_or_else(|| noop(adapter, native), |v| v.to_string())
 }
 
+/// A deny, only ever on a tool-guard event: anywhere else it could cancel the user's task.
 fn deny(adapter: &Adapter, native: &str, reason: &str) -> Option<Value> {
+    if adapter.events.get(native) != Some(&Canonical::PreTool) {
+        return None;
+    }
     match adapter.encoder {
-        Encoder::HookSpecificOutput => (native == "PreToolUse").then(|| {
-            json!({"hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": reason,
-            }})
-        }),
+        Encoder::HookSpecificOutput => Some(json!({"hookSpecificOutput": {
+            "hookEventName": native,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }})),
         Encoder::Cursor => Some(json!({"permission": "deny", "user_message": reason, "agent_message": reason})),
         Encoder::Cline => Some(json!({"cancel": true, "contextModification": "", "errorMessage": reason})),
     }

@@ -134,7 +134,8 @@ impl Ctx<'_> {
     }
 
     fn open(&self) -> Result<Store> {
-        Store::open(&self.db_path(), self.busy)
+        let path = self.db_path();
+        Ok(Store::open(&path, self.busy)?.for_exiting_process(&path))
     }
 
     fn cwd(&self) -> PathBuf {
@@ -189,26 +190,26 @@ impl Ctx<'_> {
             _ => (None, None),
         };
         let reply = self.event.reply.clone().or(t_reply);
-        let store = match self.open() {
-            Ok(s) => s,
-            Err(e) => {
-                let prompts: Vec<String> = self.event.prompt.iter().chain(t_prompt.iter()).cloned().collect();
-                spool(self.env, &bank, &self.event.harness, &self.event.session, &prompts, reply.as_deref())?;
-                return Err(e.context("memory store unavailable; the turn was spooled"));
+        let fallback: Vec<String> = self.event.prompt.clone().or(t_prompt).into_iter().collect();
+        let stored = (|| -> Result<Option<String>> {
+            let store = self.open()?;
+            let mut prompts = store.take_prompts(&self.event.session)?;
+            if prompts.is_empty() {
+                prompts.clone_from(&fallback);
             }
-        };
-        let mut prompts = store.take_prompts(&self.event.session)?;
-        if prompts.is_empty() {
-            prompts.extend(self.event.prompt.clone().or(t_prompt));
-        }
-        let Some(text) = capture::memory_text(&prompts, reply.as_deref(), self.cfg.max_memory_chars) else {
-            return Ok((Outcome::default(), Some("nothing to capture".into())));
-        };
-        match store.add(&bank, &text, Some(&self.event.harness), Some(&self.event.session), store::now()) {
-            Ok(Some(id)) => Ok((Outcome::default(), Some(format!("captured memory {id}")))),
-            Ok(None) => Ok((Outcome::default(), Some("turn already stored".into()))),
+            let Some(text) = capture::memory_text(&prompts, reply.as_deref(), self.cfg.max_memory_chars) else {
+                return Ok(Some("nothing to capture".into()));
+            };
+            Ok(Some(match store.add(&bank, &text, Some(&self.event.harness), Some(&self.event.session), store::now())? {
+                Some(id) => format!("captured memory {id}"),
+                None => "turn already stored".into(),
+            }))
+        })();
+        match stored {
+            Ok(note) => Ok((Outcome::default(), note)),
             Err(e) => {
-                spool(self.env, &bank, &self.event.harness, &self.event.session, &prompts, reply.as_deref())?;
+                // Nothing is lost: the turn waits in the spool for the next session start.
+                spool(self.env, &bank, &self.event.harness, &self.event.session, &fallback, reply.as_deref())?;
                 Err(e.context("could not store the turn; spooled it"))
             }
         }

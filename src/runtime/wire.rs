@@ -126,3 +126,63 @@ pub fn project_root(dir: &Path) -> PathBuf {
     }
     dir.to_path_buf()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adapter(id: &str) -> Adapter {
+        crate::harness::find(id).unwrap().adapter().unwrap()
+    }
+
+    #[test]
+    fn aliases_cover_both_cline_vocabularies() {
+        let a = adapter("cline");
+        let v3 = br#"{"hookName":"UserPromptSubmit","taskId":"t1","workspaceRoots":["/w"],"userPromptSubmit":{"prompt":"hi there"}}"#;
+        let e = parse(&a, "UserPromptSubmit", v3).unwrap();
+        assert_eq!((e.session.as_str(), e.prompt.as_deref(), e.cwd.as_deref()), ("t1", Some("hi there"), Some(Path::new("/w"))));
+        let sdk = br#"{"hookName":"tool_call","taskId":"t2","workspaceRoots":["/w"],"tool_call":{"name":"read_file","input":{"path":"a"}}}"#;
+        let e = parse(&a, "PreToolUse", sdk).unwrap();
+        assert_eq!(e.tool.as_deref(), Some("read_file"));
+        assert_eq!(e.tool_input, Some(serde_json::json!({"path": "a"})));
+    }
+
+    #[test]
+    fn session_ids_are_sanitised() {
+        assert_eq!(sanitise_session("../../etc/passwd"), "-..-etc-passwd");
+        assert_eq!(sanitise_session("a b;rm -rf /"), "a-b-rm--rf--");
+        assert_eq!(sanitise_session("..."), "unknown");
+        assert_eq!(sanitise_session(&"x".repeat(500)).len(), 128);
+        let e = parse(&adapter("codex"), "Stop", br#"{"session_id":"../x","cwd":"relative/dir"}"#).unwrap();
+        assert_eq!(e.session, "-x");
+        assert_eq!(e.cwd, None, "relative cwd from stdin is not trusted");
+    }
+
+    #[test]
+    fn missing_session_falls_back_to_the_cwd() {
+        let e = parse(&adapter("cursor"), "stop", br#"{"workspace_roots":["/p"]}"#).unwrap();
+        assert!(e.session.starts_with("cwd-"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics_on_bytes(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            for id in ["claude-code", "codex", "cursor", "cline", "trae-cli"] {
+                let a = adapter(id);
+                for event in a.events.keys() {
+                    let _ = parse(&a, event, &bytes);
+                }
+            }
+        }
+
+        #[test]
+        fn parse_never_panics_on_json(s in "\\{(\"[a-zA-Z_.0-9]{1,12}\": (\"[^\"\\\\]{0,20}\"|[0-9]{1,4}|null|true|\\[\\]|\\{\\}), ){0,6}\"k\": 1\\}") {
+            for id in ["claude-code", "codex", "cursor", "cline", "trae-cli"] {
+                let a = adapter(id);
+                for event in a.events.keys() {
+                    let _ = parse(&a, event, s.as_bytes());
+                }
+            }
+        }
+    }
+}

@@ -37,7 +37,20 @@ pub struct Stats {
 }
 
 pub struct Store {
-    conn: Connection,
+    conn: std::mem::ManuallyDrop<Connection>,
+    /// Hook processes exit right after their work: closing the last connection would make
+    /// SQLite checkpoint and remove the WAL on every prompt. They leave that to the automatic
+    /// checkpoint instead (the data is in the WAL either way).
+    skip_close: bool,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if !self.skip_close {
+            // SAFETY: dropped exactly once, here.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.conn) };
+        }
+    }
 }
 
 pub fn now() -> i64 {
@@ -52,17 +65,34 @@ impl Store {
         }
         let conn = Connection::open(path).with_context(|| format!("could not open the memory store `{}`", path.display()))?;
         conn.busy_timeout(busy)?;
-        conn.pragma_update(None, "journal_mode", "WAL").context("could not switch the memory store to WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let store = Self { conn };
-        store.migrate().with_context(|| format!("could not prepare the memory store `{}`", path.display()))?;
+        conn.pragma_update(None, "mmap_size", 256i64 << 20)?;
+        let store = Self { conn: std::mem::ManuallyDrop::new(conn), skip_close: false };
+        // WAL mode is a property of the database file: set once, when it is created or migrated.
+        let version: i64 = store.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        if version as usize != MIGRATIONS.len() {
+            store.conn.pragma_update(None, "journal_mode", "WAL").context("could not switch the memory store to WAL")?;
+            store.migrate().with_context(|| format!("could not prepare the memory store `{}`", path.display()))?;
+        }
         Ok(store)
     }
 
     pub fn open_in_memory() -> Result<Self> {
-        let store = Self { conn: Connection::open_in_memory()? };
+        let store = Self { conn: std::mem::ManuallyDrop::new(Connection::open_in_memory()?), skip_close: false };
         store.migrate()?;
         Ok(store)
+    }
+
+    /// For a process about to exit: do not checkpoint on close (see `skip_close`). Instead the
+    /// WAL is folded back into the database once it passes 1 MiB (a `stat` per hook, a
+    /// checkpoint every few hundred), so it never grows without bound.
+    pub fn for_exiting_process(mut self, path: &Path) -> Self {
+        self.skip_close = true;
+        let wal = crate::fsx::sibling(path, "-wal");
+        if std::fs::metadata(wal).is_ok_and(|m| m.len() > 1 << 20) {
+            let _ = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+        self
     }
 
     fn migrate(&self) -> Result<()> {
@@ -93,24 +123,30 @@ impl Store {
     pub fn add(&self, bank: &str, content: &str, harness: Option<&str>, session: Option<&str>, at: i64) -> Result<Option<i64>> {
         let hash = sha256_hex(normalise(content).as_bytes());
         let n = self.conn.execute(
-            "INSERT OR IGNORE INTO memories (bank, content, hash, harness, session, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![bank, content, hash, harness, session, at],
+            "INSERT OR IGNORE INTO memories (bank, content, hash, bank_key, harness, session, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![bank, content, hash, bank_key(bank), harness, session, at],
         )?;
         Ok((n == 1).then(|| self.conn.last_insert_rowid()))
     }
 
     /// The memories of `bank` most relevant to `query`: BM25 blended with recency.
+    ///
+    /// FTS5 restricts the match to the bank and walks it newest first, so BM25 is computed for
+    /// at most `CANDIDATES` memories: recall stays near a millisecond however large the store.
     pub fn recall(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Memory>> {
-        let Some(fts) = fts_query(query) else { return Ok(Vec::new()) };
+        const CANDIDATES: i64 = 128;
+        let Some(terms) = fts_query(query) else { return Ok(Vec::new()) };
+        let fts = format!("bank_key : {} AND content : ({terms})", bank_key(bank));
         let mut stmt = self.conn.prepare_cached(
-            "SELECT m.id, m.bank, m.content, m.harness, m.session, m.created_at, bm25(memories_fts) AS score
-             FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-             WHERE memories_fts MATCH ?1 AND m.bank = ?2
-             ORDER BY score LIMIT 64",
+            "SELECT m.id, m.bank, m.content, m.harness, m.session, m.created_at, f.score
+             FROM (SELECT rowid, bm25(memories_fts, 1.0, 0.0) AS score FROM memories_fts
+                   WHERE memories_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2) f
+             JOIN memories m ON m.id = f.rowid",
         )?;
         let now = now();
         let mut scored: Vec<(f64, Memory)> = stmt
-            .query_map(params![fts, bank], |r| Ok((row_memory(r)?, r.get::<_, f64>(6)?)))?
+            .query_map(params![fts, CANDIDATES], |r| Ok((row_memory(r)?, r.get::<_, f64>(6)?)))?
             .filter_map(Result::ok)
             .map(|(m, bm25)| {
                 let age_days = ((now - m.created_at).max(0) as f64) / 86_400.0;
@@ -205,6 +241,11 @@ impl Store {
 
 fn row_memory(r: &rusqlite::Row) -> rusqlite::Result<Memory> {
     Ok(Memory { id: r.get(0)?, bank: r.get(1)?, content: r.get(2)?, harness: r.get(3)?, session: r.get(4)?, created_at: r.get(5)? })
+}
+
+/// The bank as one FTS token: `b` and 24 hex digits of its hash.
+fn bank_key(bank: &str) -> String {
+    format!("b{}", &sha256_hex(bank.as_bytes())[..24])
 }
 
 fn normalise(s: &str) -> String {

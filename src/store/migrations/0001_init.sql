@@ -4,6 +4,7 @@ CREATE TABLE memories (
     bank       TEXT NOT NULL,
     content    TEXT NOT NULL,
     hash       TEXT NOT NULL,
+    bank_key   TEXT NOT NULL,
     harness    TEXT,
     session    TEXT,
     created_at INTEGER NOT NULL,
@@ -11,14 +12,14 @@ CREATE TABLE memories (
 );
 CREATE INDEX memories_bank_time ON memories (bank, created_at DESC);
 
-CREATE VIRTUAL TABLE memories_fts USING fts5(
-    content, content = 'memories', content_rowid = 'id', tokenize = 'porter unicode61'
-);
+-- Full-text index over the content, plus the bank as a token (`bank_key`, a hash) so that
+-- FTS5 itself restricts a query to one bank.
+CREATE VIRTUAL TABLE memories_fts USING fts5(content, bank_key, tokenize = 'porter unicode61');
 CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-    INSERT INTO memories_fts (rowid, content) VALUES (new.id, new.content);
+    INSERT INTO memories_fts (rowid, content, bank_key) VALUES (new.id, new.content, new.bank_key);
 END;
 CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    DELETE FROM memories_fts WHERE rowid = old.id;
 END;
 
 -- Prompts seen in a session, waiting for the reply that completes the turn.

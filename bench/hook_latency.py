@@ -1,0 +1,65 @@
+"""Times whole hook processes (spawn, stdin, stdout, exit) for bench/hook-latency.sh."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+
+def measure(argv, stdin, env, runs, cwd):
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        p = subprocess.run(argv, input=stdin, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        times.append((time.perf_counter() - t) * 1000)
+        if p.returncode != 0:
+            raise SystemExit(f"{argv[0]} exited {p.returncode}")
+    times.sort()
+    return {"median": statistics.median(times), "p95": times[int(len(times) * 0.95) - 1], "min": times[0], "out": p.stdout}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=300)
+    ap.add_argument("--ovmem", required=True)
+    ap.add_argument("--hindsight-python", required=True)
+    ap.add_argument("--hindsight-hook", required=True)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ovmem-bench-")
+    home = os.path.join(tmp, "home")
+    proj = os.path.join(tmp, "acme")
+    os.makedirs(os.path.join(proj, ".git"))
+    os.makedirs(home)
+    env = {"HOME": home, "PATH": "/usr/bin:/bin"}
+    topics = ["the staging database listens on port", "deploys use the blue-green pipeline on", "the flaky payments test is",
+              "the partner API rate limit is", "the frontend build uses vite with", "migrations are reviewed by"]
+    now = int(time.time())
+    lines = [json.dumps({"bank": f"project:{proj}", "content": f"User: note {i}: {topics[i % len(topics)]} {i * 7}\nAssistant: Noted {i}.",
+                         "harness": "claude-code", "created_at": now - i * 60}) for i in range(10_000)]
+    subprocess.run([a.ovmem, "memory", "import", "-"], input="\n".join(lines).encode(), env=env, check=True, stderr=subprocess.DEVNULL)
+    prompt = "Which port does the staging database listen on for integration tests?"
+    claude = json.dumps({"session_id": "bench", "cwd": proj, "hook_event_name": "UserPromptSubmit", "prompt": prompt}).encode()
+    cline = json.dumps({"hookName": "UserPromptSubmit", "taskId": "bench", "workspaceRoots": [proj],
+                        "userPromptSubmit": {"prompt": prompt, "attachments": []}}).encode()
+    results = {
+        "/bin/true": measure(["/bin/true"], b"", env, a.runs, proj),
+        "ovmem hook cline UserPromptSubmit (10k memories)": measure([a.ovmem, "hook", "cline", "UserPromptSubmit"], cline, env, a.runs, proj),
+        "ovmem hook claude-code UserPromptSubmit (10k memories)": measure([a.ovmem, "hook", "claude-code", "UserPromptSubmit"], claude, env, a.runs, proj),
+    }
+    hs_env = dict(env, HINDSIGHT_API_URL="http://127.0.0.1:9", HINDSIGHT_RECALL_TIMEOUT="1")
+    results["hindsight-cline UserPromptSubmit (server down)"] = measure([a.hindsight_python, a.hindsight_hook], cline, hs_env, max(30, a.runs // 10), proj)
+    out = results["ovmem hook claude-code UserPromptSubmit (10k memories)"]["out"].decode()
+    assert "5433" in out or "port" in out, f"ovmem recalled nothing: {out}"
+    floor = results["/bin/true"]["median"]
+    ours = results["ovmem hook claude-code UserPromptSubmit (10k memories)"]["median"]
+    hs = results["hindsight-cline UserPromptSubmit (server down)"]["median"]
+    print(f"{'hook':58} {'median ms':>10} {'p95 ms':>8} {'x /bin/true':>12}")
+    for name, r in results.items():
+        print(f"{name:58} {r['median']:10.2f} {r['p95']:8.2f} {r['median'] / floor:12.1f}")
+    print(f"\novmem prompt hook: {ours / floor:.1f}x /bin/true (target < 10x); hindsight-cline is {hs / ours:.0f}x slower (target >= 20x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,414 @@
+//! The hook runtime as the harnesses run it: the built binary, fed each harness's real stdin
+//! shapes (tests/fixtures/payloads, from captures of the real CLIs), against a throwaway
+//! `OVMEM_HOME`. Whatever goes wrong, the harness must get its own valid no-op and exit 0.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use ovmem::harness;
+use ovmem::runtime::encode::{self, Outcome};
+use serde_json::{json, Value};
+
+const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+const FACT: &str = "Remember: the staging database listens on port 5433 and integration tests must use it.";
+const QUESTION: &str = "Which port does the staging database use for integration tests?";
+
+struct Lab {
+    tmp: tempfile::TempDir,
+    proj: PathBuf,
+}
+
+impl Lab {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let proj = tmp.path().join("acme");
+        std::fs::create_dir_all(proj.join(".git")).unwrap();
+        std::fs::create_dir_all(proj.join("src/deep")).unwrap();
+        Self { tmp, proj }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.tmp.path().join("home")
+    }
+
+    fn other_project(&self) -> PathBuf {
+        let p = self.tmp.path().join("other");
+        std::fs::create_dir_all(p.join(".git")).unwrap();
+        p
+    }
+
+    fn hook_with(&self, harness: &str, event: &str, stdin: &[u8], env: &[(&str, &str)]) -> (String, i32) {
+        let mut c = Command::new(OVMEM);
+        c.args(["hook", harness, event])
+            .env_clear()
+            .env("HOME", self.home())
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&self.proj)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().unwrap();
+        let mut input = child.stdin.take().unwrap();
+        let bytes = stdin.to_vec();
+        let writer = std::thread::spawn(move || {
+            let _ = input.write_all(&bytes);
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        (String::from_utf8(out.stdout).expect("stdout is UTF-8").trim_end().to_string(), out.status.code().unwrap_or(-1))
+    }
+
+    fn hook(&self, harness: &str, event: &str, stdin: &str) -> String {
+        let (out, code) = self.hook_with(harness, event, stdin.as_bytes(), &[]);
+        assert_eq!(code, 0, "hook exited {code}");
+        out
+    }
+
+    fn memories(&self) -> Vec<Value> {
+        let out = Command::new(OVMEM).args(["memory", "list", "--all", "--json"]).env_clear().env("HOME", self.home()).output().unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.home().join(".ovmem/logs/hook.log")).unwrap_or_default()
+    }
+}
+
+/// The fixture payload for (harness, event), with `$VARS` filled in (JSON-escaped).
+fn payload(harness: &str, event: &str, vars: &[(&str, &str)]) -> String {
+    let text = std::fs::read_to_string(format!("{}/tests/fixtures/payloads/{harness}.jsonl", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains(&format!("\"event\":\"{event}\"")))
+        .unwrap_or_else(|| panic!("no {event} payload for {harness}"));
+    let mut s = line.to_string();
+    let mut vars: Vec<(&str, &str)> = vars.to_vec();
+    vars.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
+    for (k, v) in vars {
+        let value = if k == "TOOL_INPUT" { v.to_string() } else { serde_json::to_string(v).unwrap().trim_matches('"').to_string() };
+        s = s.replace(&format!("${k}"), &value);
+    }
+    s = s.replace("$TOOL_INPUT", "{}");
+    let v: Value = serde_json::from_str(&s).unwrap_or_else(|e| panic!("{harness} {event}: {e}: {s}"));
+    v["stdin"].to_string()
+}
+
+fn native_prompt_event(h: &str) -> &'static str {
+    match h {
+        "cursor" => "beforeSubmitPrompt",
+        _ => "UserPromptSubmit",
+    }
+}
+
+/// The injected text in a harness's output, if any.
+fn injected(harness: &str, out: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{harness} printed invalid JSON ({e}): {out}"));
+    let s = match harness {
+        "cursor" => v["additional_context"].as_str(),
+        "cline" => v["contextModification"].as_str(),
+        _ => v["hookSpecificOutput"]["additionalContext"].as_str(),
+    };
+    s.filter(|s| !s.is_empty()).map(String::from)
+}
+
+fn teach(lab: &Lab, harness: &str) {
+    let p = lab.proj.to_str().unwrap();
+    let ev = native_prompt_event(harness);
+    lab.hook(harness, ev, &payload(harness, ev, &[("P", p), ("PROMPT", FACT)]));
+    let stop = if harness == "cursor" { "stop" } else if harness == "cline" { "TaskComplete" } else { "Stop" };
+    lab.hook(harness, stop, &payload(harness, stop, &[("P", p), ("REPLY", "Noted: port 5433."), ("TRANSCRIPT", "")]));
+}
+
+#[test]
+fn a_fact_taught_in_one_harness_is_recalled_in_every_other_in_the_same_project_only() {
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    let mems = lab.memories();
+    assert_eq!(mems.len(), 1, "{mems:?}");
+    let content = mems[0]["content"].as_str().unwrap();
+    assert!(content.contains("User: Remember: the staging database") && content.contains("Assistant: Noted: port 5433."));
+    assert_eq!(mems[0]["bank"], format!("project:{}", lab.proj.display()));
+
+    for h in ["claude-code", "codex", "cursor", "cline", "trae-cli"] {
+        let ev = native_prompt_event(h);
+        // Asked from a sub-directory of the project: same project, same memory.
+        let deep = lab.proj.join("src/deep");
+        let out = lab.hook(h, ev, &payload(h, ev, &[("P", deep.to_str().unwrap()), ("PROMPT", QUESTION)]));
+        let ctx = injected(h, &out).unwrap_or_else(|| panic!("{h}: nothing injected: {out}"));
+        assert!(ctx.starts_with("<ovmem-memory>\n") && ctx.ends_with("</ovmem-memory>") && ctx.contains("5433"), "{h}: {ctx}");
+
+        let other = lab.other_project();
+        let out = lab.hook(h, ev, &payload(h, ev, &[("P", other.to_str().unwrap()), ("PROMPT", QUESTION)]));
+        assert_eq!(injected(h, &out), None, "{h}: another project's memory leaked: {out}");
+    }
+    // Session start recalls the project's recent memories too.
+    let out = lab.hook("codex", "SessionStart", &payload("codex", "SessionStart", &[("P", lab.proj.to_str().unwrap())]));
+    assert!(injected("codex", &out).unwrap().contains("5433"));
+}
+
+#[test]
+fn every_harness_captures_its_own_turns() {
+    for h in ["codex", "cursor", "cline", "trae-cli"] {
+        let lab = Lab::new();
+        teach(&lab, h);
+        let mems = lab.memories();
+        let text = mems.first().and_then(|m| m["content"].as_str()).unwrap_or_default().to_string();
+        assert!(text.contains("port 5433"), "{h}: {mems:?} / log: {}", lab.log());
+        assert_eq!(mems[0]["harness"], h);
+    }
+}
+
+#[test]
+fn cursor_stop_reads_the_transcript_and_strips_injected_memory() {
+    let lab = Lab::new();
+    let t = lab.tmp.path().join("transcript.jsonl");
+    let lines = [
+        json!({"role": "user", "message": {"content": [{"type": "text", "text": "<ovmem-memory>\nold recalled fact\n</ovmem-memory>\nDeploys happen on Thursdays only."}]}}),
+        json!({"role": "assistant", "message": {"content": [{"type": "text", "text": "Understood, Thursday deploys."}]}}),
+    ];
+    std::fs::write(&t, lines.iter().map(|l| l.to_string() + "\n").collect::<String>()).unwrap();
+    let out = lab.hook("cursor", "stop", &payload("cursor", "stop", &[("P", lab.proj.to_str().unwrap()), ("TRANSCRIPT", t.to_str().unwrap())]));
+    assert_eq!(out, "{}");
+    let mems = lab.memories();
+    let c = mems[0]["content"].as_str().unwrap();
+    assert_eq!(c, "User: Deploys happen on Thursdays only.\nAssistant: Understood, Thursday deploys.");
+}
+
+#[test]
+fn the_same_turn_is_stored_once() {
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    teach(&lab, "claude-code");
+    assert_eq!(lab.memories().len(), 1);
+}
+
+#[test]
+fn short_prompts_skip_recall() {
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    let p = lab.proj.to_str().unwrap();
+    let out = lab.hook("claude-code", "UserPromptSubmit", &payload("claude-code", "UserPromptSubmit", &[("P", p), ("PROMPT", "port")]));
+    assert_eq!(out, "{}");
+}
+
+#[test]
+fn the_uri_guard_denies_memory_uris_in_every_harness_format() {
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap();
+    let uri = "viking://user/memories/profile.md";
+    let cases: Vec<(&str, &str, &str, Value, bool)> = vec![
+        ("claude-code", "PreToolUse", "Read", json!({"file_path": uri}), true),
+        ("claude-code", "PreToolUse", "Bash", json!({"command": format!("cat {uri}")}), true),
+        ("claude-code", "PreToolUse", "Bash", json!({"command": "grep -rn 'viking://' src/"}), false),
+        ("claude-code", "PreToolUse", "Grep", json!({"pattern": "viking://", "path": "/src"}), false),
+        ("claude-code", "PreToolUse", "Read", json!({"file_path": "/etc/hosts"}), false),
+        ("codex", "PreToolUse", "Bash", json!({"command": format!("head -5 {uri}")}), true),
+        ("codex", "PreToolUse", "Bash", json!({"command": "echo viking://x"}), false),
+        ("trae-cli", "PreToolUse", "Read", json!({"file_path": uri}), true),
+        ("cline", "PreToolUse", "read_file", json!({"path": uri}), true),
+        ("cline", "PreToolUse", "execute_command", json!({"command": "ls src"}), false),
+    ];
+    for (h, ev, tool, input, deny) in cases {
+        let out = lab.hook(h, ev, &payload(h, ev, &[("P", p), ("TOOL", tool), ("TOOL_INPUT", &input.to_string())]));
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let denied = match h {
+            "cline" => v["cancel"] == true,
+            _ => v["hookSpecificOutput"]["permissionDecision"] == "deny",
+        };
+        assert_eq!(denied, deny, "{h} {tool} {input}: {out}");
+        if deny {
+            let reason = v["hookSpecificOutput"]["permissionDecisionReason"].as_str().or(v["errorMessage"].as_str()).unwrap();
+            assert!(reason.contains("memory URI") && reason.contains(uri), "{reason}");
+        }
+    }
+    let out = lab.hook("cursor", "beforeReadFile", &payload("cursor", "beforeReadFile", &[("P", p), ("FILE", uri)]));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["permission"], "deny");
+    assert!(v["agent_message"].as_str().unwrap().contains(uri));
+    let out = lab.hook("cursor", "beforeReadFile", &payload("cursor", "beforeReadFile", &[("P", p), ("FILE", "/etc/hosts")]));
+    assert_eq!(out, r#"{"permission":"allow"}"#);
+    let out = lab.hook("cursor", "beforeShellExecution", &payload("cursor", "beforeShellExecution", &[("P", p), ("COMMAND", &format!("cat {uri}"))]));
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["permission"], "deny");
+    let out = lab.hook("cursor", "beforeShellExecution", &payload("cursor", "beforeShellExecution", &[("P", p), ("COMMAND", "rg viking:// src")]));
+    assert_eq!(out, "{}");
+}
+
+#[test]
+fn cline_injects_memory_once_per_task_at_its_first_tool() {
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    let p = lab.proj.to_str().unwrap();
+    let input = json!({"path": "src/main.rs"}).to_string();
+    let first = lab.hook("cline", "PreToolUse", &payload("cline", "PreToolUse", &[("P", p), ("TOOL", "read_file"), ("TOOL_INPUT", &input)]));
+    assert!(injected("cline", &first).unwrap().contains("5433"), "{first}");
+    let second = lab.hook("cline", "PreToolUse", &payload("cline", "PreToolUse", &[("P", p), ("TOOL", "read_file"), ("TOOL_INPUT", &input)]));
+    assert_eq!(injected("cline", &second), None);
+}
+
+/// Every encoder's exact output, per harness and event: inject, deny and no-op.
+#[test]
+fn encoder_outputs() {
+    let mut s = String::new();
+    for h in harness::all() {
+        let a = h.adapter().unwrap();
+        for hook in &h.manifest.hooks {
+            let e = &hook.event;
+            let inject = encode::encode(&a, e, &Outcome { context: Some("<ovmem-memory>\nfact\n</ovmem-memory>".into()), deny: None });
+            let deny = encode::encode(&a, e, &Outcome { context: None, deny: Some("no".into()) });
+            s.push_str(&format!("{} {e}\n  noop:   {}\n  inject: {inject}\n  deny:   {deny}\n", h.id(), encode::noop(&a, e)));
+            for out in [&inject, &deny, &encode::noop(&a, e)] {
+                serde_json::from_str::<Value>(out).unwrap();
+            }
+        }
+    }
+    insta::assert_snapshot!("encoders", s);
+}
+
+#[test]
+fn bad_stdin_always_gets_the_harness_no_op() {
+    let lab = Lab::new();
+    let huge = {
+        let mut v = br#"{"prompt":""#.to_vec();
+        v.extend(std::iter::repeat_n(b'a', 9 << 20));
+        v.extend(br#""}"#);
+        v
+    };
+    let inputs: Vec<(&str, Vec<u8>)> = vec![
+        ("empty", Vec::new()),
+        ("garbage", b"not json at all".to_vec()),
+        ("array", b"[1,2,3]".to_vec()),
+        ("null", b"null".to_vec()),
+        ("non-utf8", vec![0xff, 0xfe, b'{', 0x80, b'}']),
+        ("truncated", br#"{"session_id": "x", "prompt": "hel"#.to_vec()),
+        ("wrong types", br#"{"session_id": 5, "cwd": ["x"], "prompt": {"a": 1}, "tool_input": "s"}"#.to_vec()),
+        ("huge", huge),
+    ];
+    for h in harness::all() {
+        let a = h.adapter().unwrap();
+        for hook in &h.manifest.hooks {
+            for (name, bytes) in &inputs {
+                if *name == "huge" && hook.event != h.manifest.hooks[1].event {
+                    continue;
+                }
+                let (out, code) = lab.hook_with(h.id(), &hook.event, bytes, &[]);
+                assert_eq!(code, 0, "{} {} {name}", h.id(), hook.event);
+                assert_eq!(out, encode::noop(&a, &hook.event), "{} {} {name}", h.id(), hook.event);
+            }
+        }
+    }
+    let (out, code) = lab.hook_with("no-such-harness", "Stop", b"{}", &[]);
+    assert_eq!((out.as_str(), code), ("{}", 0));
+    let (out, code) = lab.hook_with("codex", "NoSuchEvent", b"{}", &[]);
+    assert_eq!((out.as_str(), code), ("{}", 0));
+    assert!(lab.log().contains("not JSON") && lab.log().contains("larger than 8 MiB"), "{}", lab.log());
+}
+
+#[test]
+fn a_locked_database_answers_in_time_and_spools_the_turn() {
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    let db = lab.home().join(".ovmem/memory.db");
+    let conn = rusqlite_lock(&db);
+    let p = lab.proj.to_str().unwrap();
+    let stop = payload("codex", "Stop", &[("P", p), ("REPLY", "The cache TTL is 90 seconds.")]);
+    let started = std::time::Instant::now();
+    let (out, code) = lab.hook_with("codex", "Stop", stop.as_bytes(), &[("OVMEM_DEADLINE_MS", "1000")]);
+    assert_eq!((out.as_str(), code), ("{}", 0));
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let spooled: Vec<_> = std::fs::read_dir(lab.home().join(".ovmem/spool")).unwrap().collect();
+    assert_eq!(spooled.len(), 1, "{}", lab.log());
+    drop(conn);
+    // The next session start replays it.
+    lab.hook("codex", "SessionStart", &payload("codex", "SessionStart", &[("P", p)]));
+    assert!(lab.memories().iter().any(|m| m["content"].as_str().unwrap().contains("90 seconds")));
+    assert_eq!(std::fs::read_dir(lab.home().join(".ovmem/spool")).unwrap().count(), 0);
+}
+
+/// Holds SQLite's write lock on `db` through the sqlite3 shell-free route: a second process.
+fn rusqlite_lock(db: &Path) -> LockHolder {
+    let script = format!(
+        "import sqlite3,sys,time\nc=sqlite3.connect({:?},isolation_level=None)\nc.execute('BEGIN EXCLUSIVE')\nprint('locked',flush=True)\ntime.sleep(60)\n",
+        db.to_str().unwrap()
+    );
+    let mut child = Command::new("python3").args(["-c", &script]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.as_mut().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "locked");
+    LockHolder(child)
+}
+
+struct LockHolder(std::process::Child);
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_unwritable_home_or_a_corrupt_database_never_breaks_the_harness() {
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap();
+    for (label, env) in [("unwritable", vec![("OVMEM_HOME", "/dev/null/ovmem")])] {
+        for (h, ev) in [("claude-code", "UserPromptSubmit"), ("claude-code", "Stop"), ("cursor", "beforeSubmitPrompt"), ("cline", "TaskStart")] {
+            let stdin = payload(h, ev, &[("P", p), ("PROMPT", QUESTION), ("REPLY", "x")]);
+            let (out, code) = lab.hook_with(h, ev, stdin.as_bytes(), &env);
+            assert_eq!(code, 0, "{label} {h} {ev}");
+            assert_eq!(out, encode::noop(&harness::find(h).unwrap().adapter().unwrap(), ev), "{label} {h} {ev}");
+        }
+    }
+    let db = lab.home().join(".ovmem/memory.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    std::fs::write(&db, b"this is not a sqlite database, just bytes that look wrong".repeat(100)).unwrap();
+    let (out, code) = lab.hook_with("claude-code", "UserPromptSubmit", payload("claude-code", "UserPromptSubmit", &[("P", p), ("PROMPT", QUESTION)]).as_bytes(), &[]);
+    assert_eq!((out.as_str(), code), ("{}", 0));
+    let (out, code) = lab.hook_with("claude-code", "Stop", payload("claude-code", "Stop", &[("P", p), ("REPLY", "kept")]).as_bytes(), &[]);
+    assert_eq!((out.as_str(), code), ("{}", 0));
+    assert!(lab.log().contains("spooled"), "{}", lab.log());
+}
+
+#[test]
+fn concurrent_hooks_on_one_session_lose_nothing() {
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap().to_string();
+    // Create the database first, as a session start would.
+    lab.hook("claude-code", "SessionStart", &payload("claude-code", "SessionStart", &[("P", &p)]));
+    let handles: Vec<_> = (0..12)
+        .map(|i| {
+            let stdin = payload("claude-code", "UserPromptSubmit", &[("P", &p), ("PROMPT", &format!("parallel prompt number {i} about widgets"))]);
+            let home = lab.home();
+            let proj = lab.proj.clone();
+            std::thread::spawn(move || {
+                let mut c = Command::new(OVMEM)
+                    .args(["hook", "claude-code", "UserPromptSubmit"])
+                    .env_clear()
+                    .env("HOME", home)
+                    .current_dir(proj)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+                let out = c.wait_with_output().unwrap();
+                assert!(out.status.success());
+                serde_json::from_slice::<Value>(&out.stdout).unwrap();
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    lab.hook("claude-code", "Stop", &payload("claude-code", "Stop", &[("P", &p), ("REPLY", "done")]));
+    let mems = lab.memories();
+    assert_eq!(mems.len(), 1, "{mems:?}");
+    let c = mems[0]["content"].as_str().unwrap();
+    for i in 0..12 {
+        assert!(c.contains(&format!("parallel prompt number {i} about")), "prompt {i} lost: {c}");
+    }
+    assert!(!lab.log().contains("\"error\""), "{}", lab.log());
+}
