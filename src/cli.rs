@@ -28,6 +28,10 @@ pub enum Command {
     Uninstall(UninstallArgs),
     /// What is detected and installed, per harness and scope
     Status(StatusArgs),
+    /// Find legacy, deprecated and duplicate memory integrations (a CI gate: exit 0 clean, 1 findings, 2 unreadable)
+    Check(CheckArgs),
+    /// Replace legacy memory integrations (OpenViking, Hindsight, older ovmem) with ovmem
+    Migrate(MigrateArgs),
     /// Run a hook (what the harnesses call; reads stdin, writes the harness's output)
     Hook { harness: String, event: String },
     /// Search, add, list, forget, export and import memories
@@ -77,6 +81,31 @@ pub struct InstallArgs {
 pub struct UninstallArgs {
     #[command(flatten)]
     pub sel: Selection,
+    /// Remove the legacy integrations ovmem recognises instead (OpenViking, Hindsight), without installing ovmem
+    #[arg(long)]
+    pub legacy: bool,
+}
+
+#[derive(Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub sel: Selection,
+}
+
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Check only this repository tree (for CI) instead of the user's own configs
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Github,
 }
 
 #[derive(Args)]
@@ -165,7 +194,10 @@ pub fn run() -> i32 {
     };
     let result = match cli.command {
         Command::Install(a) => cmd::install::run(a),
+        Command::Uninstall(a) if a.legacy => cmd::migrate::run(&a.sel, false),
         Command::Uninstall(a) => cmd::uninstall::run(a),
+        Command::Check(a) => cmd::check::run(a),
+        Command::Migrate(a) => cmd::migrate::run(&a.sel, true),
         Command::Status(a) => cmd::status::run(a),
         Command::Hook { harness, event } => Ok(crate::runtime::main(&[harness, event])),
         Command::Memory(m) => cmd::memory::run(m),

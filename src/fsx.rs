@@ -179,12 +179,16 @@ impl Transaction {
             if !pristine.exists() {
                 self.undo.push(Undo { path: pristine.clone(), before: None });
                 write_atomic(&pristine, old, Some(*old_mode))?;
-                report.pristine_backup = Some(pristine);
+                report.pristine_backup = Some(pristine.clone());
             }
             let bak = sibling(&real, ".bak");
+            // A `.bak` is ovmem's when its hash is the one ovmem recorded, or when it is the same
+            // bytes as the pristine copy (which keeps them either way).
             let bak_is_ours = match read_opt(&bak)? {
                 None => true,
-                Some(existing) => ours_bak.is_some_and(|h| h == sha256_hex(&existing)),
+                Some(existing) => {
+                    ours_bak.is_some_and(|h| h == sha256_hex(&existing)) || read_opt(&pristine)?.is_some_and(|p| p == existing)
+                }
             };
             if bak_is_ours {
                 let prev = read_opt(&bak)?.map(|b| (b, *old_mode));

@@ -165,6 +165,13 @@ pub struct Harness {
 }
 
 impl Harness {
+    /// A harness from manifest text that shares the registered harness `like`'s adapter: how
+    /// manifest-level behaviour (a deprecated adapter, say) is tested without shipping it.
+    pub fn from_manifest(manifest: &str, like: &str) -> Result<Self> {
+        let spec = HARNESSES.iter().find(|s| s.id == like).with_context(|| format!("no harness `{like}`"))?;
+        Ok(Self { manifest: toml::from_str(manifest)?, spec })
+    }
+
     pub fn id(&self) -> &str {
         &self.manifest.id
     }

@@ -47,7 +47,6 @@ pub enum Action {
     UserEdited,
     /// A file of the user's own sits where ovmem's would go; left alone.
     Conflict,
-    NotInstalled,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -9,6 +9,7 @@ pub mod env;
 pub mod fsx;
 pub mod harness;
 pub mod integrate;
+pub mod legacy;
 pub mod output;
 pub mod receipt;
 pub mod runtime;

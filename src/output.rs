@@ -44,10 +44,6 @@ impl Printer {
     pub fn warn(&self, msg: &str) {
         eprintln!("{} {msg}", self.yellow("warning:"));
     }
-
-    pub fn hint(&self, msg: &str) {
-        eprintln!("{} {msg}", self.dim("hint:"));
-    }
 }
 
 /// Prints a value as pretty JSON on stdout.

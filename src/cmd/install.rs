@@ -36,19 +36,55 @@ pub fn run(args: InstallArgs) -> Result<i32> {
     let harnesses = select(sel, &env, "install")?;
     let (scope, project) = scope_and_project(sel)?;
     let opts = Options { dry_run: sel.dry_run, force: sel.force };
+    let code = install_harnesses(&env, &harnesses, scope, project.as_deref(), opts, sel.json, args.no_trust)?;
+    if !sel.json {
+        warn_legacy(&env, &harnesses, project.as_deref());
+    }
+    Ok(code)
+}
+
+/// Points at legacy memory integrations on the same harnesses: both would recall and store.
+fn warn_legacy(env: &Env, harnesses: &[&'static Harness], project: Option<&std::path::Path>) {
+    let report = crate::legacy::scan(&crate::legacy::Scan { env, project }, false);
+    let ids: Vec<&str> = harnesses.iter().map(|h| h.id()).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for f in report.findings.iter().filter(|f| matches!(f.kind, crate::legacy::Kind::Legacy | crate::legacy::Kind::Deprecated)) {
+        if f.harnesses.iter().any(|h| ids.contains(&h.as_str())) && seen.insert(f.integration.clone()) {
+            Printer::new().warn(&format!(
+                "{} is also installed ({}): memory would be recalled and stored twice. Run `{}` to replace it",
+                f.integration,
+                tilde(env, &f.file),
+                f.fix
+            ));
+        }
+    }
+}
+
+/// Installs ovmem into each harness (one transaction each), trusts where needed, and reports.
+pub fn install_harnesses(
+    env: &Env,
+    harnesses: &[&'static Harness],
+    scope: Scope,
+    project: Option<&std::path::Path>,
+    opts: Options,
+    json: bool,
+    no_trust: bool,
+) -> Result<i32> {
+    let env = env.clone();
+    let project: Option<std::path::PathBuf> = project.map(std::path::Path::to_path_buf);
     let p = Printer::new();
     let staged = if opts.dry_run { None } else { integrate::stage_runtime(&env)? };
-    let bar = progress(harnesses.len(), sel.json);
+    let bar = progress(harnesses.len(), json);
     let mut results = Vec::new();
     let mut code = 0;
-    for h in &harnesses {
+    for h in harnesses {
         bar.set_message(h.id().to_string());
         let target = Target { env: &env, harness: h, scope, project: project.clone() };
         let mut result = HarnessResult { report: None, harness: h.id().to_string(), error: None, trust: None };
         match target.install(opts) {
             Ok(report) => {
                 if !opts.dry_run && h.manifest.trust.is_some() {
-                    result.trust = Some(if args.no_trust {
+                    result.trust = Some(if no_trust {
                         TrustReport { state: "pending".into(), message: manual_trust_step(h) }
                     } else {
                         trust_hooks(&env, &target)
@@ -65,7 +101,7 @@ pub fn run(args: InstallArgs) -> Result<i32> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if sel.json {
+    if json {
         output::json(&serde_json::json!({"runtime": env.runtime_bin(), "dry_run": opts.dry_run, "harnesses": results}));
         return Ok(code);
     }
@@ -184,7 +220,6 @@ fn print_result(p: &Printer, env: &Env, r: &HarnessResult, dry_run: bool) {
                 Action::Removed => (p.yellow("-"), "removed"),
                 Action::UserEdited => (p.yellow("!"), "edited by you"),
                 Action::Conflict => (p.yellow("!"), "conflict"),
-                Action::NotInstalled => (p.dim("·"), "not installed"),
             };
             let detail = e.detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default();
             eprintln!("    {sym} {} {text}{detail}", e.event);

@@ -1,8 +1,10 @@
 //! One module per verb. Shared here: the refusal error (exit 2) and harness selection.
 
+pub mod check;
 pub mod demo;
 pub mod install;
 pub mod memory;
+pub mod migrate;
 pub mod status;
 pub mod uninstall;
 

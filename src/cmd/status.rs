@@ -21,7 +21,12 @@ struct HarnessStatus {
     detected: Detection,
     #[serde(skip_serializing_if = "Option::is_none")]
     version: Option<String>,
+    /// The harness version ovmem's end-to-end tests ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tested: Option<String>,
     scopes: Vec<ScopeStatus>,
+    /// Legacy memory integrations found for this harness (see `ovmem check`).
+    legacy: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -47,6 +52,7 @@ struct EntryStatus {
 pub fn run(args: StatusArgs) -> Result<i32> {
     let env = Env::from_process()?;
     let project = args.project.as_deref().map(|p| integrate::project_dir(Some(p))).transpose()?;
+    let legacy = crate::legacy::scan(&crate::legacy::Scan { env: &env, project: None }, false);
     let mut out = Vec::new();
     for h in harness::all() {
         let detected = h.detect(&env);
@@ -85,7 +91,34 @@ pub fn run(args: StatusArgs) -> Result<i32> {
             };
             scopes.push(ScopeStatus { scope, project: proj, location, installed, entries, trust });
         }
-        out.push(HarnessStatus { harness: h.id().into(), name: h.manifest.name.clone(), detected, version, scopes });
+        // A finding belongs to this harness when it sits under one of the harness's own locations.
+        let roots: Vec<PathBuf> = h
+            .manifest
+            .scopes
+            .user
+            .iter()
+            .flat_map(|sc| sc.detect.iter().chain(sc.file.iter()).chain(sc.dir.iter()))
+            .filter_map(|p| env.expand(p, None).ok())
+            .collect();
+        let mut found: Vec<String> = legacy
+            .findings
+            .iter()
+            .filter(|f| matches!(f.kind, crate::legacy::Kind::Legacy | crate::legacy::Kind::Deprecated))
+            .filter(|f| f.harnesses.iter().any(|x| x == h.id()))
+            .filter(|f| f.harnesses.len() == 1 || roots.iter().any(|r| f.file.starts_with(r)))
+            .map(|f| f.integration.clone())
+            .collect();
+        found.sort();
+        found.dedup();
+        out.push(HarnessStatus {
+            harness: h.id().into(),
+            name: h.manifest.name.clone(),
+            detected,
+            version,
+            tested: h.manifest.tested.clone(),
+            scopes,
+            legacy: found,
+        });
     }
     if args.json {
         output::json(&out);
@@ -98,7 +131,8 @@ pub fn run(args: StatusArgs) -> Result<i32> {
             (None, Some(c)) => format!("config `{}`", tilde(&env, c)),
             (None, None) => p.dim("not detected"),
         };
-        println!("{} {}: {det}", p.bold(&s.harness), p.dim(&format!("({})", s.name)));
+        let tested = s.tested.as_deref().map(|t| p.dim(&format!(" (ovmem tested with {t})"))).unwrap_or_default();
+        println!("{} {}: {det}{tested}", p.bold(&s.harness), p.dim(&format!("({})", s.name)));
         for sc in &s.scopes {
             let label = match &sc.project {
                 Some(pr) => format!("project `{}`", pr.display()),
@@ -117,6 +151,9 @@ pub fn run(args: StatusArgs) -> Result<i32> {
                 let t = if t == "trusted" { p.green(t) } else { p.yellow(t) };
                 println!("      {t}");
             }
+        }
+        if !s.legacy.is_empty() {
+            println!("    {} {} (see `ovmem check`, replace with `ovmem migrate --harness {}`)", p.yellow("legacy:"), s.legacy.join(", "), s.harness);
         }
     }
     Ok(0)

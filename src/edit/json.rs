@@ -4,8 +4,6 @@
 //! Insertions and removals are exact inverses, so install followed by uninstall restores the
 //! original bytes.
 
-use std::fmt::Write as _;
-
 use thiserror::Error;
 
 #[derive(Debug, Error, PartialEq)]
@@ -471,13 +469,6 @@ impl Parser<'_> {
         }
         Ok(Kind::Scalar)
     }
-}
-
-/// Pretty JSON with two-space indentation and a final newline, for files ovmem creates.
-pub fn new_file_text(value: &serde_json::Value) -> String {
-    let mut s = serde_json::to_string_pretty(value).expect("json values serialise");
-    let _ = writeln!(s);
-    s
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
 
 use crate::fsx::sha256_hex;
@@ -229,13 +229,6 @@ impl Store {
         self.conn.execute("DELETE FROM session_prompts WHERE created_at < ?1", [cutoff])?;
         self.conn.execute("DELETE FROM session_flags WHERE created_at < ?1", [cutoff])?;
         Ok(())
-    }
-
-    pub fn get(&self, id: i64) -> Result<Option<Memory>> {
-        Ok(self
-            .conn
-            .query_row("SELECT id, bank, content, harness, session, created_at FROM memories WHERE id = ?1", [id], row_memory)
-            .optional()?)
     }
 }
 

@@ -1,0 +1,796 @@
+//! Older memory integrations: OpenViking's plugins and hooks adapters, Hindsight's Python and
+//! Node integrations, and ovmem's own outdated or deprecated entries. A catalog of data files
+//! (`manifests/legacy/*.toml`) says how each is recognised, by markers and never by guesswork;
+//! [`scan`] turns that into findings (for `ovmem check`), and [`plan_removal`] derives the exact
+//! edits and moves that take them out (for `ovmem migrate` and `ovmem uninstall --legacy`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::edit::json::{Document, Node};
+use crate::env::Env;
+use crate::harness::{self, Harness, InstallKind, Scope};
+use crate::integrate::{entry_is_ours, script_is_ours};
+use crate::{fsx, trust};
+
+type Groups = Vec<Vec<String>>;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Integration {
+    pub id: String,
+    pub vendor: String,
+    pub name: String,
+    #[serde(default)]
+    pub harnesses: Vec<String>,
+    #[serde(default)]
+    pub deprecated: bool,
+    pub replacement: Option<String>,
+    /// A JSON file whose `deprecated` / `replacement` fields (when present) override the above.
+    pub deprecation_manifest: Option<String>,
+    #[serde(default)]
+    pub hooks: Vec<HookRule>,
+    #[serde(default)]
+    pub json_keys: Vec<JsonKeyRule>,
+    #[serde(default)]
+    pub toml_tables: Vec<TomlRule>,
+    #[serde(default)]
+    pub text_blocks: Vec<TextRule>,
+    #[serde(default)]
+    pub scripts: Vec<ScriptRule>,
+    #[serde(default)]
+    pub dirs: Vec<DirRule>,
+}
+
+/// Hook entries in a JSON hooks file: an entry is the integration's when its text contains every
+/// string of any one group in `match`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookRule {
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub project_files: Vec<String>,
+    pub events_key: String,
+    #[serde(rename = "match")]
+    pub groups: Groups,
+    #[serde(default)]
+    pub ignore_case: bool,
+}
+
+/// Members of a JSON object (MCP servers, enabled plugins), by name or name prefix, optionally
+/// also by markers in their value.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonKeyRule {
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub project_files: Vec<String>,
+    pub object: String,
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub name_prefixes: Vec<String>,
+    #[serde(default, rename = "match")]
+    pub groups: Groups,
+}
+
+/// Tables under `parent` in a TOML file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TomlRule {
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub project_files: Vec<String>,
+    pub parent: String,
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub name_prefixes: Vec<String>,
+    #[serde(default, rename = "match")]
+    pub groups: Groups,
+}
+
+/// A block of lines between two exact marker lines (shell rc files, sentinel blocks).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextRule {
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub project_files: Vec<String>,
+    pub begin: String,
+    pub end: String,
+}
+
+/// Hook script files (one per event) in directories, with companion files that belong to them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptRule {
+    #[serde(default)]
+    pub dirs: Vec<String>,
+    #[serde(default)]
+    pub project_dirs: Vec<String>,
+    pub names: Vec<String>,
+    #[serde(rename = "match")]
+    pub groups: Groups,
+    #[serde(default)]
+    pub companions: Vec<String>,
+}
+
+/// Runtime directories the integration installed.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirRule {
+    #[serde(default)]
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub project_paths: Vec<String>,
+}
+
+/// The embedded catalog.
+pub fn catalog() -> Vec<Integration> {
+    harness::LEGACY_FILES
+        .iter()
+        .map(|(name, text)| toml::from_str(text).unwrap_or_else(|e| panic!("manifests/legacy/{name} does not parse: {e}")))
+        .collect()
+}
+
+fn matches(text: &str, groups: &Groups, ignore_case: bool) -> bool {
+    let text = if ignore_case { text.to_lowercase() } else { text.to_string() };
+    groups.iter().any(|g| {
+        !g.is_empty() && g.iter().all(|s| if ignore_case { text.contains(&s.to_lowercase()) } else { text.contains(s.as_str()) })
+    })
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    Legacy,
+    Deprecated,
+    Duplicate,
+    OvmemDrift,
+    TrustPending,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub file: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// The entry: `hooks.Stop[1]`, `mcpServers.openviking`, `[mcp_servers."openviking-memory"]`, a file or directory.
+    pub entry: String,
+    pub integration: String,
+    pub vendor: String,
+    pub kind: Kind,
+    pub severity: Severity,
+    pub message: String,
+    pub fix: String,
+    pub harnesses: Vec<String>,
+}
+
+/// A file that could not be read or parsed during a scan.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScanError {
+    pub file: PathBuf,
+    pub error: String,
+}
+
+pub struct Scan<'a> {
+    pub env: &'a Env,
+    /// Only this repository tree (`--project`), else the user's own configs.
+    pub project: Option<&'a Path>,
+}
+
+#[derive(Default, Serialize)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    pub errors: Vec<ScanError>,
+}
+
+impl Scan<'_> {
+    fn paths(&self, user: &[String], project: &[String]) -> Vec<PathBuf> {
+        let list = if self.project.is_some() { project } else { user };
+        let mut out: Vec<PathBuf> = list.iter().filter_map(|p| self.env.expand(p, self.project).ok()).collect();
+        out.dedup();
+        out
+    }
+
+    fn scope(&self) -> Scope {
+        if self.project.is_some() {
+            Scope::Project
+        } else {
+            Scope::User
+        }
+    }
+
+    fn fix(&self, integ: &Integration) -> String {
+        let mut s = String::from("ovmem migrate");
+        let hs: Vec<&str> = integ.harnesses.iter().map(String::as_str).filter(|h| harness::find(h).is_some()).collect();
+        if !hs.is_empty() {
+            s.push_str(&format!(" --harness {}", hs.join(",")));
+        }
+        if let Some(p) = self.project {
+            s.push_str(&format!(" --project {}", p.display()));
+        }
+        s
+    }
+}
+
+/// Reads a text file for scanning: `None` when absent; errors are recorded.
+fn read(path: &Path, errors: &mut Vec<ScanError>) -> Option<String> {
+    match fsx::read_opt(path) {
+        Ok(Some(b)) => match String::from_utf8(b) {
+            Ok(s) => Some(s),
+            Err(_) => {
+                errors.push(ScanError { file: path.into(), error: "not UTF-8 text".into() });
+                None
+            }
+        },
+        Ok(None) => None,
+        Err(e) => {
+            errors.push(ScanError { file: path.into(), error: format!("{e:#}") });
+            None
+        }
+    }
+}
+
+fn parse_json(path: &Path, text: &str, errors: &mut Vec<ScanError>) -> Option<Document> {
+    match Document::parse(text) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            errors.push(ScanError { file: path.into(), error: format!("does not parse ({e})") });
+            None
+        }
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+fn dotted(key: &str) -> Vec<&str> {
+    key.split('.').collect()
+}
+
+/// The deprecation status of an integration, reading its installed manifest when it names one.
+fn deprecation(env: &Env, integ: &Integration) -> (bool, Option<String>) {
+    let mut deprecated = integ.deprecated;
+    let mut replacement = integ.replacement.clone();
+    if let Some(p) = integ.deprecation_manifest.as_ref().and_then(|p| env.expand(p, None).ok()) {
+        if let Some(v) = fsx::read_opt(&p).ok().flatten().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()) {
+            if v.get("deprecated").and_then(serde_json::Value::as_bool) == Some(true) {
+                deprecated = true;
+                if let Some(r) = v.get("replacement").and_then(serde_json::Value::as_str) {
+                    replacement = Some(format!("{r} (per {}); with ovmem: {}", p.display(), replacement.unwrap_or_default()));
+                }
+            }
+        }
+    }
+    (deprecated, replacement)
+}
+
+/// Finds every legacy integration, duplicate and ovmem drift in the scanned scope.
+pub fn scan(s: &Scan, with_trust: bool) -> Report {
+    let mut r = Report::default();
+    // (file, event) -> memory integrations hooked there, for duplicate detection.
+    let mut per_event: BTreeMap<(PathBuf, String), BTreeSet<String>> = BTreeMap::new();
+    for integ in catalog() {
+        let (deprecated, replacement) = deprecation(s.env, &integ);
+        let kind = if deprecated { Kind::Deprecated } else { Kind::Legacy };
+        let severity = if deprecated { Severity::Error } else { Severity::Warning };
+        let what = format!(
+            "{} ({}){}{}",
+            integ.name,
+            integ.vendor,
+            if deprecated { " is deprecated" } else { " is a legacy memory integration" },
+            replacement.as_deref().map(|r| format!("; replaced by {r}")).unwrap_or_default()
+        );
+        let push = |r: &mut Report, file: &Path, line: Option<usize>, entry: String| {
+            r.findings.push(Finding {
+                file: file.to_path_buf(),
+                line,
+                entry,
+                integration: integ.id.clone(),
+                vendor: integ.vendor.clone(),
+                kind,
+                severity,
+                message: what.clone(),
+                fix: s.fix(&integ),
+                harnesses: integ.harnesses.clone(),
+            });
+        };
+        for rule in &integ.hooks {
+            for file in s.paths(&rule.files, &rule.project_files) {
+                let Some(text) = read(&file, &mut r.errors) else { continue };
+                let Some(doc) = parse_json(&file, &text, &mut r.errors) else { continue };
+                let key = dotted(&rule.events_key);
+                let Some(events) = doc.node_at(&key) else { continue };
+                for m in events.members() {
+                    for (i, el) in m.value.elements().iter().enumerate() {
+                        if matches(doc.slice(el), &rule.groups, rule.ignore_case) {
+                            push(&mut r, &file, Some(line_of(doc.text(), el.start)), format!("{}.{}[{i}]", rule.events_key, m.key));
+                            per_event.entry((file.clone(), m.key.clone())).or_default().insert(integ.id.clone());
+                        }
+                    }
+                }
+            }
+        }
+        for rule in &integ.json_keys {
+            for file in s.paths(&rule.files, &rule.project_files) {
+                let Some(text) = read(&file, &mut r.errors) else { continue };
+                let Some(doc) = parse_json(&file, &text, &mut r.errors) else { continue };
+                for (name, node) in json_key_hits(&doc, rule) {
+                    push(&mut r, &file, Some(line_of(doc.text(), node.start)), format!("{}.{name}", rule.object));
+                }
+            }
+        }
+        for rule in &integ.toml_tables {
+            for file in s.paths(&rule.files, &rule.project_files) {
+                let Some(text) = read(&file, &mut r.errors) else { continue };
+                let doc: toml_edit::DocumentMut = match text.parse() {
+                    Ok(d) => d,
+                    Err(e) => {
+                        r.errors.push(ScanError { file: file.clone(), error: format!("does not parse ({e})") });
+                        continue;
+                    }
+                };
+                for name in toml_hits(&doc, rule) {
+                    let line = text.lines().position(|l| l.trim_start().starts_with('[') && l.contains(&name)).map(|i| i + 1);
+                    push(&mut r, &file, line, format!("[{}.\"{name}\"]", rule.parent));
+                }
+            }
+        }
+        for rule in &integ.text_blocks {
+            for file in s.paths(&rule.files, &rule.project_files) {
+                let Some(text) = read(&file, &mut r.errors) else { continue };
+                if let Some(i) = text.lines().position(|l| l.trim_end() == rule.begin) {
+                    push(&mut r, &file, Some(i + 1), format!("block `{}`", rule.begin));
+                }
+            }
+        }
+        for rule in &integ.scripts {
+            for (_, name, path) in script_hits(s, rule) {
+                push(&mut r, &path, Some(1), name.clone());
+                per_event.entry((path.parent().unwrap_or(Path::new("/")).to_path_buf(), name)).or_default().insert(integ.id.clone());
+            }
+        }
+        for rule in &integ.dirs {
+            for dir in s.paths(&rule.paths, &rule.project_paths) {
+                if dir.is_dir() {
+                    push(&mut r, &dir, None, "runtime directory".into());
+                }
+            }
+        }
+    }
+    let all: Vec<&Harness> = harness::all().iter().collect();
+    ovmem_findings(s, with_trust, &mut r, &mut per_event, &all);
+    for ((file, event), ids) in per_event {
+        if ids.len() > 1 {
+            let list: Vec<&str> = ids.iter().map(String::as_str).collect();
+            r.findings.push(Finding {
+                file,
+                line: None,
+                entry: event.clone(),
+                integration: list.join("+"),
+                vendor: "several".into(),
+                kind: Kind::Duplicate,
+                severity: Severity::Error,
+                message: format!("{} memory integrations run on {event} ({}): memory is recalled and stored more than once", ids.len(), list.join(", ")),
+                fix: "ovmem migrate".to_string() + &s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default(),
+                harnesses: Vec::new(),
+            });
+        }
+    }
+    r.findings.sort_by(|a, b| (&a.file, a.line, &a.entry).cmp(&(&b.file, b.line, &b.entry)));
+    r
+}
+
+fn json_key_hits<'d>(doc: &'d Document, rule: &JsonKeyRule) -> Vec<(String, &'d Node)> {
+    let Some(obj) = doc.node_at(&dotted(&rule.object)) else { return Vec::new() };
+    obj.members()
+        .iter()
+        .filter(|m| rule.names.contains(&m.key) || rule.name_prefixes.iter().any(|p| m.key.starts_with(p.as_str())))
+        .filter(|m| rule.groups.is_empty() || matches(doc.slice(&m.value), &rule.groups, false))
+        .map(|m| (m.key.clone(), &m.value))
+        .collect()
+}
+
+fn toml_parent<'d>(doc: &'d toml_edit::DocumentMut, parent: &str) -> Option<&'d dyn toml_edit::TableLike> {
+    let mut item: &toml_edit::Item = doc.as_item();
+    for k in parent.split('.') {
+        item = item.get(k)?;
+    }
+    item.as_table_like()
+}
+
+fn toml_hits(doc: &toml_edit::DocumentMut, rule: &TomlRule) -> Vec<String> {
+    let Some(t) = toml_parent(doc, &rule.parent) else { return Vec::new() };
+    t.iter()
+        .filter(|(k, _)| rule.names.iter().any(|n| n == k) || rule.name_prefixes.iter().any(|p| k.starts_with(p.as_str())))
+        .filter(|(_, v)| rule.groups.is_empty() || matches(&v.to_string(), &rule.groups, false))
+        .map(|(k, _)| k.to_string())
+        .collect()
+}
+
+/// (dir, event name, path) of script files that match.
+fn script_hits(s: &Scan, rule: &ScriptRule) -> Vec<(PathBuf, String, PathBuf)> {
+    let mut out = Vec::new();
+    for dir in s.paths(&rule.dirs, &rule.project_dirs) {
+        for name in &rule.names {
+            let p = dir.join(name);
+            if fsx::read_opt(&p).ok().flatten().is_some_and(|b| matches(&String::from_utf8_lossy(&b), &rule.groups, false)) {
+                out.push((dir.clone(), name.clone(), p));
+            }
+        }
+    }
+    out
+}
+
+/// ovmem's own entries: outdated runtime paths, deprecated adapters, trust still pending.
+fn ovmem_findings(
+    s: &Scan,
+    with_trust: bool,
+    r: &mut Report,
+    per_event: &mut BTreeMap<(PathBuf, String), BTreeSet<String>>,
+    harnesses: &[&Harness],
+) {
+    let bin = s.env.runtime_bin();
+    for h in harnesses.iter().copied() {
+        let Ok(location) = location(s, h) else { continue };
+        let mut installed = false;
+        let drift = |r: &mut Report, file: &Path, line: Option<usize>, entry: String, cmd: &str| {
+            let first = harness::shell_words(cmd).into_iter().next().unwrap_or_default();
+            if Path::new(&first) != bin {
+                r.findings.push(Finding {
+                    file: file.to_path_buf(),
+                    line,
+                    entry,
+                    integration: "ovmem".into(),
+                    vendor: "ovmem".into(),
+                    kind: Kind::OvmemDrift,
+                    severity: Severity::Warning,
+                    message: format!("ovmem hook runs `{first}`, not the current runtime `{}`", bin.display()),
+                    fix: format!("ovmem install --harness {}{}", h.id(), s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default()),
+                    harnesses: vec![h.id().to_string()],
+                });
+            }
+        };
+        match h.manifest.kind {
+            InstallKind::JsonHooks => {
+                let Some(text) = read(&location, &mut r.errors) else { continue };
+                let Ok(doc) = Document::parse(&text) else { continue };
+                let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
+                let Some(events) = doc.node_at(&[key]) else { continue };
+                for m in events.members() {
+                    for (i, el) in m.value.elements().iter().enumerate() {
+                        let Some(v) = doc.value(el) else { continue };
+                        if !entry_is_ours(&v, h.id(), None) {
+                            continue;
+                        }
+                        installed = true;
+                        per_event.entry((location.clone(), m.key.clone())).or_default().insert("ovmem".into());
+                        let mut cmds = Vec::new();
+                        collect_commands(&v, &mut cmds);
+                        if let Some(c) = cmds.iter().find(|c| harness::is_ovmem_hook_command(c, h.id(), None)) {
+                            drift(r, &location, Some(line_of(doc.text(), el.start)), format!("{key}.{}[{i}]", m.key), c);
+                        }
+                    }
+                }
+            }
+            InstallKind::ScriptDir => {
+                let spec = h.scope(s.scope()).ok();
+                let fallback = spec.and_then(|sp| sp.fallback_dir.as_ref()).and_then(|d| s.env.expand(d, s.project).ok());
+                for dir in std::iter::once(location.clone()).chain(fallback) {
+                    for hook in &h.manifest.hooks {
+                        let p = dir.join(&hook.event);
+                        let Some(text) = fsx::read_opt(&p).ok().flatten().map(|b| String::from_utf8_lossy(&b).into_owned()) else { continue };
+                        if !script_is_ours(&text, h.id(), &hook.event) {
+                            continue;
+                        }
+                        installed = true;
+                        per_event.entry((location.clone(), hook.event.clone())).or_default().insert("ovmem".into());
+                        if let Some(c) = text.lines().find_map(|l| l.strip_prefix("exec ")) {
+                            drift(r, &p, Some(1), hook.event.clone(), c);
+                        }
+                    }
+                }
+            }
+        }
+        if installed && h.manifest.deprecated {
+            r.findings.push(Finding {
+                file: location.clone(),
+                line: None,
+                entry: h.id().to_string(),
+                integration: format!("ovmem-{}", h.id()),
+                vendor: "ovmem".into(),
+                kind: Kind::Deprecated,
+                severity: Severity::Error,
+                message: format!(
+                    "ovmem's {} adapter is deprecated{}",
+                    h.manifest.name,
+                    h.manifest.replacement.as_deref().map(|r| format!("; replaced by {r}")).unwrap_or_default()
+                ),
+                fix: format!("ovmem uninstall --harness {} --yes", h.id()),
+                harnesses: vec![h.id().to_string()],
+            });
+        }
+        if installed && with_trust && h.manifest.kind == InstallKind::JsonHooks {
+            if let (Some(m), Some(bin)) = (&h.manifest.trust, h.detect(s.env).binary) {
+                let cwd = s.project.map(Path::to_path_buf).unwrap_or_else(|| s.env.home.clone());
+                if let Ok((_, pending)) = trust::status(&bin, m, h.id(), &location, &cwd) {
+                    if !pending.is_empty() {
+                        r.findings.push(Finding {
+                            file: location.clone(),
+                            line: None,
+                            entry: format!("{} hook(s)", pending.len()),
+                            integration: "ovmem".into(),
+                            vendor: "ovmem".into(),
+                            kind: Kind::TrustPending,
+                            severity: Severity::Warning,
+                            message: format!("{} will not run ovmem's hooks until they are trusted", h.manifest.name),
+                            fix: format!("ovmem install --harness {} (or open `/hooks` in {})", h.id(), h.manifest.name),
+                            harnesses: vec![h.id().to_string()],
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The hooks file (or directory) of `h` in the scanned scope.
+fn location(s: &Scan, h: &Harness) -> Result<PathBuf> {
+    let spec = h.scope(s.scope())?;
+    let pattern = spec.file.as_ref().or(spec.dir.as_ref()).context("manifest names no file or dir")?;
+    s.env.expand(pattern, s.project)
+}
+
+fn collect_commands(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| match x {
+            serde_json::Value::String(s) if k == "command" => out.push(s.clone()),
+            _ => collect_commands(x, out),
+        }),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_commands(x, out)),
+        _ => {}
+    }
+}
+
+/// What taking the selected integrations out means: new contents for edited files, and paths to
+/// move into a backup directory.
+#[derive(Debug, Default)]
+pub struct Removal {
+    /// path -> (before, after)
+    pub edits: BTreeMap<PathBuf, (String, String)>,
+    pub moves: Vec<PathBuf>,
+}
+
+/// The edits and moves that remove every entry of `integrations` in the scanned scope.
+pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal> {
+    let mut out = Removal::default();
+    let catalog: Vec<Integration> = catalog().into_iter().filter(|i| integrations.contains(&i.id)).collect();
+    let text_of = |path: &Path, out: &mut Removal| -> Result<Option<String>> {
+        if let Some((_, after)) = out.edits.get(path) {
+            return Ok(Some(after.clone()));
+        }
+        match fsx::read_opt(path)? {
+            None => Ok(None),
+            Some(b) => Ok(Some(String::from_utf8(b).map_err(|_| crate::integrate::Unparseable { path: path.into(), detail: "not UTF-8".into() })?)),
+        }
+    };
+    let set = |out: &mut Removal, path: &Path, before: Option<String>, after: String| {
+        let entry = out.edits.entry(path.to_path_buf()).or_insert_with(|| (before.clone().unwrap_or_default(), String::new()));
+        entry.1 = after;
+    };
+    for integ in &catalog {
+        for rule in &integ.hooks {
+            for file in s.paths(&rule.files, &rule.project_files) {
+                let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+                let Some(text) = text_of(&file, &mut out)? else { continue };
+                let mut doc = Document::parse(&text).map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: e.to_string() })?;
+                let key = dotted(&rule.events_key);
+                let events: Vec<String> = doc.node_at(&key).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
+                let mut changed = false;
+                for event in events {
+                    let mut path = key.clone();
+                    path.push(&event);
+                    let arr = doc.node_at(&path).cloned().expect("member");
+                    let hits: Vec<usize> = arr.elements().iter().enumerate().filter(|(_, e)| matches(doc.slice(e), &rule.groups, rule.ignore_case)).map(|(i, _)| i).collect();
+                    for i in hits.iter().rev() {
+                        doc.remove_child(&path, *i).map_err(|e| anyhow::anyhow!(e))?;
+                        changed = true;
+                    }
+                    if !hits.is_empty() && doc.node_at(&path).is_some_and(|a| a.elements().is_empty()) {
+                        let idx = doc.member_index(&key, &event).expect("member");
+                        doc.remove_child(&key, idx).map_err(|e| anyhow::anyhow!(e))?;
+                    }
+                }
+                if changed {
+                    set(&mut out, &file, orig, doc.finish());
+                }
+            }
+        }
+        for rule in &integ.json_keys {
+            for file in s.paths(&rule.files, &rule.project_files) {
+                let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+                let Some(text) = text_of(&file, &mut out)? else { continue };
+                let mut doc = Document::parse(&text).map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: e.to_string() })?;
+                let names: Vec<String> = json_key_hits(&doc, rule).into_iter().map(|(n, _)| n).collect();
+                if names.is_empty() {
+                    continue;
+                }
+                let obj = dotted(&rule.object);
+                for n in names {
+                    let idx = doc.member_index(&obj, &n).expect("member");
+                    doc.remove_child(&obj, idx).map_err(|e| anyhow::anyhow!(e))?;
+                }
+                set(&mut out, &file, orig, doc.finish());
+            }
+        }
+        for rule in &integ.toml_tables {
+            for file in s.paths(&rule.files, &rule.project_files) {
+                let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+                let Some(text) = text_of(&file, &mut out)? else { continue };
+                let mut doc: toml_edit::DocumentMut =
+                    text.parse().map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: format!("{e}") })?;
+                let names = toml_hits(&doc, rule);
+                if names.is_empty() {
+                    continue;
+                }
+                let mut item: &mut toml_edit::Item = doc.as_item_mut();
+                for k in rule.parent.split('.') {
+                    item = item.get_mut(k).context("toml parent vanished")?;
+                }
+                let table = item.as_table_like_mut().context("toml parent is not a table")?;
+                for n in &names {
+                    table.remove(n);
+                }
+                set(&mut out, &file, orig, doc.to_string());
+            }
+        }
+        for rule in &integ.text_blocks {
+            for file in s.paths(&rule.files, &rule.project_files) {
+                let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+                let Some(text) = text_of(&file, &mut out)? else { continue };
+                if let Some(after) = strip_block(&text, &rule.begin, &rule.end) {
+                    set(&mut out, &file, orig, after);
+                }
+            }
+        }
+        for rule in &integ.scripts {
+            let hits = script_hits(s, rule);
+            for (dir, _, path) in &hits {
+                out.moves.push(path.clone());
+                // Companions go once no script of this rule's names is left in the directory.
+                let others_left = rule.names.iter().any(|n| dir.join(n).exists() && !hits.iter().any(|(_, _, p)| p == &dir.join(n)));
+                if !others_left {
+                    for c in &rule.companions {
+                        let cp = dir.join(c);
+                        if cp.exists() && !out.moves.contains(&cp) {
+                            out.moves.push(cp);
+                        }
+                    }
+                }
+            }
+        }
+        for rule in &integ.dirs {
+            for dir in s.paths(&rule.paths, &rule.project_paths) {
+                if dir.is_dir() && !out.moves.contains(&dir) {
+                    out.moves.push(dir);
+                }
+            }
+        }
+    }
+    out.edits.retain(|_, (before, after)| before != after);
+    Ok(out)
+}
+
+/// Removes the lines from `begin` to `end` (inclusive); `None` when there is no complete block.
+pub fn strip_block(text: &str, begin: &str, end: &str) -> Option<String> {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let b = lines.iter().position(|l| l.trim_end() == begin)?;
+    let e = b + lines[b..].iter().position(|l| l.trim_end() == end)?;
+    let mut out: String = lines[..b].concat();
+    out.push_str(&lines[e + 1..].concat());
+    Some(out)
+}
+
+/// Moves `path` into `backup_root`, mirroring its absolute path, so that it can be put back.
+pub fn move_to_backup(path: &Path, backup_root: &Path) -> Result<PathBuf> {
+    let rel = path.strip_prefix("/").unwrap_or(path);
+    let dest = backup_root.join(rel);
+    std::fs::create_dir_all(dest.parent().expect("backup path has a parent"))
+        .with_context(|| format!("could not create `{}`", dest.display()))?;
+    std::fs::rename(path, &dest)
+        .or_else(|_| copy_then_remove(path, &dest))
+        .with_context(|| format!("could not move `{}` to `{}`", path.display(), dest.display()))?;
+    Ok(dest)
+}
+
+fn copy_then_remove(src: &Path, dest: &Path) -> std::io::Result<()> {
+    if src.is_dir() {
+        std::fs::create_dir_all(dest)?;
+        for e in std::fs::read_dir(src)? {
+            let e = e?;
+            copy_then_remove(&e.path(), &dest.join(e.file_name()))?;
+        }
+        std::fs::remove_dir(src)
+    } else {
+        std::fs::copy(src, dest)?;
+        std::fs::remove_file(src)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A catalog entry that does not parse would panic on a user's machine.
+    #[test]
+    fn every_catalog_entry_parses_and_names_known_harnesses() {
+        let c = catalog();
+        assert!(c.len() >= 7);
+        let mut ids = BTreeSet::new();
+        for i in &c {
+            assert!(ids.insert(i.id.clone()), "duplicate id {}", i.id);
+            for h in &i.harnesses {
+                assert!(harness::find(h).is_some(), "{}: unknown harness {h}", i.id);
+            }
+            for r in &i.hooks {
+                assert!(r.groups.iter().all(|g| !g.is_empty()), "{}: an empty match group matches everything", i.id);
+            }
+        }
+    }
+
+    /// ovmem's own adapters can be retired: an installed harness whose manifest says
+    /// `deprecated = true` is reported with its `replacement`.
+    #[test]
+    fn a_deprecated_ovmem_manifest_is_reported_with_its_replacement() {
+        let home = tempfile::tempdir().unwrap();
+        let env = Env::from_vars([("HOME".to_string(), home.path().to_string_lossy().into_owned())].into()).unwrap();
+        let manifest = include_str!("../manifests/claude-code.toml")
+            .replace("kind = \"json-hooks\"", "kind = \"json-hooks\"\ndeprecated = true\nreplacement = \"the claude-code-v2 adapter\"");
+        let h: &'static Harness = Box::leak(Box::new(Harness::from_manifest(&manifest, "claude-code").unwrap()));
+        assert!(h.manifest.deprecated);
+        let target = crate::integrate::Target { env: &env, harness: h, scope: Scope::User, project: None };
+        target.install(crate::integrate::Options::default()).unwrap();
+        let s = Scan { env: &env, project: None };
+        let mut r = Report::default();
+        ovmem_findings(&s, false, &mut r, &mut BTreeMap::new(), &[h]);
+        let f = r.findings.iter().find(|f| f.kind == Kind::Deprecated).expect("deprecated finding");
+        assert!(f.message.contains("the claude-code-v2 adapter"), "{}", f.message);
+        assert_eq!(f.severity, Severity::Error);
+        // The same install under the registered (current) manifest is clean.
+        let mut r = Report::default();
+        ovmem_findings(&s, false, &mut r, &mut BTreeMap::new(), &[harness::find("claude-code").unwrap()]);
+        assert!(r.findings.is_empty(), "{:?}", r.findings);
+    }
+
+    #[test]
+    fn blocks_are_stripped_exactly() {
+        let t = "a\n# >>> x >>>\nexport X=1\n# <<< x <<<\nb\n";
+        assert_eq!(strip_block(t, "# >>> x >>>", "# <<< x <<<").unwrap(), "a\nb\n");
+        assert_eq!(strip_block("a\n# >>> x >>>\nno end\n", "# >>> x >>>", "# <<< x <<<"), None);
+    }
+
+    #[test]
+    fn markers_need_every_string_of_a_group() {
+        let g: Groups = vec![vec!["openviking".into(), "auto-recall.mjs".into()]];
+        assert!(matches("node /x/openviking/scripts/auto-recall.mjs", &g, false));
+        assert!(!matches("node /x/scripts/auto-recall.mjs", &g, false));
+        assert!(matches("NODE /OPENVIKING/AUTO-RECALL.MJS", &g, true));
+    }
+}

@@ -1,0 +1,256 @@
+//! Legacy and deprecated integrations, on a hand-made home where OpenViking's and Hindsight's
+//! generations are installed side by side with third-party and user entries
+//! (tests/fixtures/legacy-home, shaped after the real layouts in the references).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+const LEGACY_HOME: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/legacy-home");
+
+fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap().flatten() {
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(p.strip_prefix(root).unwrap().to_path_buf(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut m = BTreeMap::new();
+    walk(root, root, &mut m);
+    m
+}
+
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn legacy() -> Self {
+        let t = tempfile::tempdir().unwrap();
+        copy_tree(Path::new(LEGACY_HOME), t.path());
+        Self(t)
+    }
+
+    fn p(&self) -> &Path {
+        self.0.path()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(OVMEM)
+            .args(args)
+            .env_clear()
+            .env("HOME", self.p())
+            .env("PATH", "/usr/bin:/bin")
+            .env("NO_COLOR", "1")
+            .current_dir(self.p())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.p().join(rel)).unwrap()
+    }
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+#[test]
+fn check_lists_every_generation_migrate_replaces_them_and_backups_restore_everything() {
+    let home = Home::legacy();
+    let before = files(home.p());
+
+    let out = home.run(&["check", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    let ids: std::collections::BTreeSet<&str> = v["findings"].as_array().unwrap().iter().map(|f| f["integration"].as_str().unwrap()).collect();
+    for id in [
+        "openviking-cursor",
+        "openviking-trae-cli-hooks",
+        "openviking-claude-plugin",
+        "openviking-codex-plugin",
+        "hindsight-cline",
+        "hindsight-legacy-plugins",
+        "hindsight-coding-agents",
+    ] {
+        assert!(ids.contains(id), "{id} not found: {ids:?}");
+    }
+    let trae = v["findings"].as_array().unwrap().iter().find(|f| f["integration"] == "openviking-trae-cli-hooks").unwrap();
+    assert_eq!(trae["kind"], "deprecated");
+    assert!(trae["message"].as_str().unwrap().contains("examples/codex-memory-plugin"), "replacement must come from the manifest: {trae}");
+    let dup = v["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "duplicate").expect("duplicate on one event");
+    assert_eq!(dup["severity"], "error");
+    // Third-party entries are never findings.
+    let text = v.to_string();
+    for foreign in ["team-policy.sh", "ov-mcp-server", "commit-helper@acme", "prompt-lint", "linear", "say done"] {
+        assert!(!text.contains(foreign), "{foreign} was reported");
+    }
+
+    // install warns and points to migrate.
+    let out = home.run(&["install", "--harness", "cursor", "--dry-run"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ovmem migrate --harness cursor"));
+
+    let out = home.run(&["migrate", "--yes"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("was not written by ovmem"), "{err}");
+    let out = home.run(&["check"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+
+    // Only ovmem's and the user's own entries are left, byte for byte.
+    let cursor = home.read(".cursor/hooks.json");
+    assert!(cursor.contains(r#"{"command": "./hooks/team-policy.sh", "timeout": 5},"#) && cursor.contains(r#"{"command": "./hooks/team-audit.sh"}"#));
+    assert!(!cursor.contains("openviking") && !cursor.contains("hindsight") && cursor.contains("ovmem hook cursor beforeSubmitPrompt"));
+    let mcp = home.read(".cursor/mcp.json");
+    assert!(mcp.contains(r#""ov-mcp-server": {"url": "https://ov.internal.example/mcp"},"#) && mcp.contains(r#""github": {"command": "gh-mcp"}"#));
+    assert!(!mcp.contains("\"openviking\""));
+    let toml = home.read(".trae/traecli.toml");
+    assert!(toml.starts_with("# TRAE CLI config, edited by hand\nmodel = \"doubao\"\n"), "{toml}");
+    assert!(toml.contains("# my own server, keep it\n[mcp_servers.docs]\ncommand = \"docs-mcp\" # inline note\n") && !toml.contains("openviking"), "{toml}");
+    let codex = home.read(".codex/config.toml");
+    assert!(codex.contains("# codex config (hand-written)") && codex.contains("url = \"https://mcp.linear.example/sse\" # keep"), "{codex}");
+    assert!(!codex.contains("openviking-memory@openviking") && !codex.contains("coding-agents"), "{codex}");
+    let claude = home.read(".claude/settings.json");
+    assert!(claude.contains(r#""commit-helper@acme": true"#) && claude.contains("~/bin/prompt-lint") && claude.contains("ovmem hook claude-code Stop"));
+    assert!(!claude.contains("openviking") && !claude.contains("hindsight"), "{claude}");
+    assert_eq!(home.read(".bashrc"), "export PATH=\"$HOME/bin:$PATH\"\nalias ll=\"ls -l\"\n");
+    assert!(home.read(".trae/cli/hooks.json").contains("say done"));
+    // Cline: Hindsight's Python hooks, lib/ and settings.json are gone; ovmem's hooks are there.
+    assert!(home.read("Documents/Cline/Hooks/TaskStart").contains("exec "));
+    assert!(!home.p().join("Documents/Cline/Hooks/lib").exists() && !home.p().join("Documents/Cline/Hooks/settings.json").exists());
+    assert!(!home.p().join(".openviking/agent-integrations/cursor").exists() && !home.p().join(".hindsight/codex").exists());
+
+    // Backups put everything back: pristine copies of edited files, moved items mirrored.
+    let backups: Vec<PathBuf> = std::fs::read_dir(home.p().join(".ovmem/backups")).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(backups.len(), 1);
+    let moved = &backups[0];
+    for (rel, bytes) in &before {
+        let now = home.p().join(rel);
+        let pristine = PathBuf::from(format!("{}.ovmem.bak", now.display()));
+        let mirrored = moved.join(home.p().strip_prefix("/").unwrap()).join(rel);
+        let restored = if pristine.exists() {
+            std::fs::read(&pristine).unwrap()
+        } else if mirrored.exists() {
+            std::fs::read(&mirrored).unwrap()
+        } else {
+            std::fs::read(&now).unwrap_or_else(|_| panic!("{} is gone without a backup", rel.display()))
+        };
+        assert_eq!(&restored, bytes, "{} cannot be put back", rel.display());
+    }
+}
+
+#[test]
+fn uninstall_legacy_removes_them_without_installing_ovmem() {
+    let home = Home::legacy();
+    let out = home.run(&["uninstall", "--legacy", "--harness", "cursor", "--yes"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let cursor = home.read(".cursor/hooks.json");
+    assert!(!cursor.contains("openviking") && !cursor.contains("hindsight") && !cursor.contains("ovmem"), "{cursor}");
+    assert!(!home.p().join(".ovmem/receipts").exists());
+    // Only what belongs to the selected harness went: Cline's Hindsight hooks are still there.
+    assert!(home.read("Documents/Cline/Hooks/TaskStart").contains("lib.hooks_impl"));
+    let out = home.run(&["uninstall", "--legacy"]);
+    assert_eq!(out.status.code(), Some(2), "no --yes and no terminal must refuse");
+}
+
+#[test]
+fn a_repository_is_checked_in_text_json_and_github_formats() {
+    let repo = tempfile::tempdir().unwrap();
+    let r = repo.path();
+    std::fs::create_dir_all(r.join(".git")).unwrap();
+    std::fs::create_dir_all(r.join(".clinerules/hooks/lib")).unwrap();
+    std::fs::write(r.join(".clinerules/hooks/TaskComplete"), "#!/usr/bin/env python3\nfrom lib.hooks_impl import main_task_complete\nmain_task_complete()\n").unwrap();
+    std::fs::create_dir_all(r.join(".claude")).unwrap();
+    std::fs::write(
+        r.join(".claude/settings.json"),
+        "{\n  \"hooks\": {\n    \"Stop\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"node /x/claude-code-memory-plugin/scripts/auto-capture.mjs\"}]}\n    ]\n  }\n}\n",
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(OVMEM).args(args).env_clear().env("HOME", home.path()).env("PATH", "/usr/bin:/bin").env("NO_COLOR", "1").output().unwrap()
+    };
+    let p = r.to_str().unwrap();
+    // The user's own configs are not looked at with --project.
+    std::fs::create_dir_all(home.path().join(".cursor")).unwrap();
+    std::fs::write(home.path().join(".cursor/hooks.json"), r#"{"hooks":{"stop":[{"command":"x # openviking-memory OPENVIKING_INTEGRATION_ID"}]}}"#).unwrap();
+
+    let out = run(&["check", "--project", p]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(".clinerules/hooks/TaskComplete:1") && text.contains(".claude/settings.json:4") && !text.contains(".cursor"), "{text}");
+
+    let out = run(&["check", "--project", p, "--format", "json"]);
+    let v = json(&out);
+    assert_eq!(v["scope"], "project");
+    assert_eq!(v["findings"].as_array().unwrap().len(), 2, "{v}");
+    for f in v["findings"].as_array().unwrap() {
+        for k in ["file", "entry", "integration", "kind", "severity", "message", "fix"] {
+            assert!(f.get(k).is_some(), "{k} missing in {f}");
+        }
+        assert!(f["fix"].as_str().unwrap().contains(&format!("--project {p}")));
+    }
+
+    let out = run(&["check", "--project", p, "--format", "github"]);
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines.iter().any(|l| l.starts_with("::warning file=.claude/settings.json,line=4,title=ovmem Legacy openviking-claude-plugin::")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.starts_with("::warning file=.clinerules/hooks/TaskComplete,line=1,")), "{lines:?}");
+
+    // ovmem installed next to a legacy hook on the same event: a duplicate, an error.
+    let out = run(&["install", "--harness", "claude-code", "--project", p]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json(&run(&["check", "--project", p, "--format", "json"]));
+    assert!(v["findings"].as_array().unwrap().iter().any(|f| f["kind"] == "duplicate" && f["entry"] == "Stop"), "{v}");
+
+    let out = run(&["migrate", "--project", p, "--yes"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(run(&["check", "--project", p]).status.code(), Some(0));
+
+    // An unparseable file is exit 2, named.
+    std::fs::write(r.join(".claude/settings.json"), "{ nope").unwrap();
+    let out = run(&["check", "--project", p, "--format", "github"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("::error file=.claude/settings.json::"));
+}
+
+#[test]
+fn hooks_pointing_at_an_old_runtime_are_drift() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |ovmem_home: &str, args: &[&str]| {
+        Command::new(OVMEM)
+            .args(args)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("OVMEM_HOME", home.path().join(ovmem_home))
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap()
+    };
+    assert!(run("old", &["install", "--harness", "cursor,cline"]).status.success());
+    let v = json(&run("new", &["check", "--format", "json"]));
+    let drift: Vec<&serde_json::Value> = v["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "ovmem-drift").collect();
+    assert_eq!(drift.len(), 12, "{v}");
+    assert!(drift[0]["message"].as_str().unwrap().contains("/old/bin/ovmem"));
+    assert!(run("new", &["install", "--harness", "cursor,cline"]).status.success());
+    assert_eq!(run("new", &["check"]).status.code(), Some(0));
+    let cursor = std::fs::read_to_string(home.path().join(".cursor/hooks.json")).unwrap();
+    assert!(!cursor.contains("/old/bin/ovmem") && cursor.matches("new/bin/ovmem hook cursor").count() == 6, "{cursor}");
+}
