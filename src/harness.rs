@@ -300,15 +300,6 @@ pub fn template(name: &str) -> Result<&'static str> {
         .with_context(|| format!("template `{name}` is not embedded"))
 }
 
-/// Quotes a path for POSIX `sh -c`: bare when it holds only safe characters.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c)) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
 /// Values for a template's placeholders.
 pub struct Placeholders<'a> {
     pub bin: &'a Path,
@@ -338,61 +329,7 @@ pub fn render(name: &str, p: &Placeholders) -> Result<String> {
     Ok(out)
 }
 
-/// Splits a POSIX shell command into words (quotes removed). Enough to recognise hook commands
-/// and guard arguments; no expansion is performed.
-pub fn shell_words(cmd: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = cmd.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    cur.push(c);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(n) = chars.next() {
-                                cur.push(n);
-                            }
-                        }
-                        _ => cur.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
-}
+pub use crate::shell::{quote as shell_quote, words as shell_words};
 
 /// Whether `cmd` runs some ovmem binary's `hook <harness> <event>` (any install path: older
 /// and moved runtimes are recognised too).
@@ -478,13 +415,6 @@ mod tests {
             }
             serde_json::Value::Array(a) => a.iter().find_map(find_command),
             _ => None,
-        }
-    }
-
-    #[test]
-    fn shell_quoting_round_trips() {
-        for s in ["/usr/bin/ovmem", "/a b/ovmem", "/it's/ovmem", "/ünï/ovmem", "/x\"y\\z/ovmem"] {
-            assert_eq!(shell_words(&shell_quote(s)), vec![s.to_string()]);
         }
     }
 

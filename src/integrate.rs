@@ -459,7 +459,7 @@ fn parse(path: &Path, text: &str) -> Result<Document> {
 }
 
 /// The `command` strings anywhere inside a hook entry.
-fn commands(v: &Value, out: &mut Vec<String>) {
+pub fn commands(v: &Value, out: &mut Vec<String>) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {

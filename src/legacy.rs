@@ -483,7 +483,7 @@ fn ovmem_findings(
                         installed = true;
                         per_event.entry((location.clone(), m.key.clone())).or_default().insert("ovmem".into());
                         let mut cmds = Vec::new();
-                        collect_commands(&v, &mut cmds);
+                        crate::integrate::commands(&v, &mut cmds);
                         if let Some(c) = cmds.iter().find(|c| harness::is_ovmem_hook_command(c, h.id(), None)) {
                             drift(r, &location, Some(line_of(doc.text(), el.start)), format!("{key}.{}[{i}]", m.key), c);
                         }
@@ -556,17 +556,6 @@ fn location(s: &Scan, h: &Harness) -> Result<PathBuf> {
     let spec = h.scope(s.scope())?;
     let pattern = spec.file.as_ref().or(spec.dir.as_ref()).context("manifest names no file or dir")?;
     s.env.expand(pattern, s.project)
-}
-
-fn collect_commands(v: &serde_json::Value, out: &mut Vec<String>) {
-    match v {
-        serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| match x {
-            serde_json::Value::String(s) if k == "command" => out.push(s.clone()),
-            _ => collect_commands(x, out),
-        }),
-        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_commands(x, out)),
-        _ => {}
-    }
 }
 
 /// What taking the selected integrations out means: new contents for edited files, and paths to

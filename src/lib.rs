@@ -13,5 +13,6 @@ pub mod legacy;
 pub mod output;
 pub mod receipt;
 pub mod runtime;
+pub mod shell;
 pub mod store;
 pub mod trust;

@@ -99,18 +99,6 @@ fn fixtures(harness: &str) -> Vec<(String, Vec<u8>)> {
     v
 }
 
-/// Values of every `command` string under a JSON value.
-fn commands(v: &serde_json::Value, out: &mut Vec<String>) {
-    match v {
-        serde_json::Value::Object(m) => m.iter().for_each(|(k, x)| match x {
-            serde_json::Value::String(s) if k == "command" => out.push(s.clone()),
-            _ => commands(x, out),
-        }),
-        serde_json::Value::Array(a) => a.iter().for_each(|x| commands(x, out)),
-        _ => {}
-    }
-}
-
 fn fixture(harness: &str, name: &str) -> Vec<u8> {
     std::fs::read(Path::new(FIXTURES).join(harness).join(name)).unwrap()
 }
@@ -120,7 +108,7 @@ fn ovmem_entries_per_event(text: &str) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for (event, arr) in v["hooks"].as_object().unwrap() {
         let mut cmds = Vec::new();
-        commands(arr, &mut cmds);
+        ovmem::integrate::commands(arr, &mut cmds);
         m.insert(event.clone(), cmds.iter().filter(|c| c.contains(".ovmem/bin/ovmem hook")).count());
     }
     m

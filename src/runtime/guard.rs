@@ -72,7 +72,7 @@ const PATTERN_FIRST: &[&str] = &["grep", "egrep", "fgrep", "rg", "ag", "ack", "s
 
 /// The first memory URI passed as a file argument in a shell command line.
 fn shell_uri_argument(cmd: &str, schemes: &[String]) -> Option<String> {
-    for segment in split_commands(cmd) {
+    for segment in crate::shell::commands(cmd, true) {
         let mut words = segment.iter().skip_while(|w| is_assignment(w)).map(String::as_str);
         let Some(program) = words.next() else { continue };
         let name = program.rsplit('/').next().unwrap_or(program);
@@ -109,61 +109,6 @@ fn shell_uri_argument(cmd: &str, schemes: &[String]) -> Option<String> {
 
 fn is_assignment(w: &str) -> bool {
     w.split_once('=').is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-}
-
-/// Splits a command line into simple commands (at `|`, `;`, `&`, newlines, parentheses),
-/// respecting quotes; each is a list of unquoted words.
-fn split_commands(cmd: &str) -> Vec<Vec<String>> {
-    let mut out = vec![Vec::new()];
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = cmd.chars().peekable();
-    let flush = |out: &mut Vec<Vec<String>>, cur: &mut String, in_word: &mut bool| {
-        if *in_word {
-            out.last_mut().expect("non-empty").push(std::mem::take(cur));
-            *in_word = false;
-        }
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    cur.push(c);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => cur.extend(chars.next()),
-                        _ => cur.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                cur.extend(chars.next());
-            }
-            '|' | ';' | '&' | '\n' | '(' | ')' | '`' => {
-                flush(&mut out, &mut cur, &mut in_word);
-                out.push(Vec::new());
-            }
-            '<' | '>' => flush(&mut out, &mut cur, &mut in_word),
-            c if c.is_whitespace() => flush(&mut out, &mut cur, &mut in_word),
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    flush(&mut out, &mut cur, &mut in_word);
-    out.retain(|s| !s.is_empty());
-    out
 }
 
 #[cfg(test)]
