@@ -138,7 +138,7 @@ impl Target<'_> {
     }
 
     /// Desired hook entries: (event, rendered text).
-    fn desired(&self) -> Result<Vec<(String, String)>> {
+    pub fn desired(&self) -> Result<Vec<(String, String)>> {
         let bin = self.env.runtime_bin();
         let home = self.env.ovmem_home();
         let m = &self.harness.manifest;

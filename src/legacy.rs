@@ -375,7 +375,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
             }
         }
     }
-    let all: Vec<&Harness> = harness::all().iter().collect();
+    let all: Vec<&'static Harness> = harness::all().iter().collect();
     ovmem_findings(s, with_trust, &mut r, &mut per_event, &all);
     for ((file, event), ids) in per_event {
         if ids.len() > 1 {
@@ -445,7 +445,7 @@ fn ovmem_findings(
     with_trust: bool,
     r: &mut Report,
     per_event: &mut BTreeMap<(PathBuf, String), BTreeSet<String>>,
-    harnesses: &[&Harness],
+    harnesses: &[&'static Harness],
 ) {
     let bin = s.env.runtime_bin();
     for h in harnesses.iter().copied() {
@@ -453,7 +453,7 @@ fn ovmem_findings(
         let mut installed = false;
         let drift = |r: &mut Report, file: &Path, line: Option<usize>, entry: String, cmd: &str| {
             let first = harness::shell_words(cmd).into_iter().next().unwrap_or_default();
-            if Path::new(&first) != bin {
+            {
                 r.findings.push(Finding {
                     file: file.to_path_buf(),
                     line,
@@ -467,6 +467,26 @@ fn ovmem_findings(
                     harnesses: vec![h.id().to_string()],
                 });
             }
+        };
+        let target = crate::integrate::Target { env: s.env, harness: h, scope: s.scope(), project: s.project.map(Path::to_path_buf) };
+        let desired: BTreeMap<String, String> = target.desired().unwrap_or_default().into_iter().collect();
+        let outdated = |r: &mut Report, file: &Path, line: Option<usize>, entry: String, event: &str| {
+            r.findings.push(Finding {
+                file: file.to_path_buf(),
+                line,
+                entry,
+                integration: "ovmem".into(),
+                vendor: "ovmem".into(),
+                kind: Kind::OvmemDrift,
+                severity: Severity::Warning,
+                message: format!("ovmem's {event} entry differs from what this ovmem version installs (an older version's, or edited by hand)"),
+                fix: format!(
+                    "ovmem install --harness {}{} (add --force to replace a hand edit)",
+                    h.id(),
+                    s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default()
+                ),
+                harnesses: vec![h.id().to_string()],
+            });
         };
         match h.manifest.kind {
             InstallKind::JsonHooks => {
@@ -484,8 +504,17 @@ fn ovmem_findings(
                         per_event.entry((location.clone(), m.key.clone())).or_default().insert("ovmem".into());
                         let mut cmds = Vec::new();
                         crate::integrate::commands(&v, &mut cmds);
+                        let line = Some(line_of(doc.text(), el.start));
                         if let Some(c) = cmds.iter().find(|c| harness::is_ovmem_hook_command(c, h.id(), None)) {
-                            drift(r, &location, Some(line_of(doc.text(), el.start)), format!("{key}.{}[{i}]", m.key), c);
+                            let first = harness::shell_words(c).into_iter().next().unwrap_or_default();
+                            if Path::new(&first) != bin {
+                                drift(r, &location, line, format!("{key}.{}[{i}]", m.key), c);
+                                continue;
+                            }
+                        }
+                        let want = desired.get(&m.key).and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok());
+                        if want.is_some_and(|w| w != v) {
+                            outdated(r, &location, line, format!("{key}.{}[{i}]", m.key), &m.key);
                         }
                     }
                 }
@@ -503,7 +532,12 @@ fn ovmem_findings(
                         installed = true;
                         per_event.entry((location.clone(), hook.event.clone())).or_default().insert("ovmem".into());
                         if let Some(c) = text.lines().find_map(|l| l.strip_prefix("exec ")) {
-                            drift(r, &p, Some(1), hook.event.clone(), c);
+                            let first = harness::shell_words(c).into_iter().next().unwrap_or_default();
+                            if Path::new(&first) != bin {
+                                drift(r, &p, Some(1), hook.event.clone(), c);
+                            } else if desired.get(&hook.event).is_some_and(|d| *d != text) {
+                                outdated(r, &p, Some(1), hook.event.clone(), &hook.event);
+                            }
                         }
                     }
                 }

@@ -89,6 +89,8 @@ fn check_lists_every_generation_migrate_replaces_them_and_backups_restore_everyt
         "hindsight-cline",
         "hindsight-legacy-plugins",
         "hindsight-coding-agents",
+        "openviking-trae-ide",
+        "openviking-zcode",
     ] {
         assert!(ids.contains(id), "{id} not found: {ids:?}");
     }
@@ -132,6 +134,9 @@ fn check_lists_every_generation_migrate_replaces_them_and_backups_restore_everyt
     assert!(!claude.contains("openviking") && !claude.contains("hindsight"), "{claude}");
     assert_eq!(home.read(".bashrc"), "export PATH=\"$HOME/bin:$PATH\"\nalias ll=\"ls -l\"\n");
     assert!(home.read(".trae/cli/hooks.json").contains("say done"));
+    assert_eq!(home.read(".trae-cn/hooks.json"), "{\"version\": 1, \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send trae\"}]}]}}\n");
+    let zcode = home.read(".zcode/cli/config.json");
+    assert!(!zcode.contains("openviking") && zcode.contains("\"enabled\": true") && zcode.contains("zcode-lint") && zcode.contains("files-mcp"), "{zcode}");
     // Cline: Hindsight's Python hooks, lib/ and settings.json are gone; ovmem's hooks are there.
     assert!(home.read("Documents/Cline/Hooks/TaskStart").contains("exec "));
     assert!(!home.p().join("Documents/Cline/Hooks/lib").exists() && !home.p().join("Documents/Cline/Hooks/settings.json").exists());
@@ -164,8 +169,10 @@ fn uninstall_legacy_removes_them_without_installing_ovmem() {
     let cursor = home.read(".cursor/hooks.json");
     assert!(!cursor.contains("openviking") && !cursor.contains("hindsight") && !cursor.contains("ovmem"), "{cursor}");
     assert!(!home.p().join(".ovmem/receipts").exists());
-    // Only what belongs to the selected harness went: Cline's Hindsight hooks are still there.
+    // Only what belongs to the selected harness went: Cline's Hindsight hooks and OpenViking's
+    // ZCode integration (no ovmem harness) are still there.
     assert!(home.read("Documents/Cline/Hooks/TaskStart").contains("lib.hooks_impl"));
+    assert!(home.read(".zcode/cli/config.json").contains("openviking"));
     let out = home.run(&["uninstall", "--legacy"]);
     assert_eq!(out.status.code(), Some(2), "no --yes and no terminal must refuse");
 }
@@ -253,4 +260,23 @@ fn hooks_pointing_at_an_old_runtime_are_drift() {
     assert_eq!(run("new", &["check"]).status.code(), Some(0));
     let cursor = std::fs::read_to_string(home.path().join(".cursor/hooks.json")).unwrap();
     assert!(!cursor.contains("/old/bin/ovmem") && cursor.matches("new/bin/ovmem hook cursor").count() == 6, "{cursor}");
+}
+
+#[test]
+fn entries_from_an_older_template_are_drift_until_reinstalled() {
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| Command::new(OVMEM).args(args).env_clear().env("HOME", home.path()).env("PATH", "/usr/bin:/bin").output().unwrap();
+    assert!(run(&["install", "--harness", "claude-code"]).status.success());
+    assert_eq!(run(&["check"]).status.code(), Some(0));
+    // What an older ovmem (a different timeout) would have written.
+    let path = home.path().join(".claude/settings.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let at = text.find("hook claude-code Stop").unwrap();
+    let t = at + text[at..].find("\"timeout\": 30").unwrap();
+    std::fs::write(&path, format!("{}\"timeout\": 10{}", &text[..t], &text[t + 13..])).unwrap();
+    let v = json(&run(&["check", "--format", "json"]));
+    let f = &v["findings"][0];
+    assert_eq!((f["kind"].as_str(), f["entry"].as_str()), (Some("ovmem-drift"), Some("hooks.Stop[0]")), "{v}");
+    assert!(run(&["install", "--harness", "claude-code", "--force"]).status.success());
+    assert_eq!(run(&["check"]).status.code(), Some(0));
 }

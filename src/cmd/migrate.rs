@@ -33,7 +33,7 @@ pub fn run(sel: &Selection, install_after: bool) -> Result<i32> {
         .findings
         .iter()
         .filter(|f| matches!(f.kind, Kind::Legacy | Kind::Deprecated))
-        .filter(|f| wanted.as_ref().is_none_or(|w| f.harnesses.is_empty() || f.harnesses.iter().any(|h| w.contains(h))))
+        .filter(|f| wanted.as_ref().is_none_or(|w| f.harnesses.iter().any(|h| w.contains(h))))
         .map(|f| f.integration.clone())
         .collect();
     let mut targets: Vec<&'static Harness> = Vec::new();
