@@ -80,7 +80,9 @@ pub fn run(args: UninstallArgs) -> Result<i32> {
         if bin.exists() && std::fs::remove_file(&bin).is_ok() {
             crate::fsx::remove_empty_dirs(&[home.clone(), bin.parent().unwrap().to_path_buf()]);
             if !sel.json {
-                eprintln!("{} runtime `{}`; memories stay in `{}`", p.yellow("removed"), tilde(&env, &bin), tilde(&env, &env.ovmem_home().join("memory.db")));
+                let db = home.join("memory.db");
+                let kept = if db.exists() { format!("; memories stay in `{}`", tilde(&env, &db)) } else { String::new() };
+                eprintln!("{} runtime `{}`{kept}", p.yellow("removed"), tilde(&env, &bin));
             }
         }
     }
