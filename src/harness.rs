@@ -287,7 +287,8 @@ pub fn parse_list(list: &str, env: &Env) -> Result<Vec<&'static Harness>> {
         }
     }
     if out.is_empty() {
-        bail!("no harness selected (`{list}`)");
+        let known: Vec<&str> = all().iter().map(|h| h.id()).collect();
+        bail!("no harness detected on this machine for `{list}`; name them instead: --harness {}", known.join(","));
     }
     Ok(out)
 }

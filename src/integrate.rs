@@ -632,12 +632,11 @@ fn json_uninstall(h: &Harness, path: &Path, text: Option<&str>, record: Option<&
         let idx = doc.member_index(&[], key).expect("member");
         doc.remove_child(&[], idx).map_err(|e| anyhow::anyhow!(e))?;
     }
-    if doc.root.member(key).is_none() {
-        for k in h.manifest.root_defaults.keys() {
-            if created_keys.contains(k) {
-                if let Some(idx) = doc.member_index(&[], k) {
-                    doc.remove_child(&[], idx).map_err(|e| anyhow::anyhow!(e))?;
-                }
+    // Keys ovmem added at the top (Cursor's `version`) go too: the file returns to its bytes.
+    for k in h.manifest.root_defaults.keys() {
+        if created_keys.contains(k) {
+            if let Some(idx) = doc.member_index(&[], k) {
+                doc.remove_child(&[], idx).map_err(|e| anyhow::anyhow!(e))?;
             }
         }
     }
