@@ -412,3 +412,38 @@ fn concurrent_hooks_on_one_session_lose_nothing() {
     }
     assert!(!lab.log().contains("\"error\""), "{}", lab.log());
 }
+
+#[test]
+fn bank_modes_scope_what_is_shared() {
+    // agent: per harness within a project.
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap().to_string();
+    let agent = [("OVMEM_BANK", "agent")];
+    let ev = |h: &str| native_prompt_event(h);
+    let teach_env = |env: &[(&str, &str)]| {
+        let (_, c) = lab.hook_with("claude-code", "UserPromptSubmit", payload("claude-code", "UserPromptSubmit", &[("P", &p), ("PROMPT", FACT)]).as_bytes(), env);
+        assert_eq!(c, 0);
+        let (_, c) = lab.hook_with("claude-code", "Stop", payload("claude-code", "Stop", &[("P", &p), ("REPLY", "Noted: port 5433.")]).as_bytes(), env);
+        assert_eq!(c, 0);
+    };
+    teach_env(&agent);
+    let ask = |h: &str, dir: &str, env: &[(&str, &str)]| {
+        let (out, _) = lab.hook_with(h, ev(h), payload(h, ev(h), &[("P", dir), ("PROMPT", QUESTION)]).as_bytes(), env);
+        injected(h, &out)
+    };
+    assert!(ask("claude-code", &p, &agent).is_some());
+    assert_eq!(ask("codex", &p, &agent), None, "agent banks are per harness");
+    // user: one bank everywhere, across projects.
+    let other = lab.other_project();
+    let user = [("OVMEM_BANK", "user")];
+    teach_env(&user);
+    assert!(ask("codex", other.to_str().unwrap(), &user).is_some(), "the user bank spans projects");
+    // The config file sets the same, and a bad value is a logged no-op, never a broken hook.
+    std::fs::create_dir_all(lab.home().join(".ovmem")).unwrap();
+    std::fs::write(lab.home().join(".ovmem/config.toml"), "bank = \"user\"\n").unwrap();
+    assert!(ask("cursor", other.to_str().unwrap(), &[]).is_some());
+    let (out, code) = lab.hook_with("codex", "UserPromptSubmit", payload("codex", "UserPromptSubmit", &[("P", &p), ("PROMPT", QUESTION)]).as_bytes(), &[("OVMEM_BANK", "galaxy")]);
+    assert_eq!(code, 0);
+    serde_json::from_str::<Value>(&out).unwrap();
+    assert!(lab.log().contains("OVMEM_BANK=`galaxy`"), "{}", lab.log());
+}

@@ -42,7 +42,14 @@ pub fn main(args: &[String]) -> i32 {
             return 0;
         }
     };
-    let cfg = env.as_ref().and_then(|e| Config::load(e).ok()).unwrap_or_default();
+    let cfg = match env.as_ref().map(Config::load) {
+        Some(Ok(c)) => c,
+        Some(Err(e)) => {
+            log(env.as_ref(), harness_id, native, "error", &format!("{e:#}; using the default config"), started);
+            Config::default()
+        }
+        None => Config::default(),
+    };
     let guard_event = adapter.events.get(native) == Some(&Canonical::PreTool);
     let deadline = Duration::from_millis(if guard_event { cfg.guard_deadline_ms } else { cfg.deadline_ms });
 
