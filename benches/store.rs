@@ -5,10 +5,14 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ovmem::store::{now, Store};
 
 const TOPICS: &[&str] = &[
-    "the staging database listens on port", "deploys go out through the blue-green pipeline on",
-    "the flaky test in the payments module is", "our API rate limit for partners is",
-    "the frontend build uses vite with the", "migrations must be reviewed by",
-    "the cache TTL for user sessions is", "error budgets are tracked in dashboard",
+    "the staging database listens on port",
+    "deploys go out through the blue-green pipeline on",
+    "the flaky test in the payments module is",
+    "our API rate limit for partners is",
+    "the frontend build uses vite with the",
+    "migrations must be reviewed by",
+    "the cache TTL for user sessions is",
+    "error budgets are tracked in dashboard",
 ];
 
 fn filled() -> (tempfile::TempDir, Store) {

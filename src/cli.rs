@@ -203,7 +203,12 @@ pub fn run() -> i32 {
         Command::Memory(m) => cmd::memory::run(m),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "ovmem", &mut std::io::stdout());
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "ovmem",
+                &mut std::io::stdout(),
+            );
             Ok(0)
         }
     };

@@ -16,9 +16,8 @@ pub struct Env {
 impl Env {
     /// The process environment. `HOME` must be set: ovmem never guesses a home directory.
     pub fn from_process() -> Result<Self> {
-        let vars: HashMap<String, String> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+        let vars: HashMap<String, String> =
+            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
         Self::from_vars(vars)
     }
 
@@ -49,9 +48,9 @@ impl Env {
     pub fn which(&self, name: &str) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
         let path = self.var("PATH")?;
-        std::env::split_paths(&OsString::from(path)).map(|d| d.join(name)).find(|p| {
-            p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
-        })
+        std::env::split_paths(&OsString::from(path))
+            .map(|d| d.join(name))
+            .find(|p| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false))
     }
 
     /// Expands a manifest path: `~`, `${VAR}`, `${VAR:-default}` (defaults nest), and
@@ -144,7 +143,10 @@ mod tests {
     #[test]
     fn empty_variable_counts_as_unset() {
         let p = "${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json";
-        assert_eq!(env(&[("CLAUDE_CONFIG_DIR", "")]).expand(p, None).unwrap(), PathBuf::from("/h/.claude/settings.json"));
+        assert_eq!(
+            env(&[("CLAUDE_CONFIG_DIR", "")]).expand(p, None).unwrap(),
+            PathBuf::from("/h/.claude/settings.json")
+        );
     }
 
     #[test]

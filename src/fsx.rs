@@ -23,7 +23,8 @@ pub fn resolve(path: &Path) -> Result<PathBuf> {
     for _ in 0..40 {
         match fs::symlink_metadata(&p) {
             Ok(m) if m.file_type().is_symlink() => {
-                let target = fs::read_link(&p).with_context(|| format!("could not read the symlink `{}`", p.display()))?;
+                let target =
+                    fs::read_link(&p).with_context(|| format!("could not read the symlink `{}`", p.display()))?;
                 p = if target.is_absolute() { target } else { p.parent().unwrap_or(Path::new("/")).join(target) };
             }
             _ => return Ok(p),
@@ -156,7 +157,8 @@ impl Transaction {
         }
         missing.reverse();
         for m in &missing {
-            fs::create_dir(m).or_else(|e| if m.is_dir() { Ok(()) } else { Err(e) })
+            fs::create_dir(m)
+                .or_else(|e| if m.is_dir() { Ok(()) } else { Err(e) })
                 .with_context(|| format!("could not create the directory `{}`", m.display()))?;
             self.created_dirs.push(m.clone());
         }
@@ -167,7 +169,13 @@ impl Transaction {
     /// file: `<file>.ovmem.bak` once, before ovmem first changes it, and `<file>.bak` before every
     /// change (unless that name holds a file that ovmem did not write: `ours_bak` is the hash of
     /// the last `.bak` ovmem wrote).
-    pub fn write(&mut self, path: &Path, bytes: &[u8], mode: Option<u32>, ours_bak: Option<&str>) -> Result<WriteReport> {
+    pub fn write(
+        &mut self,
+        path: &Path,
+        bytes: &[u8],
+        mode: Option<u32>,
+        ours_bak: Option<&str>,
+    ) -> Result<WriteReport> {
         let real = resolve(path)?;
         let before = match read_opt(&real)? {
             Some(b) => Some((b, fs::metadata(&real)?.permissions().mode() & 0o7777)),
@@ -187,7 +195,8 @@ impl Transaction {
             let bak_is_ours = match read_opt(&bak)? {
                 None => true,
                 Some(existing) => {
-                    ours_bak.is_some_and(|h| h == sha256_hex(&existing)) || read_opt(&pristine)?.is_some_and(|p| p == existing)
+                    ours_bak.is_some_and(|h| h == sha256_hex(&existing))
+                        || read_opt(&pristine)?.is_some_and(|p| p == existing)
                 }
             };
             if bak_is_ours {

@@ -316,7 +316,8 @@ pub struct Placeholders<'a> {
 pub fn render(name: &str, p: &Placeholders) -> Result<String> {
     let text = template(name)?;
     let json = name.ends_with(".json");
-    let esc = |s: &str| if json { serde_json::to_string(s).unwrap().trim_matches('"').to_string() } else { s.to_string() };
+    let esc =
+        |s: &str| if json { serde_json::to_string(s).unwrap().trim_matches('"').to_string() } else { s.to_string() };
     let out = text
         .replace("{{OVMEM_BIN}}", &esc(&shell_quote(&p.bin.to_string_lossy())))
         .replace("{{OVMEM_HOME}}", &esc(&shell_quote(&p.ovmem_home.to_string_lossy())))
@@ -411,9 +412,11 @@ mod tests {
 
     fn find_command(v: &serde_json::Value) -> Option<String> {
         match v {
-            serde_json::Value::Object(m) => {
-                m.get("command").and_then(|c| c.as_str()).map(String::from).or_else(|| m.values().find_map(find_command))
-            }
+            serde_json::Value::Object(m) => m
+                .get("command")
+                .and_then(|c| c.as_str())
+                .map(String::from)
+                .or_else(|| m.values().find_map(find_command)),
             serde_json::Value::Array(a) => a.iter().find_map(find_command),
             _ => None,
         }

@@ -129,10 +129,9 @@ impl Target<'_> {
     fn fallback(&self) -> Result<Option<(PathBuf, String)>> {
         let spec = self.harness.scope(self.scope)?;
         match &spec.fallback_dir {
-            Some(d) => Ok(Some((
-                self.env.expand(d, self.project.as_deref())?,
-                spec.fallback_note.clone().unwrap_or_default(),
-            ))),
+            Some(d) => {
+                Ok(Some((self.env.expand(d, self.project.as_deref())?, spec.fallback_note.clone().unwrap_or_default())))
+            }
             None => Ok(None),
         }
     }
@@ -243,13 +242,16 @@ impl Target<'_> {
                 });
             }
         } else {
-            let mut paths: Vec<PathBuf> = old.map(|r| r.files.iter().map(|f| f.path.clone()).collect()).unwrap_or_default();
+            let mut paths: Vec<PathBuf> =
+                old.map(|r| r.files.iter().map(|f| f.path.clone()).collect()).unwrap_or_default();
             // Without a receipt, or for older installs, find ovmem's scripts by their marker.
             for d in std::iter::once(dir.clone()).chain(fallback.iter().map(|f| f.0.clone())) {
                 for hook in &self.harness.manifest.hooks {
                     let p = d.join(&hook.event);
                     if !paths.contains(&p)
-                        && fsx::read_opt(&p)?.is_some_and(|b| script_is_ours(&String::from_utf8_lossy(&b), self.harness.id(), &hook.event))
+                        && fsx::read_opt(&p)?.is_some_and(|b| {
+                            script_is_ours(&String::from_utf8_lossy(&b), self.harness.id(), &hook.event)
+                        })
                     {
                         paths.push(p);
                     }
@@ -453,7 +455,9 @@ fn diff(path: &Path, before: Option<&str>, after: Option<&str>) -> Option<String
 fn parse(path: &Path, text: &str) -> Result<Document> {
     let doc = Document::parse(text).map_err(|e| Unparseable { path: path.to_path_buf(), detail: e.to_string() })?;
     if !doc.root.is_object() {
-        return Err(Unparseable { path: path.to_path_buf(), detail: "the top level is not a JSON object".into() }.into());
+        return Err(
+            Unparseable { path: path.to_path_buf(), detail: "the top level is not a JSON object".into() }.into()
+        );
     }
     Ok(doc)
 }
@@ -584,7 +588,13 @@ fn json_install(
     })
 }
 
-fn json_uninstall(h: &Harness, path: &Path, text: Option<&str>, record: Option<&FileRecord>, force: bool) -> Result<Computed> {
+fn json_uninstall(
+    h: &Harness,
+    path: &Path,
+    text: Option<&str>,
+    record: Option<&FileRecord>,
+    force: bool,
+) -> Result<Computed> {
     let Some(text) = text else {
         return Ok(Computed { after: None, record: None, notes: Vec::new(), warnings: Vec::new() });
     };
@@ -592,7 +602,8 @@ fn json_uninstall(h: &Harness, path: &Path, text: Option<&str>, record: Option<&
     let key = h.manifest.events_key.as_deref().context("json-hooks manifest needs events_key")?;
     let mut notes = Vec::new();
     let mut emptied = Vec::new();
-    let events: Vec<String> = doc.node_at(&[key]).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
+    let events: Vec<String> =
+        doc.node_at(&[key]).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
     for event in events {
         let arr = doc.node_at(&[key, &event]).cloned().expect("member exists");
         let recorded = record.and_then(|r| r.entries.iter().find(|e| e.event == event)).map(|e| e.sha256.clone());
@@ -652,7 +663,8 @@ fn push_unique(v: &mut Vec<String>, s: String) {
 }
 
 pub fn script_is_ours(text: &str, harness: &str, event: &str) -> bool {
-    text.lines().any(|l| l.strip_prefix("exec ").is_some_and(|c| harness::is_ovmem_hook_command(c, harness, Some(event))))
+    text.lines()
+        .any(|l| l.strip_prefix("exec ").is_some_and(|c| harness::is_ovmem_hook_command(c, harness, Some(event))))
 }
 
 fn script_install(
@@ -665,7 +677,11 @@ fn script_install(
     force: bool,
 ) -> Result<Computed> {
     let hash = fsx::sha256_hex(content.as_bytes());
-    let entry = |sha: String| Entry { event: event.to_string(), key_path: path.file_name().unwrap().to_string_lossy().into(), sha256: sha };
+    let entry = |sha: String| Entry {
+        event: event.to_string(),
+        key_path: path.file_name().unwrap().to_string_lossy().into(),
+        sha256: sha,
+    };
     let rec = |sha: String| FileRecord {
         path: path.to_path_buf(),
         format: "script".into(),
@@ -677,15 +693,28 @@ fn script_install(
     };
     let note = |action| vec![EntryNote { event: event.to_string(), action, detail: None }];
     match text {
-        None => Ok(Computed { after: Some(content.into()), record: Some(rec(hash)), notes: note(Action::Added), warnings: vec![] }),
-        Some(t) if t == content => {
-            Ok(Computed { after: Some(content.into()), record: Some(rec(hash)), notes: note(Action::Unchanged), warnings: vec![] })
-        }
+        None => Ok(Computed {
+            after: Some(content.into()),
+            record: Some(rec(hash)),
+            notes: note(Action::Added),
+            warnings: vec![],
+        }),
+        Some(t) if t == content => Ok(Computed {
+            after: Some(content.into()),
+            record: Some(rec(hash)),
+            notes: note(Action::Unchanged),
+            warnings: vec![],
+        }),
         Some(t) if script_is_ours(t, harness, event) => {
             let current = fsx::sha256_hex(t.as_bytes());
             let recorded = record.and_then(|r| r.entries.first()).map(|e| e.sha256.clone());
             if force || recorded.as_deref().is_none_or(|r| r == current) {
-                Ok(Computed { after: Some(content.into()), record: Some(rec(hash)), notes: note(Action::Updated), warnings: vec![] })
+                Ok(Computed {
+                    after: Some(content.into()),
+                    record: Some(rec(hash)),
+                    notes: note(Action::Updated),
+                    warnings: vec![],
+                })
             } else {
                 Ok(Computed {
                     after: Some(t.into()),
@@ -693,7 +722,9 @@ fn script_install(
                     notes: vec![EntryNote {
                         event: event.into(),
                         action: Action::UserEdited,
-                        detail: Some("ovmem's hook file was edited since install; left as it is (--force replaces it)".into()),
+                        detail: Some(
+                            "ovmem's hook file was edited since install; left as it is (--force replaces it)".into(),
+                        ),
                     }],
                     warnings: vec![],
                 })
@@ -705,14 +736,23 @@ fn script_install(
             notes: vec![EntryNote {
                 event: event.into(),
                 action: Action::Conflict,
-                detail: Some(format!("`{}` is not ovmem's; left alone, so this event is not installed", path.display())),
+                detail: Some(format!(
+                    "`{}` is not ovmem's; left alone, so this event is not installed",
+                    path.display()
+                )),
             }],
             warnings: vec![],
         }),
     }
 }
 
-fn script_uninstall(harness: &str, path: &Path, text: Option<&str>, record: Option<&FileRecord>, force: bool) -> Result<Computed> {
+fn script_uninstall(
+    harness: &str,
+    path: &Path,
+    text: Option<&str>,
+    record: Option<&FileRecord>,
+    force: bool,
+) -> Result<Computed> {
     let event = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let Some(t) = text else {
         return Ok(Computed { after: None, record: None, notes: vec![], warnings: vec![] });
@@ -731,7 +771,12 @@ fn script_uninstall(harness: &str, path: &Path, text: Option<&str>, record: Opti
             warnings: vec![],
         });
     }
-    Ok(Computed { after: None, record: None, notes: vec![EntryNote { event, action: Action::Removed, detail: None }], warnings: vec![] })
+    Ok(Computed {
+        after: None,
+        record: None,
+        notes: vec![EntryNote { event, action: Action::Removed, detail: None }],
+        warnings: vec![],
+    })
 }
 
 /// Copies the running binary to `$OVMEM_HOME/bin/ovmem` (atomically, only when it differs), so

@@ -137,14 +137,17 @@ pub struct DirRule {
 pub fn catalog() -> Vec<Integration> {
     harness::LEGACY_FILES
         .iter()
-        .map(|(name, text)| toml::from_str(text).unwrap_or_else(|e| panic!("manifests/legacy/{name} does not parse: {e}")))
+        .map(|(name, text)| {
+            toml::from_str(text).unwrap_or_else(|e| panic!("manifests/legacy/{name} does not parse: {e}"))
+        })
         .collect()
 }
 
 fn matches(text: &str, groups: &Groups, ignore_case: bool) -> bool {
     let text = if ignore_case { text.to_lowercase() } else { text.to_string() };
     groups.iter().any(|g| {
-        !g.is_empty() && g.iter().all(|s| if ignore_case { text.contains(&s.to_lowercase()) } else { text.contains(s.as_str()) })
+        !g.is_empty()
+            && g.iter().all(|s| if ignore_case { text.contains(&s.to_lowercase()) } else { text.contains(s.as_str()) })
     })
 }
 
@@ -270,11 +273,14 @@ fn deprecation(env: &Env, integ: &Integration) -> (bool, Option<String>) {
     let mut deprecated = integ.deprecated;
     let mut replacement = integ.replacement.clone();
     if let Some(p) = integ.deprecation_manifest.as_ref().and_then(|p| env.expand(p, None).ok()) {
-        if let Some(v) = fsx::read_opt(&p).ok().flatten().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok()) {
+        if let Some(v) =
+            fsx::read_opt(&p).ok().flatten().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        {
             if v.get("deprecated").and_then(serde_json::Value::as_bool) == Some(true) {
                 deprecated = true;
                 if let Some(r) = v.get("replacement").and_then(serde_json::Value::as_str) {
-                    replacement = Some(format!("{r} (per {}); with ovmem: {}", p.display(), replacement.unwrap_or_default()));
+                    replacement =
+                        Some(format!("{r} (per {}); with ovmem: {}", p.display(), replacement.unwrap_or_default()));
                 }
             }
         }
@@ -321,7 +327,12 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
                 for m in events.members() {
                     for (i, el) in m.value.elements().iter().enumerate() {
                         if matches(doc.slice(el), &rule.groups, rule.ignore_case) {
-                            push(&mut r, &file, Some(line_of(doc.text(), el.start)), format!("{}.{}[{i}]", rule.events_key, m.key));
+                            push(
+                                &mut r,
+                                &file,
+                                Some(line_of(doc.text(), el.start)),
+                                format!("{}.{}[{i}]", rule.events_key, m.key),
+                            );
                             per_event.entry((file.clone(), m.key.clone())).or_default().insert(integ.id.clone());
                         }
                     }
@@ -348,7 +359,8 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
                     }
                 };
                 for name in toml_hits(&doc, rule) {
-                    let line = text.lines().position(|l| l.trim_start().starts_with('[') && l.contains(&name)).map(|i| i + 1);
+                    let line =
+                        text.lines().position(|l| l.trim_start().starts_with('[') && l.contains(&name)).map(|i| i + 1);
                     push(&mut r, &file, line, format!("[{}.\"{name}\"]", rule.parent));
                 }
             }
@@ -364,7 +376,10 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         for rule in &integ.scripts {
             for (_, name, path) in script_hits(s, rule) {
                 push(&mut r, &path, Some(1), name.clone());
-                per_event.entry((path.parent().unwrap_or(Path::new("/")).to_path_buf(), name)).or_default().insert(integ.id.clone());
+                per_event
+                    .entry((path.parent().unwrap_or(Path::new("/")).to_path_buf(), name))
+                    .or_default()
+                    .insert(integ.id.clone());
             }
         }
         for rule in &integ.dirs {
@@ -388,8 +403,13 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
                 vendor: "several".into(),
                 kind: Kind::Duplicate,
                 severity: Severity::Error,
-                message: format!("{} memory integrations run on {event} ({}): memory is recalled and stored more than once", ids.len(), list.join(", ")),
-                fix: "ovmem migrate".to_string() + &s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default(),
+                message: format!(
+                    "{} memory integrations run on {event} ({}): memory is recalled and stored more than once",
+                    ids.len(),
+                    list.join(", ")
+                ),
+                fix: "ovmem migrate".to_string()
+                    + &s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default(),
                 harnesses: Vec::new(),
             });
         }
@@ -419,7 +439,9 @@ fn toml_parent<'d>(doc: &'d toml_edit::DocumentMut, parent: &str) -> Option<&'d 
 fn toml_hits(doc: &toml_edit::DocumentMut, rule: &TomlRule) -> Vec<String> {
     let Some(t) = toml_parent(doc, &rule.parent) else { return Vec::new() };
     t.iter()
-        .filter(|(k, _)| rule.names.iter().any(|n| n == k) || rule.name_prefixes.iter().any(|p| k.starts_with(p.as_str())))
+        .filter(|(k, _)| {
+            rule.names.iter().any(|n| n == k) || rule.name_prefixes.iter().any(|p| k.starts_with(p.as_str()))
+        })
         .filter(|(_, v)| rule.groups.is_empty() || matches(&v.to_string(), &rule.groups, false))
         .map(|(k, _)| k.to_string())
         .collect()
@@ -431,7 +453,11 @@ fn script_hits(s: &Scan, rule: &ScriptRule) -> Vec<(PathBuf, String, PathBuf)> {
     for dir in s.paths(&rule.dirs, &rule.project_dirs) {
         for name in &rule.names {
             let p = dir.join(name);
-            if fsx::read_opt(&p).ok().flatten().is_some_and(|b| matches(&String::from_utf8_lossy(&b), &rule.groups, false)) {
+            if fsx::read_opt(&p)
+                .ok()
+                .flatten()
+                .is_some_and(|b| matches(&String::from_utf8_lossy(&b), &rule.groups, false))
+            {
                 out.push((dir.clone(), name.clone(), p));
             }
         }
@@ -463,12 +489,21 @@ fn ovmem_findings(
                     kind: Kind::OvmemDrift,
                     severity: Severity::Warning,
                     message: format!("ovmem hook runs `{first}`, not the current runtime `{}`", bin.display()),
-                    fix: format!("ovmem install --harness {}{}", h.id(), s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default()),
+                    fix: format!(
+                        "ovmem install --harness {}{}",
+                        h.id(),
+                        s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default()
+                    ),
                     harnesses: vec![h.id().to_string()],
                 });
             }
         };
-        let target = crate::integrate::Target { env: s.env, harness: h, scope: s.scope(), project: s.project.map(Path::to_path_buf) };
+        let target = crate::integrate::Target {
+            env: s.env,
+            harness: h,
+            scope: s.scope(),
+            project: s.project.map(Path::to_path_buf),
+        };
         let desired: BTreeMap<String, String> = target.desired().unwrap_or_default().into_iter().collect();
         let outdated = |r: &mut Report, file: &Path, line: Option<usize>, entry: String, event: &str| {
             r.findings.push(Finding {
@@ -521,11 +556,16 @@ fn ovmem_findings(
             }
             InstallKind::ScriptDir => {
                 let spec = h.scope(s.scope()).ok();
-                let fallback = spec.and_then(|sp| sp.fallback_dir.as_ref()).and_then(|d| s.env.expand(d, s.project).ok());
+                let fallback =
+                    spec.and_then(|sp| sp.fallback_dir.as_ref()).and_then(|d| s.env.expand(d, s.project).ok());
                 for dir in std::iter::once(location.clone()).chain(fallback) {
                     for hook in &h.manifest.hooks {
                         let p = dir.join(&hook.event);
-                        let Some(text) = fsx::read_opt(&p).ok().flatten().map(|b| String::from_utf8_lossy(&b).into_owned()) else { continue };
+                        let Some(text) =
+                            fsx::read_opt(&p).ok().flatten().map(|b| String::from_utf8_lossy(&b).into_owned())
+                        else {
+                            continue;
+                        };
                         if !script_is_ours(&text, h.id(), &hook.event) {
                             continue;
                         }
@@ -575,7 +615,11 @@ fn ovmem_findings(
                             kind: Kind::TrustPending,
                             severity: Severity::Warning,
                             message: format!("{} will not run ovmem's hooks until they are trusted", h.manifest.name),
-                            fix: format!("ovmem install --harness {} (or open `/hooks` in {})", h.id(), h.manifest.name),
+                            fix: format!(
+                                "ovmem install --harness {} (or open `/hooks` in {})",
+                                h.id(),
+                                h.manifest.name
+                            ),
                             harnesses: vec![h.id().to_string()],
                         });
                     }
@@ -611,11 +655,15 @@ pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal
         }
         match fsx::read_opt(path)? {
             None => Ok(None),
-            Some(b) => Ok(Some(String::from_utf8(b).map_err(|_| crate::integrate::Unparseable { path: path.into(), detail: "not UTF-8".into() })?)),
+            Some(b) => Ok(Some(
+                String::from_utf8(b)
+                    .map_err(|_| crate::integrate::Unparseable { path: path.into(), detail: "not UTF-8".into() })?,
+            )),
         }
     };
     let set = |out: &mut Removal, path: &Path, before: Option<String>, after: String| {
-        let entry = out.edits.entry(path.to_path_buf()).or_insert_with(|| (before.clone().unwrap_or_default(), String::new()));
+        let entry =
+            out.edits.entry(path.to_path_buf()).or_insert_with(|| (before.clone().unwrap_or_default(), String::new()));
         entry.1 = after;
     };
     for integ in &catalog {
@@ -623,15 +671,23 @@ pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal
             for file in s.paths(&rule.files, &rule.project_files) {
                 let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
                 let Some(text) = text_of(&file, &mut out)? else { continue };
-                let mut doc = Document::parse(&text).map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: e.to_string() })?;
+                let mut doc = Document::parse(&text)
+                    .map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: e.to_string() })?;
                 let key = dotted(&rule.events_key);
-                let events: Vec<String> = doc.node_at(&key).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
+                let events: Vec<String> =
+                    doc.node_at(&key).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
                 let mut changed = false;
                 for event in events {
                     let mut path = key.clone();
                     path.push(&event);
                     let arr = doc.node_at(&path).cloned().expect("member");
-                    let hits: Vec<usize> = arr.elements().iter().enumerate().filter(|(_, e)| matches(doc.slice(e), &rule.groups, rule.ignore_case)).map(|(i, _)| i).collect();
+                    let hits: Vec<usize> = arr
+                        .elements()
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| matches(doc.slice(e), &rule.groups, rule.ignore_case))
+                        .map(|(i, _)| i)
+                        .collect();
                     for i in hits.iter().rev() {
                         doc.remove_child(&path, *i).map_err(|e| anyhow::anyhow!(e))?;
                         changed = true;
@@ -650,7 +706,8 @@ pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal
             for file in s.paths(&rule.files, &rule.project_files) {
                 let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
                 let Some(text) = text_of(&file, &mut out)? else { continue };
-                let mut doc = Document::parse(&text).map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: e.to_string() })?;
+                let mut doc = Document::parse(&text)
+                    .map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: e.to_string() })?;
                 let names: Vec<String> = json_key_hits(&doc, rule).into_iter().map(|(n, _)| n).collect();
                 if names.is_empty() {
                     continue;
@@ -667,8 +724,9 @@ pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal
             for file in s.paths(&rule.files, &rule.project_files) {
                 let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
                 let Some(text) = text_of(&file, &mut out)? else { continue };
-                let mut doc: toml_edit::DocumentMut =
-                    text.parse().map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: format!("{e}") })?;
+                let mut doc: toml_edit::DocumentMut = text
+                    .parse()
+                    .map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: format!("{e}") })?;
                 let names = toml_hits(&doc, rule);
                 if names.is_empty() {
                     continue;
@@ -698,7 +756,8 @@ pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal
             for (dir, _, path) in &hits {
                 out.moves.push(path.clone());
                 // Companions go once no script of this rule's names is left in the directory.
-                let others_left = rule.names.iter().any(|n| dir.join(n).exists() && !hits.iter().any(|(_, _, p)| p == &dir.join(n)));
+                let others_left =
+                    rule.names.iter().any(|n| dir.join(n).exists() && !hits.iter().any(|(_, _, p)| p == &dir.join(n)));
                 if !others_left {
                     for c in &rule.companions {
                         let cp = dir.join(c);
@@ -784,8 +843,10 @@ mod tests {
     fn a_deprecated_ovmem_manifest_is_reported_with_its_replacement() {
         let home = tempfile::tempdir().unwrap();
         let env = Env::from_vars([("HOME".to_string(), home.path().to_string_lossy().into_owned())].into()).unwrap();
-        let manifest = include_str!("../manifests/claude-code.toml")
-            .replace("kind = \"json-hooks\"", "kind = \"json-hooks\"\ndeprecated = true\nreplacement = \"the claude-code-v2 adapter\"");
+        let manifest = include_str!("../manifests/claude-code.toml").replace(
+            "kind = \"json-hooks\"",
+            "kind = \"json-hooks\"\ndeprecated = true\nreplacement = \"the claude-code-v2 adapter\"",
+        );
         let h: &'static Harness = Box::leak(Box::new(Harness::from_manifest(&manifest, "claude-code").unwrap()));
         assert!(h.manifest.deprecated);
         let target = crate::integrate::Target { env: &env, harness: h, scope: Scope::User, project: None };

@@ -7,6 +7,12 @@ pub struct Printer {
     colour: bool,
 }
 
+impl Default for Printer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Printer {
     pub fn new() -> Self {
         let no_colour = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());

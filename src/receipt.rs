@@ -81,9 +81,9 @@ pub fn path(ovmem_home: &Path, harness: &str, scope: Scope, project: Option<&Pat
 pub fn load(path: &Path) -> Result<Option<Receipt>> {
     match fsx::read_opt(path)? {
         None => Ok(None),
-        Some(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .with_context(|| format!("the receipt `{}` is damaged; move it aside and run the command again", path.display())),
+        Some(bytes) => serde_json::from_slice(&bytes).map(Some).with_context(|| {
+            format!("the receipt `{}` is damaged; move it aside and run the command again", path.display())
+        }),
     }
 }
 
@@ -91,7 +91,8 @@ pub fn load(path: &Path) -> Result<Option<Receipt>> {
 pub fn load_all(ovmem_home: &Path) -> Result<Vec<(PathBuf, Receipt)>> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir(ovmem_home)) else { return Ok(out) };
-    let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    let mut paths: Vec<PathBuf> =
+        rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
     paths.sort();
     for p in paths {
         if let Some(r) = load(&p)? {

@@ -84,7 +84,10 @@ mod tests {
 
     #[test]
     fn operators_split_commands_only_when_asked() {
-        assert_eq!(commands("cat 'a b' | head -n1; ls>x", true), vec![vec!["cat", "a b"], vec!["head", "-n1"], vec!["ls", "x"]]);
+        assert_eq!(
+            commands("cat 'a b' | head -n1; ls>x", true),
+            vec![vec!["cat", "a b"], vec!["head", "-n1"], vec!["ls", "x"]]
+        );
         assert_eq!(words("echo a|b"), vec!["echo", "a|b"]);
     }
 }

@@ -74,7 +74,10 @@ impl AppServer {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
         loop {
             let left = self.deadline.saturating_duration_since(Instant::now());
-            let line = self.lines.recv_timeout(left).map_err(|_| anyhow!("no answer to `{method}` within {}s", TIMEOUT.as_secs()))?;
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .map_err(|_| anyhow!("no answer to `{method}` within {}s", TIMEOUT.as_secs()))?;
             let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
             if v.get("id").and_then(Value::as_u64) != Some(id) {
                 continue;
@@ -133,7 +136,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
 fn ours<'a>(hooks: &'a [ListedHook], harness_id: &str, hooks_file: &Path) -> Vec<&'a ListedHook> {
     hooks
         .iter()
-        .filter(|h| same_file(&h.source_path, hooks_file) && harness::is_ovmem_hook_command(&h.command, harness_id, None))
+        .filter(|h| {
+            same_file(&h.source_path, hooks_file) && harness::is_ovmem_hook_command(&h.command, harness_id, None)
+        })
         .collect()
 }
 
@@ -152,7 +157,8 @@ pub struct TrustOutcome {
 pub fn trust(binary: &Path, mechanism: &str, harness_id: &str, hooks_file: &Path, cwd: &Path) -> Result<TrustOutcome> {
     let mut server = AppServer::start(binary, server_args(mechanism)?, cwd)?;
     let (hooks, problems) = server.list(cwd)?;
-    let todo: Vec<&ListedHook> = ours(&hooks, harness_id, hooks_file).into_iter().filter(|h| h.trust_status != "trusted").collect();
+    let todo: Vec<&ListedHook> =
+        ours(&hooks, harness_id, hooks_file).into_iter().filter(|h| h.trust_status != "trusted").collect();
     let mut out = TrustOutcome { problems, ..Default::default() };
     if !todo.is_empty() {
         let edits: Vec<Value> = todo
@@ -164,7 +170,10 @@ pub fn trust(binary: &Path, mechanism: &str, harness_id: &str, hooks_file: &Path
             .collect();
         let r = server.call("config/batchWrite", json!({"edits": edits}))?;
         let config = r.get("filePath").and_then(Value::as_str).map(PathBuf::from).unwrap_or_default();
-        out.written = todo.iter().map(|h| TrustRecord { config: config.clone(), key: h.key.clone(), hash: h.current_hash.clone() }).collect();
+        out.written = todo
+            .iter()
+            .map(|h| TrustRecord { config: config.clone(), key: h.key.clone(), hash: h.current_hash.clone() })
+            .collect();
     }
     let (hooks, _) = server.list(cwd)?;
     for h in ours(&hooks, harness_id, hooks_file) {
@@ -178,7 +187,13 @@ pub fn trust(binary: &Path, mechanism: &str, harness_id: &str, hooks_file: &Path
 }
 
 /// ovmem's hooks of `hooks_file` as Codex lists them: (trusted, pending keys).
-pub fn status(binary: &Path, mechanism: &str, harness_id: &str, hooks_file: &Path, cwd: &Path) -> Result<(usize, Vec<String>)> {
+pub fn status(
+    binary: &Path,
+    mechanism: &str,
+    harness_id: &str,
+    hooks_file: &Path,
+    cwd: &Path,
+) -> Result<(usize, Vec<String>)> {
     let mut server = AppServer::start(binary, server_args(mechanism)?, cwd)?;
     let (hooks, _) = server.list(cwd)?;
     let mine = ours(&hooks, harness_id, hooks_file);
@@ -218,12 +233,14 @@ pub fn untrust(records: &[TrustRecord], snapshot: Option<&Path>) -> Result<usize
         let real = fsx::resolve(file)?;
         let Some(bytes) = fsx::read_opt(&real)? else { continue };
         let text = String::from_utf8(bytes).with_context(|| format!("`{}` is not UTF-8", real.display()))?;
-        let mut doc: toml_edit::DocumentMut =
-            text.parse().map_err(|e| anyhow!("`{}` does not parse ({e}); its trust records were left in place", real.display()))?;
+        let mut doc: toml_edit::DocumentMut = text
+            .parse()
+            .map_err(|e| anyhow!("`{}` does not parse ({e}); its trust records were left in place", real.display()))?;
         let mut changed = false;
         if let Some(state) = doc.get_mut("hooks").and_then(|h| h.get_mut("state")).and_then(|s| s.as_table_like_mut()) {
             for r in records.iter().filter(|r| r.config == file) {
-                let matches = state.get(&r.key).and_then(|t| t.get("trusted_hash")).and_then(|h| h.as_str()) == Some(r.hash.as_str());
+                let matches = state.get(&r.key).and_then(|t| t.get("trusted_hash")).and_then(|h| h.as_str())
+                    == Some(r.hash.as_str());
                 if matches {
                     state.remove(&r.key);
                     removed += 1;
@@ -234,7 +251,8 @@ pub fn untrust(records: &[TrustRecord], snapshot: Option<&Path>) -> Result<usize
         if !changed {
             continue;
         }
-        let state_empty = doc.get("hooks").and_then(|h| h.get("state")).and_then(|s| s.as_table_like()).is_some_and(|t| t.is_empty());
+        let state_empty =
+            doc.get("hooks").and_then(|h| h.get("state")).and_then(|s| s.as_table_like()).is_some_and(|t| t.is_empty());
         if state_empty {
             if let Some(h) = doc.get_mut("hooks").and_then(|h| h.as_table_like_mut()) {
                 h.remove("state");
@@ -244,7 +262,9 @@ pub fn untrust(records: &[TrustRecord], snapshot: Option<&Path>) -> Result<usize
             }
         }
         let mut out = doc.to_string();
-        if let Some(snap) = snapshot.and_then(|p| fsx::read_opt(p).ok().flatten()).and_then(|b| String::from_utf8(b).ok()) {
+        if let Some(snap) =
+            snapshot.and_then(|p| fsx::read_opt(p).ok().flatten()).and_then(|b| String::from_utf8(b).ok())
+        {
             let same_values = snap.parse::<toml::Table>().ok() == out.parse::<toml::Table>().ok();
             if same_values && comments(&snap) == comments(&out) {
                 out = snap;

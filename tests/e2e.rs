@@ -15,7 +15,8 @@ const FACT: &str = "Remember this project fact: the deploy codename is BLUEHERON
 const QUESTION: &str = "What is the deploy codename for this project?";
 
 fn required() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") || std::env::var("OVMEM_E2E_REQUIRED").is_ok_and(|v| v == "1")
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+        || std::env::var("OVMEM_E2E_REQUIRED").is_ok_and(|v| v == "1")
 }
 
 /// The path of a pinned CLI, or a skip (locally) / a failure (CI) with the reason.
@@ -26,7 +27,10 @@ fn cli(name: &str, rel: &str) -> Option<PathBuf> {
     let bin = dir.join(name).join(rel);
     let root = unsafe { libc::geteuid() } == 0;
     let why = if !bin.exists() {
-        Some(format!("{} is not installed (run `bash tests/e2e/install-clis.sh`, which installs the pinned CLIs)", bin.display()))
+        Some(format!(
+            "{} is not installed (run `bash tests/e2e/install-clis.sh`, which installs the pinned CLIs)",
+            bin.display()
+        ))
     } else if !root {
         Some("these tests need root for `unshare -n`".to_string())
     } else {
@@ -178,7 +182,13 @@ exit $rc"#;
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .map(|v| (v["harness"].as_str().unwrap_or("").into(), v["event"].as_str().unwrap_or("").into(), v["msg"].as_str().unwrap_or("").into()))
+            .map(|v| {
+                (
+                    v["harness"].as_str().unwrap_or("").into(),
+                    v["event"].as_str().unwrap_or("").into(),
+                    v["msg"].as_str().unwrap_or("").into(),
+                )
+            })
             .collect()
     }
 
@@ -187,12 +197,8 @@ exit $rc"#;
     }
 
     fn memories(&self) -> String {
-        let out = Command::new(OVMEM)
-            .args(["memory", "list", "--all"])
-            .env_clear()
-            .envs(self.base_env())
-            .output()
-            .unwrap();
+        let out =
+            Command::new(OVMEM).args(["memory", "list", "--all"]).env_clear().envs(self.base_env()).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -243,7 +249,12 @@ fn claude(lab: &Lab, bin: &Path, prompt: &str) -> Output {
             ("CLAUDE_CODE_MAX_RETRIES", "0"),
         ],
     );
-    assert!(out.status.success(), "claude -p failed: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "claude -p failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     out
 }
 
@@ -251,7 +262,12 @@ fn claude(lab: &Lab, bin: &Path, prompt: &str) -> Output {
 /// inside `<ovmem-memory>`.
 fn claude_two_sessions(lab: &Lab, bin: &Path) {
     claude(lab, bin, FACT);
-    assert_fired(lab, "claude-code", &["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"], &["session_id", "hook_event_name", "cwd"]);
+    assert_fired(
+        lab,
+        "claude-code",
+        &["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"],
+        &["session_id", "hook_event_name", "cwd"],
+    );
     assert_fired(lab, "claude-code", &["UserPromptSubmit"], &["prompt"]);
     assert_fired(lab, "claude-code", &["Stop"], &["last_assistant_message"]);
     assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
@@ -275,7 +291,10 @@ fn claude_code_user_scope_remembers_across_sessions_and_uninstalls_cleanly() {
     claude_two_sessions(&lab, &bin);
 
     lab.ovmem(&["uninstall", "--harness", "claude-code", "--yes"]);
-    assert_eq!(std::fs::read(lab.home.join(".claude/settings.json")).unwrap(), before[&lab.home.join(".claude/settings.json")]);
+    assert_eq!(
+        std::fs::read(lab.home.join(".claude/settings.json")).unwrap(),
+        before[&lab.home.join(".claude/settings.json")]
+    );
     lab.clear_fired();
     claude(&lab, &bin, QUESTION);
     assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
@@ -289,7 +308,16 @@ fn claude_code_project_scope() {
     assert!(lab.proj.join(".claude/settings.json").exists());
     assert!(!lab.home.join(".claude/settings.json").exists());
     claude_two_sessions(&lab, &bin);
-    lab.ovmem(&["uninstall", "--harness", "claude-code", "--scope", "project", "--project", lab.proj.to_str().unwrap(), "--yes"]);
+    lab.ovmem(&[
+        "uninstall",
+        "--harness",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project",
+        lab.proj.to_str().unwrap(),
+        "--yes",
+    ]);
     assert!(!lab.proj.join(".claude").exists(), "ovmem's project files were left behind");
 }
 
@@ -331,7 +359,11 @@ fn codex_trusted_by_install_remembers_across_sessions() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("trusted"), "install did not trust the hooks: {err}");
     let cfg = std::fs::read_to_string(codex_home.join("config.toml")).unwrap();
-    assert!(cfg.contains("trusted_hash") && cfg.contains("# my codex settings (keep this comment)") && cfg.contains("# inline comment"));
+    assert!(
+        cfg.contains("trusted_hash")
+            && cfg.contains("# my codex settings (keep this comment)")
+            && cfg.contains("# inline comment")
+    );
     let status = Command::new(OVMEM).args(["status", "--json"]).env_clear().envs(lab.base_env()).output().unwrap();
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let cx = status.as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();

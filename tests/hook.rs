@@ -59,7 +59,10 @@ impl Lab {
         });
         let out = child.wait_with_output().unwrap();
         writer.join().unwrap();
-        (String::from_utf8(out.stdout).expect("stdout is UTF-8").trim_end().to_string(), out.status.code().unwrap_or(-1))
+        (
+            String::from_utf8(out.stdout).expect("stdout is UTF-8").trim_end().to_string(),
+            out.status.code().unwrap_or(-1),
+        )
     }
 
     fn hook(&self, harness: &str, event: &str, stdin: &str) -> String {
@@ -69,7 +72,12 @@ impl Lab {
     }
 
     fn memories(&self) -> Vec<Value> {
-        let out = Command::new(OVMEM).args(["memory", "list", "--all", "--json"]).env_clear().env("HOME", self.home()).output().unwrap();
+        let out = Command::new(OVMEM)
+            .args(["memory", "list", "--all", "--json"])
+            .env_clear()
+            .env("HOME", self.home())
+            .output()
+            .unwrap();
         serde_json::from_slice(&out.stdout).unwrap_or_default()
     }
 
@@ -80,7 +88,9 @@ impl Lab {
 
 /// The fixture payload for (harness, event), with `$VARS` filled in (JSON-escaped).
 fn payload(harness: &str, event: &str, vars: &[(&str, &str)]) -> String {
-    let text = std::fs::read_to_string(format!("{}/tests/fixtures/payloads/{harness}.jsonl", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let text =
+        std::fs::read_to_string(format!("{}/tests/fixtures/payloads/{harness}.jsonl", env!("CARGO_MANIFEST_DIR")))
+            .unwrap();
     let line = text
         .lines()
         .find(|l| l.contains(&format!("\"event\":\"{event}\"")))
@@ -89,7 +99,11 @@ fn payload(harness: &str, event: &str, vars: &[(&str, &str)]) -> String {
     let mut vars: Vec<(&str, &str)> = vars.to_vec();
     vars.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
     for (k, v) in vars {
-        let value = if k == "TOOL_INPUT" { v.to_string() } else { serde_json::to_string(v).unwrap().trim_matches('"').to_string() };
+        let value = if k == "TOOL_INPUT" {
+            v.to_string()
+        } else {
+            serde_json::to_string(v).unwrap().trim_matches('"').to_string()
+        };
         s = s.replace(&format!("${k}"), &value);
     }
     s = s.replace("$TOOL_INPUT", "{}");
@@ -119,7 +133,13 @@ fn teach(lab: &Lab, harness: &str) {
     let p = lab.proj.to_str().unwrap();
     let ev = native_prompt_event(harness);
     lab.hook(harness, ev, &payload(harness, ev, &[("P", p), ("PROMPT", FACT)]));
-    let stop = if harness == "cursor" { "stop" } else if harness == "cline" { "TaskComplete" } else { "Stop" };
+    let stop = if harness == "cursor" {
+        "stop"
+    } else if harness == "cline" {
+        "TaskComplete"
+    } else {
+        "Stop"
+    };
     lab.hook(harness, stop, &payload(harness, stop, &[("P", p), ("REPLY", "Noted: port 5433."), ("TRANSCRIPT", "")]));
 }
 
@@ -130,7 +150,9 @@ fn a_fact_taught_in_one_harness_is_recalled_in_every_other_in_the_same_project_o
     let mems = lab.memories();
     assert_eq!(mems.len(), 1, "{mems:?}");
     let content = mems[0]["content"].as_str().unwrap();
-    assert!(content.contains("User: Remember: the staging database") && content.contains("Assistant: Noted: port 5433."));
+    assert!(
+        content.contains("User: Remember: the staging database") && content.contains("Assistant: Noted: port 5433.")
+    );
     assert_eq!(mems[0]["bank"], format!("project:{}", lab.proj.display()));
 
     for h in ["claude-code", "codex", "cursor", "cline", "trae-cli"] {
@@ -139,14 +161,18 @@ fn a_fact_taught_in_one_harness_is_recalled_in_every_other_in_the_same_project_o
         let deep = lab.proj.join("src/deep");
         let out = lab.hook(h, ev, &payload(h, ev, &[("P", deep.to_str().unwrap()), ("PROMPT", QUESTION)]));
         let ctx = injected(h, &out).unwrap_or_else(|| panic!("{h}: nothing injected: {out}"));
-        assert!(ctx.starts_with("<ovmem-memory>\n") && ctx.ends_with("</ovmem-memory>") && ctx.contains("5433"), "{h}: {ctx}");
+        assert!(
+            ctx.starts_with("<ovmem-memory>\n") && ctx.ends_with("</ovmem-memory>") && ctx.contains("5433"),
+            "{h}: {ctx}"
+        );
 
         let other = lab.other_project();
         let out = lab.hook(h, ev, &payload(h, ev, &[("P", other.to_str().unwrap()), ("PROMPT", QUESTION)]));
         assert_eq!(injected(h, &out), None, "{h}: another project's memory leaked: {out}");
     }
     // Session start recalls the project's recent memories too.
-    let out = lab.hook("codex", "SessionStart", &payload("codex", "SessionStart", &[("P", lab.proj.to_str().unwrap())]));
+    let out =
+        lab.hook("codex", "SessionStart", &payload("codex", "SessionStart", &[("P", lab.proj.to_str().unwrap())]));
     assert!(injected("codex", &out).unwrap().contains("5433"));
 }
 
@@ -171,7 +197,11 @@ fn cursor_stop_reads_the_transcript_and_strips_injected_memory() {
         json!({"role": "assistant", "message": {"content": [{"type": "text", "text": "Understood, Thursday deploys."}]}}),
     ];
     std::fs::write(&t, lines.iter().map(|l| l.to_string() + "\n").collect::<String>()).unwrap();
-    let out = lab.hook("cursor", "stop", &payload("cursor", "stop", &[("P", lab.proj.to_str().unwrap()), ("TRANSCRIPT", t.to_str().unwrap())]));
+    let out = lab.hook(
+        "cursor",
+        "stop",
+        &payload("cursor", "stop", &[("P", lab.proj.to_str().unwrap()), ("TRANSCRIPT", t.to_str().unwrap())]),
+    );
     assert_eq!(out, "{}");
     let mems = lab.memories();
     let c = mems[0]["content"].as_str().unwrap();
@@ -191,7 +221,11 @@ fn short_prompts_skip_recall() {
     let lab = Lab::new();
     teach(&lab, "claude-code");
     let p = lab.proj.to_str().unwrap();
-    let out = lab.hook("claude-code", "UserPromptSubmit", &payload("claude-code", "UserPromptSubmit", &[("P", p), ("PROMPT", "port")]));
+    let out = lab.hook(
+        "claude-code",
+        "UserPromptSubmit",
+        &payload("claude-code", "UserPromptSubmit", &[("P", p), ("PROMPT", "port")]),
+    );
     assert_eq!(out, "{}");
 }
 
@@ -221,7 +255,8 @@ fn the_uri_guard_denies_memory_uris_in_every_harness_format() {
         };
         assert_eq!(denied, deny, "{h} {tool} {input}: {out}");
         if deny {
-            let reason = v["hookSpecificOutput"]["permissionDecisionReason"].as_str().or(v["errorMessage"].as_str()).unwrap();
+            let reason =
+                v["hookSpecificOutput"]["permissionDecisionReason"].as_str().or(v["errorMessage"].as_str()).unwrap();
             assert!(reason.contains("memory URI") && reason.contains(uri), "{reason}");
         }
     }
@@ -229,11 +264,20 @@ fn the_uri_guard_denies_memory_uris_in_every_harness_format() {
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["permission"], "deny");
     assert!(v["agent_message"].as_str().unwrap().contains(uri));
-    let out = lab.hook("cursor", "beforeReadFile", &payload("cursor", "beforeReadFile", &[("P", p), ("FILE", "/etc/hosts")]));
+    let out =
+        lab.hook("cursor", "beforeReadFile", &payload("cursor", "beforeReadFile", &[("P", p), ("FILE", "/etc/hosts")]));
     assert_eq!(out, r#"{"permission":"allow"}"#);
-    let out = lab.hook("cursor", "beforeShellExecution", &payload("cursor", "beforeShellExecution", &[("P", p), ("COMMAND", &format!("cat {uri}"))]));
+    let out = lab.hook(
+        "cursor",
+        "beforeShellExecution",
+        &payload("cursor", "beforeShellExecution", &[("P", p), ("COMMAND", &format!("cat {uri}"))]),
+    );
     assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["permission"], "deny");
-    let out = lab.hook("cursor", "beforeShellExecution", &payload("cursor", "beforeShellExecution", &[("P", p), ("COMMAND", "rg viking:// src")]));
+    let out = lab.hook(
+        "cursor",
+        "beforeShellExecution",
+        &payload("cursor", "beforeShellExecution", &[("P", p), ("COMMAND", "rg viking:// src")]),
+    );
     assert_eq!(out, "{}");
 }
 
@@ -243,9 +287,17 @@ fn cline_injects_memory_once_per_task_at_its_first_tool() {
     teach(&lab, "claude-code");
     let p = lab.proj.to_str().unwrap();
     let input = json!({"path": "src/main.rs"}).to_string();
-    let first = lab.hook("cline", "PreToolUse", &payload("cline", "PreToolUse", &[("P", p), ("TOOL", "read_file"), ("TOOL_INPUT", &input)]));
+    let first = lab.hook(
+        "cline",
+        "PreToolUse",
+        &payload("cline", "PreToolUse", &[("P", p), ("TOOL", "read_file"), ("TOOL_INPUT", &input)]),
+    );
     assert!(injected("cline", &first).unwrap().contains("5433"), "{first}");
-    let second = lab.hook("cline", "PreToolUse", &payload("cline", "PreToolUse", &[("P", p), ("TOOL", "read_file"), ("TOOL_INPUT", &input)]));
+    let second = lab.hook(
+        "cline",
+        "PreToolUse",
+        &payload("cline", "PreToolUse", &[("P", p), ("TOOL", "read_file"), ("TOOL_INPUT", &input)]),
+    );
     assert_eq!(injected("cline", &second), None);
 }
 
@@ -257,9 +309,17 @@ fn encoder_outputs() {
         let a = h.adapter().unwrap();
         for hook in &h.manifest.hooks {
             let e = &hook.event;
-            let inject = encode::encode(&a, e, &Outcome { context: Some("<ovmem-memory>\nfact\n</ovmem-memory>".into()), deny: None });
+            let inject = encode::encode(
+                &a,
+                e,
+                &Outcome { context: Some("<ovmem-memory>\nfact\n</ovmem-memory>".into()), deny: None },
+            );
             let deny = encode::encode(&a, e, &Outcome { context: None, deny: Some("no".into()) });
-            s.push_str(&format!("{} {e}\n  noop:   {}\n  inject: {inject}\n  deny:   {deny}\n", h.id(), encode::noop(&a, e)));
+            s.push_str(&format!(
+                "{} {e}\n  noop:   {}\n  inject: {inject}\n  deny:   {deny}\n",
+                h.id(),
+                encode::noop(&a, e)
+            ));
             for out in [&inject, &deny, &encode::noop(&a, e)] {
                 serde_json::from_str::<Value>(out).unwrap();
             }
@@ -355,7 +415,12 @@ fn an_unwritable_home_or_a_corrupt_database_never_breaks_the_harness() {
     let lab = Lab::new();
     let p = lab.proj.to_str().unwrap();
     for (label, env) in [("unwritable", vec![("OVMEM_HOME", "/dev/null/ovmem")])] {
-        for (h, ev) in [("claude-code", "UserPromptSubmit"), ("claude-code", "Stop"), ("cursor", "beforeSubmitPrompt"), ("cline", "TaskStart")] {
+        for (h, ev) in [
+            ("claude-code", "UserPromptSubmit"),
+            ("claude-code", "Stop"),
+            ("cursor", "beforeSubmitPrompt"),
+            ("cline", "TaskStart"),
+        ] {
             let stdin = payload(h, ev, &[("P", p), ("PROMPT", QUESTION), ("REPLY", "x")]);
             let (out, code) = lab.hook_with(h, ev, stdin.as_bytes(), &env);
             assert_eq!(code, 0, "{label} {h} {ev}");
@@ -365,9 +430,19 @@ fn an_unwritable_home_or_a_corrupt_database_never_breaks_the_harness() {
     let db = lab.home().join(".ovmem/memory.db");
     std::fs::create_dir_all(db.parent().unwrap()).unwrap();
     std::fs::write(&db, b"this is not a sqlite database, just bytes that look wrong".repeat(100)).unwrap();
-    let (out, code) = lab.hook_with("claude-code", "UserPromptSubmit", payload("claude-code", "UserPromptSubmit", &[("P", p), ("PROMPT", QUESTION)]).as_bytes(), &[]);
+    let (out, code) = lab.hook_with(
+        "claude-code",
+        "UserPromptSubmit",
+        payload("claude-code", "UserPromptSubmit", &[("P", p), ("PROMPT", QUESTION)]).as_bytes(),
+        &[],
+    );
     assert_eq!((out.as_str(), code), ("{}", 0));
-    let (out, code) = lab.hook_with("claude-code", "Stop", payload("claude-code", "Stop", &[("P", p), ("REPLY", "kept")]).as_bytes(), &[]);
+    let (out, code) = lab.hook_with(
+        "claude-code",
+        "Stop",
+        payload("claude-code", "Stop", &[("P", p), ("REPLY", "kept")]).as_bytes(),
+        &[],
+    );
     assert_eq!((out.as_str(), code), ("{}", 0));
     assert!(lab.log().contains("spooled"), "{}", lab.log());
 }
@@ -380,7 +455,11 @@ fn concurrent_hooks_on_one_session_lose_nothing() {
     lab.hook("claude-code", "SessionStart", &payload("claude-code", "SessionStart", &[("P", &p)]));
     let handles: Vec<_> = (0..12)
         .map(|i| {
-            let stdin = payload("claude-code", "UserPromptSubmit", &[("P", &p), ("PROMPT", &format!("parallel prompt number {i} about widgets"))]);
+            let stdin = payload(
+                "claude-code",
+                "UserPromptSubmit",
+                &[("P", &p), ("PROMPT", &format!("parallel prompt number {i} about widgets"))],
+            );
             let home = lab.home();
             let proj = lab.proj.clone();
             std::thread::spawn(move || {
@@ -421,9 +500,19 @@ fn bank_modes_scope_what_is_shared() {
     let agent = [("OVMEM_BANK", "agent")];
     let ev = |h: &str| native_prompt_event(h);
     let teach_env = |env: &[(&str, &str)]| {
-        let (_, c) = lab.hook_with("claude-code", "UserPromptSubmit", payload("claude-code", "UserPromptSubmit", &[("P", &p), ("PROMPT", FACT)]).as_bytes(), env);
+        let (_, c) = lab.hook_with(
+            "claude-code",
+            "UserPromptSubmit",
+            payload("claude-code", "UserPromptSubmit", &[("P", &p), ("PROMPT", FACT)]).as_bytes(),
+            env,
+        );
         assert_eq!(c, 0);
-        let (_, c) = lab.hook_with("claude-code", "Stop", payload("claude-code", "Stop", &[("P", &p), ("REPLY", "Noted: port 5433.")]).as_bytes(), env);
+        let (_, c) = lab.hook_with(
+            "claude-code",
+            "Stop",
+            payload("claude-code", "Stop", &[("P", &p), ("REPLY", "Noted: port 5433.")]).as_bytes(),
+            env,
+        );
         assert_eq!(c, 0);
     };
     teach_env(&agent);
@@ -442,7 +531,12 @@ fn bank_modes_scope_what_is_shared() {
     std::fs::create_dir_all(lab.home().join(".ovmem")).unwrap();
     std::fs::write(lab.home().join(".ovmem/config.toml"), "bank = \"user\"\n").unwrap();
     assert!(ask("cursor", other.to_str().unwrap(), &[]).is_some());
-    let (out, code) = lab.hook_with("codex", "UserPromptSubmit", payload("codex", "UserPromptSubmit", &[("P", &p), ("PROMPT", QUESTION)]).as_bytes(), &[("OVMEM_BANK", "galaxy")]);
+    let (out, code) = lab.hook_with(
+        "codex",
+        "UserPromptSubmit",
+        payload("codex", "UserPromptSubmit", &[("P", &p), ("PROMPT", QUESTION)]).as_bytes(),
+        &[("OVMEM_BANK", "galaxy")],
+    );
     assert_eq!(code, 0);
     serde_json::from_str::<Value>(&out).unwrap();
     assert!(lab.log().contains("OVMEM_BANK=`galaxy`"), "{}", lab.log());

@@ -56,7 +56,12 @@ impl Home {
 
     fn ok(&self, args: &[&str]) -> Output {
         let out = self.run(args);
-        assert!(out.status.success(), "ovmem {args:?} exited {:?}:\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "ovmem {args:?} exited {:?}:\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         out
     }
 
@@ -123,7 +128,9 @@ fn every_fixture_round_trips_byte_for_byte() {
             home.ok(&["install", "--harness", harness]);
             let installed = std::fs::read_to_string(&config).unwrap();
             insta::assert_snapshot!(format!("installed__{harness}__{name}"), home.redact(&installed));
-            if serde_json::from_slice::<serde_json::Value>(original.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&original)).is_ok() {
+            if serde_json::from_slice::<serde_json::Value>(original.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&original))
+                .is_ok()
+            {
                 let counts = ovmem_entries_per_event(&installed);
                 assert!(counts.values().filter(|n| **n > 0).all(|n| *n == 1), "{harness}/{name}: {counts:?}");
             }
@@ -151,10 +158,12 @@ fn fresh_home_install_creates_and_uninstall_removes_everything() {
     let hook = home.path().join("Documents/Cline/Hooks/TaskComplete");
     assert_eq!(std::fs::metadata(&hook).unwrap().permissions().mode() & 0o777, 0o755);
     insta::assert_snapshot!("cline_hook_file", home.redact(&std::fs::read_to_string(&hook).unwrap()));
-    let codex: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.path().join(".codex/hooks.json")).unwrap()).unwrap();
+    let codex: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join(".codex/hooks.json")).unwrap()).unwrap();
     assert!(codex["hooks"].is_object(), "codex needs the top-level hooks wrapper");
     assert_eq!(codex.as_object().unwrap().len(), 1, "codex rejects unknown top-level keys");
-    let cursor: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.path().join(".cursor/hooks.json")).unwrap()).unwrap();
+    let cursor: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join(".cursor/hooks.json")).unwrap()).unwrap();
     assert_eq!(cursor["version"], 1);
     home.ok(&["uninstall", "--yes"]);
     assert!(home.tree().is_empty(), "left behind: {:?}", home.tree().keys().collect::<Vec<_>>());
@@ -172,7 +181,8 @@ fn malformed_files_are_refused_and_left_untouched() {
         let err = stderr(&out);
         assert!(err.contains(&path.display().to_string()) && err.contains("line 4, column 1"), "{harness}: {err}");
         assert_eq!(std::fs::read(&path).unwrap(), bad);
-        let files: Vec<PathBuf> = home.tree().into_keys().filter(|p| !p.starts_with(home.path().join(".ovmem"))).collect();
+        let files: Vec<PathBuf> =
+            home.tree().into_keys().filter(|p| !p.starts_with(home.path().join(".ovmem"))).collect();
         assert_eq!(files, vec![path], "{harness}: backups or temp files were written");
     }
     // A file that is JSON but of the wrong shape is refused too.
@@ -224,9 +234,18 @@ fn harness_env_overrides_are_followed() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(claude_dir.join("settings.json").exists() && codex_dir.join("hooks.json").exists());
     assert!(trae_dir.join("cli/hooks.json").exists());
-    assert!(!home.path().join(".claude").exists() && !home.path().join(".codex").exists() && !home.path().join(".trae").exists());
+    assert!(
+        !home.path().join(".claude").exists()
+            && !home.path().join(".codex").exists()
+            && !home.path().join(".trae").exists()
+    );
     let traecli = home.path().join("cfg/traecli");
-    let out = home.cmd(&["install", "--harness", "trae-cli"]).env("TRAE_HOME", &trae_dir).env("TRAECLI_HOME", &traecli).output().unwrap();
+    let out = home
+        .cmd(&["install", "--harness", "trae-cli"])
+        .env("TRAE_HOME", &trae_dir)
+        .env("TRAECLI_HOME", &traecli)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert!(traecli.join("hooks.json").exists());
 }
@@ -276,7 +295,9 @@ fn concurrent_installs_leave_exactly_one_entry_per_event() {
     let original = &fixture("claude-code", "tabs-foreign-hooks.json");
     home.put(".claude/settings.json", original);
     let children: Vec<_> = (0..8)
-        .map(|_| home.cmd(&["install", "--harness", "claude-code,cursor,cline"]).stderr(Stdio::piped()).spawn().unwrap())
+        .map(|_| {
+            home.cmd(&["install", "--harness", "claude-code,cursor,cline"]).stderr(Stdio::piped()).spawn().unwrap()
+        })
         .collect();
     for c in children {
         let out = c.wait_with_output().unwrap();
@@ -285,7 +306,10 @@ fn concurrent_installs_leave_exactly_one_entry_per_event() {
     for rel in [".claude/settings.json", ".cursor/hooks.json"] {
         let text = std::fs::read_to_string(home.path().join(rel)).unwrap();
         let counts = ovmem_entries_per_event(&text);
-        assert!(counts.values().filter(|n| **n > 0).count() >= 5 && counts.values().all(|n| *n <= 1), "{rel}: {counts:?}");
+        assert!(
+            counts.values().filter(|n| **n > 0).count() >= 5 && counts.values().all(|n| *n <= 1),
+            "{rel}: {counts:?}"
+        );
     }
     home.ok(&["uninstall", "--yes"]);
     assert_eq!(&std::fs::read(home.path().join(".claude/settings.json")).unwrap(), original);
@@ -298,11 +322,16 @@ fn a_failure_between_files_rolls_back_and_a_crash_leaves_each_file_old_or_new() 
     let out = home.cmd(&["install", "--harness", "cline"]).env("OVMEM_FAULT", "between-files:4").output().unwrap();
     assert!(!out.status.success());
     assert!(stderr(&out).contains("injected fault"), "{}", stderr(&out));
-    assert!(!home.path().join("Documents").exists(), "rollback left files: {:?}", home.tree().keys().collect::<Vec<_>>());
+    assert!(
+        !home.path().join("Documents").exists(),
+        "rollback left files: {:?}",
+        home.tree().keys().collect::<Vec<_>>()
+    );
 
     // A crash part-way (abort, no cleanup): each file is either absent (old) or complete (new).
     let home = Home::new();
-    let out = home.cmd(&["install", "--harness", "cline"]).env("OVMEM_FAULT", "abort:between-files:4").output().unwrap();
+    let out =
+        home.cmd(&["install", "--harness", "cline"]).env("OVMEM_FAULT", "abort:between-files:4").output().unwrap();
     assert!(!out.status.success());
     let dir = home.path().join("Documents/Cline/Hooks");
     let mut complete = 0;
@@ -323,7 +352,11 @@ fn a_failure_between_files_rolls_back_and_a_crash_leaves_each_file_old_or_new() 
     let home = Home::new();
     let original = &fixture("claude-code", "tabs-foreign-hooks.json");
     let path = home.put(".claude/settings.json", original);
-    let out = home.cmd(&["install", "--harness", "claude-code"]).env("OVMEM_FAULT", "abort:before-rename:3").output().unwrap();
+    let out = home
+        .cmd(&["install", "--harness", "claude-code"])
+        .env("OVMEM_FAULT", "abort:before-rename:3")
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert_eq!(&std::fs::read(&path).unwrap(), original);
 }
@@ -347,7 +380,8 @@ fn entries_the_user_edited_are_reported_not_removed() {
     let status = home.ok(&["status", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let claude = v.as_array().unwrap().iter().find(|h| h["harness"] == "claude-code").unwrap();
-    let states: Vec<&str> = claude["scopes"][0]["entries"].as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
+    let states: Vec<&str> =
+        claude["scopes"][0]["entries"].as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
     assert_eq!(states.iter().filter(|s| **s == "edited").count(), 1, "{claude}");
 
     // Reinstall keeps the user's edit.
@@ -417,7 +451,11 @@ fn json_reports_and_status() {
     let codex = v.as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();
     assert_eq!(codex["scopes"][0]["installed"], false);
     let out = home.ok(&["status"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("installed 6/6 entries"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("installed 6/6 entries"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]

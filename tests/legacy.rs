@@ -80,7 +80,8 @@ fn check_lists_every_generation_migrate_replaces_them_and_backups_restore_everyt
     let out = home.run(&["check", "--format", "json"]);
     assert_eq!(out.status.code(), Some(1));
     let v = json(&out);
-    let ids: std::collections::BTreeSet<&str> = v["findings"].as_array().unwrap().iter().map(|f| f["integration"].as_str().unwrap()).collect();
+    let ids: std::collections::BTreeSet<&str> =
+        v["findings"].as_array().unwrap().iter().map(|f| f["integration"].as_str().unwrap()).collect();
     for id in [
         "openviking-cursor",
         "openviking-trae-cli-hooks",
@@ -94,10 +95,15 @@ fn check_lists_every_generation_migrate_replaces_them_and_backups_restore_everyt
     ] {
         assert!(ids.contains(id), "{id} not found: {ids:?}");
     }
-    let trae = v["findings"].as_array().unwrap().iter().find(|f| f["integration"] == "openviking-trae-cli-hooks").unwrap();
+    let trae =
+        v["findings"].as_array().unwrap().iter().find(|f| f["integration"] == "openviking-trae-cli-hooks").unwrap();
     assert_eq!(trae["kind"], "deprecated");
-    assert!(trae["message"].as_str().unwrap().contains("examples/codex-memory-plugin"), "replacement must come from the manifest: {trae}");
-    let dup = v["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "duplicate").expect("duplicate on one event");
+    assert!(
+        trae["message"].as_str().unwrap().contains("examples/codex-memory-plugin"),
+        "replacement must come from the manifest: {trae}"
+    );
+    let dup =
+        v["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "duplicate").expect("duplicate on one event");
     assert_eq!(dup["severity"], "error");
     // Third-party entries are never findings.
     let text = v.to_string();
@@ -114,36 +120,76 @@ fn check_lists_every_generation_migrate_replaces_them_and_backups_restore_everyt
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("was not written by ovmem"), "{err}");
     let out = home.run(&["check"]);
-    assert_eq!(out.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // Only ovmem's and the user's own entries are left, byte for byte.
     let cursor = home.read(".cursor/hooks.json");
-    assert!(cursor.contains(r#"{"command": "./hooks/team-policy.sh", "timeout": 5},"#) && cursor.contains(r#"{"command": "./hooks/team-audit.sh"}"#));
-    assert!(!cursor.contains("openviking") && !cursor.contains("hindsight") && cursor.contains("ovmem hook cursor beforeSubmitPrompt"));
+    assert!(
+        cursor.contains(r#"{"command": "./hooks/team-policy.sh", "timeout": 5},"#)
+            && cursor.contains(r#"{"command": "./hooks/team-audit.sh"}"#)
+    );
+    assert!(
+        !cursor.contains("openviking")
+            && !cursor.contains("hindsight")
+            && cursor.contains("ovmem hook cursor beforeSubmitPrompt")
+    );
     let mcp = home.read(".cursor/mcp.json");
-    assert!(mcp.contains(r#""ov-mcp-server": {"url": "https://ov.internal.example/mcp"},"#) && mcp.contains(r#""github": {"command": "gh-mcp"}"#));
+    assert!(
+        mcp.contains(r#""ov-mcp-server": {"url": "https://ov.internal.example/mcp"},"#)
+            && mcp.contains(r#""github": {"command": "gh-mcp"}"#)
+    );
     assert!(!mcp.contains("\"openviking\""));
     let toml = home.read(".trae/traecli.toml");
     assert!(toml.starts_with("# TRAE CLI config, edited by hand\nmodel = \"doubao\"\n"), "{toml}");
-    assert!(toml.contains("# my own server, keep it\n[mcp_servers.docs]\ncommand = \"docs-mcp\" # inline note\n") && !toml.contains("openviking"), "{toml}");
+    assert!(
+        toml.contains("# my own server, keep it\n[mcp_servers.docs]\ncommand = \"docs-mcp\" # inline note\n")
+            && !toml.contains("openviking"),
+        "{toml}"
+    );
     let codex = home.read(".codex/config.toml");
-    assert!(codex.contains("# codex config (hand-written)") && codex.contains("url = \"https://mcp.linear.example/sse\" # keep"), "{codex}");
+    assert!(
+        codex.contains("# codex config (hand-written)")
+            && codex.contains("url = \"https://mcp.linear.example/sse\" # keep"),
+        "{codex}"
+    );
     assert!(!codex.contains("openviking-memory@openviking") && !codex.contains("coding-agents"), "{codex}");
     let claude = home.read(".claude/settings.json");
-    assert!(claude.contains(r#""commit-helper@acme": true"#) && claude.contains("~/bin/prompt-lint") && claude.contains("ovmem hook claude-code Stop"));
+    assert!(
+        claude.contains(r#""commit-helper@acme": true"#)
+            && claude.contains("~/bin/prompt-lint")
+            && claude.contains("ovmem hook claude-code Stop")
+    );
     assert!(!claude.contains("openviking") && !claude.contains("hindsight"), "{claude}");
     assert_eq!(home.read(".bashrc"), "export PATH=\"$HOME/bin:$PATH\"\nalias ll=\"ls -l\"\n");
     assert!(home.read(".trae/cli/hooks.json").contains("say done"));
     assert_eq!(home.read(".trae-cn/hooks.json"), "{\"version\": 1, \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send trae\"}]}]}}\n");
     let zcode = home.read(".zcode/cli/config.json");
-    assert!(!zcode.contains("openviking") && zcode.contains("\"enabled\": true") && zcode.contains("zcode-lint") && zcode.contains("files-mcp"), "{zcode}");
+    assert!(
+        !zcode.contains("openviking")
+            && zcode.contains("\"enabled\": true")
+            && zcode.contains("zcode-lint")
+            && zcode.contains("files-mcp"),
+        "{zcode}"
+    );
     // Cline: Hindsight's Python hooks, lib/ and settings.json are gone; ovmem's hooks are there.
     assert!(home.read("Documents/Cline/Hooks/TaskStart").contains("exec "));
-    assert!(!home.p().join("Documents/Cline/Hooks/lib").exists() && !home.p().join("Documents/Cline/Hooks/settings.json").exists());
-    assert!(!home.p().join(".openviking/agent-integrations/cursor").exists() && !home.p().join(".hindsight/codex").exists());
+    assert!(
+        !home.p().join("Documents/Cline/Hooks/lib").exists()
+            && !home.p().join("Documents/Cline/Hooks/settings.json").exists()
+    );
+    assert!(
+        !home.p().join(".openviking/agent-integrations/cursor").exists() && !home.p().join(".hindsight/codex").exists()
+    );
 
     // Backups put everything back: pristine copies of edited files, moved items mirrored.
-    let backups: Vec<PathBuf> = std::fs::read_dir(home.p().join(".ovmem/backups")).unwrap().flatten().map(|e| e.path()).collect();
+    let backups: Vec<PathBuf> =
+        std::fs::read_dir(home.p().join(".ovmem/backups")).unwrap().flatten().map(|e| e.path()).collect();
     assert_eq!(backups.len(), 1);
     let moved = &backups[0];
     for (rel, bytes) in &before {
@@ -183,7 +229,11 @@ fn a_repository_is_checked_in_text_json_and_github_formats() {
     let r = repo.path();
     std::fs::create_dir_all(r.join(".git")).unwrap();
     std::fs::create_dir_all(r.join(".clinerules/hooks/lib")).unwrap();
-    std::fs::write(r.join(".clinerules/hooks/TaskComplete"), "#!/usr/bin/env python3\nfrom lib.hooks_impl import main_task_complete\nmain_task_complete()\n").unwrap();
+    std::fs::write(
+        r.join(".clinerules/hooks/TaskComplete"),
+        "#!/usr/bin/env python3\nfrom lib.hooks_impl import main_task_complete\nmain_task_complete()\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(r.join(".claude")).unwrap();
     std::fs::write(
         r.join(".claude/settings.json"),
@@ -192,17 +242,33 @@ fn a_repository_is_checked_in_text_json_and_github_formats() {
     .unwrap();
     let home = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        Command::new(OVMEM).args(args).env_clear().env("HOME", home.path()).env("PATH", "/usr/bin:/bin").env("NO_COLOR", "1").output().unwrap()
+        Command::new(OVMEM)
+            .args(args)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("PATH", "/usr/bin:/bin")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
     };
     let p = r.to_str().unwrap();
     // The user's own configs are not looked at with --project.
     std::fs::create_dir_all(home.path().join(".cursor")).unwrap();
-    std::fs::write(home.path().join(".cursor/hooks.json"), r#"{"hooks":{"stop":[{"command":"x # openviking-memory OPENVIKING_INTEGRATION_ID"}]}}"#).unwrap();
+    std::fs::write(
+        home.path().join(".cursor/hooks.json"),
+        r#"{"hooks":{"stop":[{"command":"x # openviking-memory OPENVIKING_INTEGRATION_ID"}]}}"#,
+    )
+    .unwrap();
 
     let out = run(&["check", "--project", p]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains(".clinerules/hooks/TaskComplete:1") && text.contains(".claude/settings.json:4") && !text.contains(".cursor"), "{text}");
+    assert!(
+        text.contains(".clinerules/hooks/TaskComplete:1")
+            && text.contains(".claude/settings.json:4")
+            && !text.contains(".cursor"),
+        "{text}"
+    );
 
     let out = run(&["check", "--project", p, "--format", "json"]);
     let v = json(&out);
@@ -218,7 +284,11 @@ fn a_repository_is_checked_in_text_json_and_github_formats() {
     let out = run(&["check", "--project", p, "--format", "github"]);
     let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
-    assert!(lines.iter().any(|l| l.starts_with("::warning file=.claude/settings.json,line=4,title=ovmem Legacy openviking-claude-plugin::")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l
+            .starts_with("::warning file=.claude/settings.json,line=4,title=ovmem Legacy openviking-claude-plugin::")),
+        "{lines:?}"
+    );
     assert!(lines.iter().any(|l| l.starts_with("::warning file=.clinerules/hooks/TaskComplete,line=1,")), "{lines:?}");
 
     // ovmem installed next to a legacy hook on the same event: a duplicate, an error.
@@ -253,7 +323,8 @@ fn hooks_pointing_at_an_old_runtime_are_drift() {
     };
     assert!(run("old", &["install", "--harness", "cursor,cline"]).status.success());
     let v = json(&run("new", &["check", "--format", "json"]));
-    let drift: Vec<&serde_json::Value> = v["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "ovmem-drift").collect();
+    let drift: Vec<&serde_json::Value> =
+        v["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "ovmem-drift").collect();
     assert_eq!(drift.len(), 12, "{v}");
     assert!(drift[0]["message"].as_str().unwrap().contains("/old/bin/ovmem"));
     assert!(run("new", &["install", "--harness", "cursor,cline"]).status.success());
@@ -265,7 +336,15 @@ fn hooks_pointing_at_an_old_runtime_are_drift() {
 #[test]
 fn entries_from_an_older_template_are_drift_until_reinstalled() {
     let home = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| Command::new(OVMEM).args(args).env_clear().env("HOME", home.path()).env("PATH", "/usr/bin:/bin").output().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(OVMEM)
+            .args(args)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("PATH", "/usr/bin:/bin")
+            .output()
+            .unwrap()
+    };
     assert!(run(&["install", "--harness", "claude-code"]).status.success());
     assert_eq!(run(&["check"]).status.code(), Some(0));
     // What an older ovmem (a different timeout) would have written.

@@ -42,7 +42,8 @@ fn paths_with_spaces_and_quotes_are_quoted_for_the_shell() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let cmd = v["hooks"][0]["command"].as_str().unwrap();
     assert_eq!(cmd, r"'/home/o'\''neil/My Tools/ovmem' hook claude-code Stop");
-    let out = std::process::Command::new("sh").args(["-c", &format!("set -- {cmd}; printf '%s|' \"$@\"")]).output().unwrap();
+    let out =
+        std::process::Command::new("sh").args(["-c", &format!("set -- {cmd}; printf '%s|' \"$@\"")]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "/home/o'neil/My Tools/ovmem|hook|claude-code|Stop|");
     let script = harness::render("cline/hook.sh", &Placeholders { harness: "cline", event: "TaskStart", ..p }).unwrap();
     let out = std::process::Command::new("sh").args(["-n", "-c", &script]).output().unwrap();

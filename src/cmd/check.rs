@@ -49,7 +49,11 @@ pub fn run(args: CheckArgs) -> Result<i32> {
                 );
             }
             for e in &report.errors {
-                println!("::error file={}::ovmem could not check this file: {}", shown(&e.file), escape_annotation(&e.error));
+                println!(
+                    "::error file={}::ovmem could not check this file: {}",
+                    shown(&e.file),
+                    escape_annotation(&e.error)
+                );
             }
         }
         Format::Text => {

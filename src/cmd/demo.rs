@@ -92,12 +92,16 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     let home = tmp.join("ovmem-home");
     let project = tmp.join("acme-api");
     std::fs::create_dir_all(project.join(".git"))?;
-    let (start, prompt, stop) = (native(h, &a, Canonical::SessionStart), native(h, &a, Canonical::Prompt), native(h, &a, Canonical::Stop));
+    let (start, prompt, stop) =
+        (native(h, &a, Canonical::SessionStart), native(h, &a, Canonical::Prompt), native(h, &a, Canonical::Stop));
     let id = h.id();
     let fact = "Remember for later: the staging database listens on port 5433, and integration tests must use it.";
     let question = "Which port should the integration tests use for the staging database?";
 
-    println!("{}", p.bold(&format!("ovmem demo: two {} sessions in one project, through the real hook path", h.manifest.name)));
+    println!(
+        "{}",
+        p.bold(&format!("ovmem demo: two {} sessions in one project, through the real hook path", h.manifest.name))
+    );
     println!("{}", p.dim(&format!("(throwaway store in `{}`)", home.display())));
     println!("\n{} the user says: {fact:?}", p.bold("session 1"));
     if let Some(e) = start {
@@ -123,7 +127,8 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     let ev = prompt.or(start).context("harness has no injecting event")?;
     let out = hook(&exe, &home, &project, id, ev, &payload(&a, "demo-session-2", &project, Some(question), None))?;
     println!("  {ev} hook printed (what {} receives):", h.manifest.name);
-    let pretty = serde_json::from_str::<Value>(&out).ok().and_then(|v| serde_json::to_string_pretty(&v).ok()).unwrap_or(out);
+    let pretty =
+        serde_json::from_str::<Value>(&out).ok().and_then(|v| serde_json::to_string_pretty(&v).ok()).unwrap_or(out);
     for l in pretty.lines() {
         println!("    {l}");
     }

@@ -48,7 +48,11 @@ fn warn_legacy(env: &Env, harnesses: &[&'static Harness], project: Option<&std::
     let report = crate::legacy::scan(&crate::legacy::Scan { env, project }, false);
     let ids: Vec<&str> = harnesses.iter().map(|h| h.id()).collect();
     let mut seen = std::collections::BTreeSet::new();
-    for f in report.findings.iter().filter(|f| matches!(f.kind, crate::legacy::Kind::Legacy | crate::legacy::Kind::Deprecated)) {
+    for f in report
+        .findings
+        .iter()
+        .filter(|f| matches!(f.kind, crate::legacy::Kind::Legacy | crate::legacy::Kind::Deprecated))
+    {
         if f.harnesses.iter().any(|h| ids.contains(&h.as_str())) && seen.insert(f.integration.clone()) {
             Printer::new().warn(&format!(
                 "{} is also installed ({}): memory would be recalled and stored twice. Run `{}` to replace it",
@@ -156,7 +160,11 @@ fn trust_hooks(env: &Env, target: &Target) -> TrustReport {
     let Some(binary) = h.detect(env).binary else {
         return TrustReport {
             state: "pending".into(),
-            message: format!("`{}` is not on PATH, so ovmem could not trust its hooks. {}", h.manifest.binaries[0], manual_trust_step(h)),
+            message: format!(
+                "`{}` is not on PATH, so ovmem could not trust its hooks. {}",
+                h.manifest.binaries[0],
+                manual_trust_step(h)
+            ),
         };
     };
     let Ok(hooks_file) = target.location() else { return TrustReport::default() };
@@ -180,7 +188,10 @@ fn trust_hooks(env: &Env, target: &Target) -> TrustReport {
             }
             let _ = crate::fsx::write_atomic(&rpath, &rec.to_bytes(), Some(0o644));
             if out.pending.is_empty() && out.trusted > 0 {
-                TrustReport { state: "trusted".into(), message: format!("{} ovmem hook(s) trusted in {}", out.trusted, h.manifest.name) }
+                TrustReport {
+                    state: "trusted".into(),
+                    message: format!("{} ovmem hook(s) trusted in {}", out.trusted, h.manifest.name),
+                }
             } else if out.trusted == 0 && out.pending.is_empty() && target.scope == Scope::Project {
                 TrustReport {
                     state: "pending".into(),
@@ -193,14 +204,18 @@ fn trust_hooks(env: &Env, target: &Target) -> TrustReport {
                     ),
                 }
             } else {
-                let mut msg = format!("{} ovmem hook(s) still pending trust. {}", out.pending.len().max(1), manual_trust_step(h));
+                let mut msg =
+                    format!("{} ovmem hook(s) still pending trust. {}", out.pending.len().max(1), manual_trust_step(h));
                 if !out.problems.is_empty() {
                     msg.push_str(&format!(" ({} reported: {})", h.manifest.name, out.problems.join("; ")));
                 }
                 TrustReport { state: "pending".into(), message: msg }
             }
         }
-        Err(e) => TrustReport { state: "pending".into(), message: format!("trusting failed: {e:#}. {}", manual_trust_step(h)) },
+        Err(e) => TrustReport {
+            state: "pending".into(),
+            message: format!("trusting failed: {e:#}. {}", manual_trust_step(h)),
+        },
     }
 }
 
@@ -252,4 +267,3 @@ fn mark(p: &Printer, change: &str) -> String {
         _ => p.green("✓"),
     }
 }
-

@@ -32,7 +32,11 @@ fn print_memories(ms: &[Memory]) {
     let p = Printer::new();
     for m in ms {
         let from = m.harness.as_deref().map(|h| format!(" {h}")).unwrap_or_default();
-        println!("{} {}", p.bold(&format!("#{}", m.id)), p.dim(&format!("{}{from} {}", format_date(m.created_at), m.bank)));
+        println!(
+            "{} {}",
+            p.bold(&format!("#{}", m.id)),
+            p.dim(&format!("{}{from} {}", format_date(m.created_at), m.bank))
+        );
         for line in m.content.lines() {
             println!("    {line}");
         }
@@ -109,7 +113,9 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             let reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
                 Box::new(std::io::stdin().lock())
             } else {
-                Box::new(std::io::BufReader::new(std::fs::File::open(&file).with_context(|| format!("could not open `{}`", file.display()))?))
+                Box::new(std::io::BufReader::new(
+                    std::fs::File::open(&file).with_context(|| format!("could not open `{}`", file.display()))?,
+                ))
             };
             let store = open(&env)?;
             let (mut added, mut dup) = (0, 0);
@@ -118,7 +124,8 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 if line.trim().is_empty() {
                     continue;
                 }
-                let m: Memory = serde_json::from_str(&line).with_context(|| format!("line {} of `{}` is not an exported memory", i + 1, file.display()))?;
+                let m: Memory = serde_json::from_str(&line)
+                    .with_context(|| format!("line {} of `{}` is not an exported memory", i + 1, file.display()))?;
                 match store.add(&m.bank, &m.content, m.harness.as_deref(), m.session.as_deref(), m.created_at)? {
                     Some(_) => added += 1,
                     None => dup += 1,

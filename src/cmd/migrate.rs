@@ -39,7 +39,9 @@ pub fn run(sel: &Selection, install_after: bool) -> Result<i32> {
     let mut targets: Vec<&'static Harness> = Vec::new();
     for f in report.findings.iter().filter(|f| selected.contains(&f.integration)) {
         for h in f.harnesses.iter().filter_map(|h| harness::find(h)) {
-            if wanted.as_ref().is_none_or(|w| w.iter().any(|x| x == h.id())) && !targets.iter().any(|t| t.id() == h.id()) {
+            if wanted.as_ref().is_none_or(|w| w.iter().any(|x| x == h.id()))
+                && !targets.iter().any(|t| t.id() == h.id())
+            {
                 targets.push(h);
             }
         }
@@ -54,7 +56,12 @@ pub fn run(sel: &Selection, install_after: bool) -> Result<i32> {
             eprintln!("  {} `{}`", p.yellow("edit"), tilde(&env, path));
             if sel.dry_run {
                 let name = path.display().to_string();
-                print!("{}", similar::TextDiff::from_lines(before, after).unified_diff().header(&format!("a{name}"), &format!("b{name}")));
+                print!(
+                    "{}",
+                    similar::TextDiff::from_lines(before, after)
+                        .unified_diff()
+                        .header(&format!("a{name}"), &format!("b{name}"))
+                );
             }
         }
         for m in &plan.moves {
@@ -63,13 +70,18 @@ pub fn run(sel: &Selection, install_after: bool) -> Result<i32> {
     }
     if sel.dry_run {
         if sel.json {
-            output::json(&serde_json::json!({"dry_run": true, "remove": selected, "edits": plan.edits.keys().collect::<Vec<_>>(), "moves": plan.moves}));
+            output::json(
+                &serde_json::json!({"dry_run": true, "remove": selected, "edits": plan.edits.keys().collect::<Vec<_>>(), "moves": plan.moves}),
+            );
         }
         return Ok(0);
     }
     if !selected.is_empty() && !sel.yes {
         if !interactive() {
-            return Err(Refusal("migrate changes config files; pass --yes to go ahead (or --dry-run to see the diff)".into()).into());
+            return Err(Refusal(
+                "migrate changes config files; pass --yes to go ahead (or --dry-run to see the diff)".into(),
+            )
+            .into());
         }
         if !dialoguer::Confirm::new().with_prompt("Remove these legacy integrations?").default(false).interact()? {
             return Err(Refusal("nothing was changed".into()).into());
@@ -91,16 +103,30 @@ pub fn run(sel: &Selection, install_after: bool) -> Result<i32> {
     let mut code = 0;
     if install_after && !targets.is_empty() {
         let (scope, _) = scope_and_project(sel)?;
-        code = super::install::install_harnesses(&env, &targets, scope, project.as_deref(), Options { dry_run: false, force: sel.force }, sel.json, false)?;
+        code = super::install::install_harnesses(
+            &env,
+            &targets,
+            scope,
+            project.as_deref(),
+            Options { dry_run: false, force: sel.force },
+            sel.json,
+            false,
+        )?;
     }
     if sel.json {
-        output::json(&serde_json::json!({"removed": selected, "edited": plan.edits.keys().collect::<Vec<_>>(), "moved": moved, "installed": targets.iter().map(|h| h.id()).collect::<Vec<_>>()}));
+        output::json(
+            &serde_json::json!({"removed": selected, "edited": plan.edits.keys().collect::<Vec<_>>(), "moved": moved, "installed": targets.iter().map(|h| h.id()).collect::<Vec<_>>()}),
+        );
     } else if !selected.is_empty() {
         eprintln!(
             "{} {} legacy integration(s); file backups are `<file>.ovmem.bak`{}",
             p.green("removed"),
             selected.len(),
-            if moved.is_empty() { String::new() } else { format!(", moved items are under `{}`", tilde(&env, &backup_root)) }
+            if moved.is_empty() {
+                String::new()
+            } else {
+                format!(", moved items are under `{}`", tilde(&env, &backup_root))
+            }
         );
     }
     Ok(code)

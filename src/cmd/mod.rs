@@ -56,7 +56,9 @@ pub fn select(sel: &Selection, env: &Env, verb: &str) -> Result<Vec<&'static Har
     let all = harness::all();
     let labels: Vec<String> = all
         .iter()
-        .map(|h| format!("{} ({}){}", h.id(), h.manifest.name, if h.detect(env).found() { "" } else { " - not detected" }))
+        .map(|h| {
+            format!("{} ({}){}", h.id(), h.manifest.name, if h.detect(env).found() { "" } else { " - not detected" })
+        })
         .collect();
     let defaults: Vec<bool> = all.iter().map(|h| h.detect(env).found()).collect();
     let picked = dialoguer::MultiSelect::new()

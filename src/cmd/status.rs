@@ -56,7 +56,11 @@ pub fn run(args: StatusArgs) -> Result<i32> {
     let mut out = Vec::new();
     for h in harness::all() {
         let detected = h.detect(&env);
-        let version = detected.binary.as_ref().filter(|_| !h.manifest.version_args.is_empty()).and_then(|b| version_of(b, &h.manifest.version_args));
+        let version = detected
+            .binary
+            .as_ref()
+            .filter(|_| !h.manifest.version_args.is_empty())
+            .and_then(|b| version_of(b, &h.manifest.version_args));
         let mut scopes = Vec::new();
         let mut wanted = vec![(Scope::User, None)];
         if let Some(p) = &project {
@@ -81,8 +85,13 @@ pub fn run(args: StatusArgs) -> Result<i32> {
                     let cwd = proj.clone().unwrap_or_else(|| env.home.clone());
                     Some(match trust::status(bin, m, h.id(), &location, &cwd) {
                         Ok((n, pending)) if pending.is_empty() && n > 0 => "trusted".to_string(),
-                        Ok((_, pending)) if !pending.is_empty() => format!("trust pending ({} hook(s)); open `/hooks` in {}", pending.len(), h.manifest.name),
-                        Ok(_) => format!("trust pending: {} lists none of ovmem's hooks (is the project trusted?)", h.manifest.name),
+                        Ok((_, pending)) if !pending.is_empty() => {
+                            format!("trust pending ({} hook(s)); open `/hooks` in {}", pending.len(), h.manifest.name)
+                        }
+                        Ok(_) => format!(
+                            "trust pending: {} lists none of ovmem's hooks (is the project trusted?)",
+                            h.manifest.name
+                        ),
                         Err(e) => format!("trust unknown: {e:#}"),
                     })
                 }
@@ -127,7 +136,9 @@ pub fn run(args: StatusArgs) -> Result<i32> {
     let p = Printer::new();
     for s in &out {
         let det = match (&s.detected.binary, &s.detected.config) {
-            (Some(b), _) => format!("`{}`{}", tilde(&env, b), s.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default()),
+            (Some(b), _) => {
+                format!("`{}`{}", tilde(&env, b), s.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default())
+            }
             (None, Some(c)) => format!("config `{}`", tilde(&env, c)),
             (None, None) => p.dim("not detected"),
         };
@@ -143,7 +154,12 @@ pub fn run(args: StatusArgs) -> Result<i32> {
                 continue;
             }
             let ok = sc.entries.iter().filter(|e| e.state == "ok").count();
-            println!("    {label}: {} {ok}/{} entries as installed (`{}`)", p.green("installed"), sc.entries.len(), tilde(&env, &sc.location));
+            println!(
+                "    {label}: {} {ok}/{} entries as installed (`{}`)",
+                p.green("installed"),
+                sc.entries.len(),
+                tilde(&env, &sc.location)
+            );
             for e in sc.entries.iter().filter(|e| e.state != "ok") {
                 println!("      {} {} {} in `{}`", p.yellow("!"), e.event, e.state, tilde(&env, &e.file));
             }
@@ -153,7 +169,12 @@ pub fn run(args: StatusArgs) -> Result<i32> {
             }
         }
         if !s.legacy.is_empty() {
-            println!("    {} {} (see `ovmem check`, replace with `ovmem migrate --harness {}`)", p.yellow("legacy:"), s.legacy.join(", "), s.harness);
+            println!(
+                "    {} {} (see `ovmem check`, replace with `ovmem migrate --harness {}`)",
+                p.yellow("legacy:"),
+                s.legacy.join(", "),
+                s.harness
+            );
         }
     }
     Ok(0)
@@ -171,7 +192,9 @@ fn version_of(bin: &std::path::Path, args: &[String]) -> Option<String> {
     loop {
         match child.try_wait() {
             Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() < std::time::Duration::from_secs(3) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Ok(None) if start.elapsed() < std::time::Duration::from_secs(3) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -190,14 +213,31 @@ fn entry_states(h: &harness::Harness, location: &std::path::Path, rec: Option<&r
     match h.manifest.kind {
         InstallKind::JsonHooks => {
             let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
-            let doc = fsx::read_opt(location).ok().flatten().and_then(|b| String::from_utf8(b).ok()).and_then(|t| Document::parse(&t).ok());
-            let recorded: Vec<receipt::Entry> = rec.and_then(|r| r.file(location)).map(|f| f.entries.clone()).unwrap_or_default();
-            let events: Vec<String> = doc.as_ref().and_then(|d| d.node_at(&[key])).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
-            for event in events.iter().chain(recorded.iter().map(|e| &e.event)).collect::<std::collections::BTreeSet<_>>() {
+            let doc = fsx::read_opt(location)
+                .ok()
+                .flatten()
+                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|t| Document::parse(&t).ok());
+            let recorded: Vec<receipt::Entry> =
+                rec.and_then(|r| r.file(location)).map(|f| f.entries.clone()).unwrap_or_default();
+            let events: Vec<String> = doc
+                .as_ref()
+                .and_then(|d| d.node_at(&[key]))
+                .map(|n| n.members().iter().map(|m| m.key.clone()).collect())
+                .unwrap_or_default();
+            for event in
+                events.iter().chain(recorded.iter().map(|e| &e.event)).collect::<std::collections::BTreeSet<_>>()
+            {
                 let doc = doc.as_ref().expect("events come from the document or the receipt");
                 let found: Vec<serde_json::Value> = doc
                     .node_at(&[key, event])
-                    .map(|a| a.elements().iter().filter_map(|n| doc.value(n)).filter(|v| entry_is_ours(v, h.id(), Some(event))).collect())
+                    .map(|a| {
+                        a.elements()
+                            .iter()
+                            .filter_map(|n| doc.value(n))
+                            .filter(|v| entry_is_ours(v, h.id(), Some(event)))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let want = recorded.iter().find(|e| &e.event == event);
                 let state = match (found.first(), want) {
@@ -224,7 +264,10 @@ fn entry_states(h: &harness::Harness, location: &std::path::Path, rec: Option<&r
             for hook in &h.manifest.hooks {
                 let p = location.join(&hook.event);
                 if !files.iter().any(|f| f.path == p)
-                    && fsx::read_opt(&p).ok().flatten().is_some_and(|b| script_is_ours(&String::from_utf8_lossy(&b), h.id(), &hook.event))
+                    && fsx::read_opt(&p)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|b| script_is_ours(&String::from_utf8_lossy(&b), h.id(), &hook.event))
                 {
                     out.push(EntryStatus { event: hook.event.clone(), file: p, state: "unrecorded" });
                 }

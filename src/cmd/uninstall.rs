@@ -22,7 +22,11 @@ pub fn run(args: UninstallArgs) -> Result<i32> {
     if !sel.yes && !sel.dry_run {
         let names: Vec<&str> = harnesses.iter().map(|h| h.id()).collect();
         if !interactive() {
-            return Err(Refusal(format!("uninstall changes config files of {}; pass --yes to go ahead (or --dry-run to see the diff)", names.join(", "))).into());
+            return Err(Refusal(format!(
+                "uninstall changes config files of {}; pass --yes to go ahead (or --dry-run to see the diff)",
+                names.join(", ")
+            ))
+            .into());
         }
         let go = dialoguer::Confirm::new()
             .with_prompt(format!("Remove ovmem from {} ({} scope)?", names.join(", "), scope.as_str()))
@@ -81,7 +85,8 @@ pub fn run(args: UninstallArgs) -> Result<i32> {
             crate::fsx::remove_empty_dirs(&[home.clone(), bin.parent().unwrap().to_path_buf()]);
             if !sel.json {
                 let db = home.join("memory.db");
-                let kept = if db.exists() { format!("; memories stay in `{}`", tilde(&env, &db)) } else { String::new() };
+                let kept =
+                    if db.exists() { format!("; memories stay in `{}`", tilde(&env, &db)) } else { String::new() };
                 eprintln!("{} runtime `{}`{kept}", p.yellow("removed"), tilde(&env, &bin));
             }
         }

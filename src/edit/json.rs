@@ -198,7 +198,8 @@ impl Document {
         let obj = self.node_at(path).cloned().expect("caller checked the path");
         let key_json = serde_json::to_string(key).expect("strings serialise");
         let colon = if !self.is_multiline(&obj) && self.is_tight(&obj) { ":" } else { ": " };
-        let item = |this: &Self, indent: &str, multi: bool| format!("{key_json}{colon}{}", this.render(value, indent, multi));
+        let item =
+            |this: &Self, indent: &str, multi: bool| format!("{key_json}{colon}{}", this.render(value, indent, multi));
         self.insert_child(&obj, item)
     }
 
@@ -208,11 +209,7 @@ impl Document {
         self.insert_child(&arr, |this, indent, multi| this.render(value, indent, multi))
     }
 
-    fn insert_child(
-        &mut self,
-        container: &Node,
-        item: impl Fn(&Self, &str, bool) -> String,
-    ) -> Result<(), ParseError> {
+    fn insert_child(&mut self, container: &Node, item: impl Fn(&Self, &str, bool) -> String) -> Result<(), ParseError> {
         let spans = container.child_spans();
         let nl = self.newline();
         match spans.last() {
@@ -504,7 +501,10 @@ mod tests {
     #[test]
     fn insert_keeps_style() {
         let out = roundtrip("{\n\t\"a\": 1\n}\n", &[], "k");
-        assert_eq!(out, "{\n\t\"a\": 1,\n\t\"k\": [\n\t\t{\n\t\t\t\"command\": \"x\",\n\t\t\t\"timeout\": 5\n\t\t}\n\t]\n}\n");
+        assert_eq!(
+            out,
+            "{\n\t\"a\": 1,\n\t\"k\": [\n\t\t{\n\t\t\t\"command\": \"x\",\n\t\t\t\"timeout\": 5\n\t\t}\n\t]\n}\n"
+        );
         let out = roundtrip("{\r\n  \"a\": 1\r\n}\r\n", &[], "k");
         assert!(!out.replace("\r\n", "").contains('\n'), "only CRLF: {out:?}");
         let out = roundtrip("\u{feff}{\"a\":1}", &[], "k");
@@ -516,7 +516,9 @@ mod tests {
     #[test]
     fn remove_first_middle_last_elements() {
         let src = "{\"h\": [\n  1,\n  2,\n  3\n]}";
-        for (i, want) in [(0, "{\"h\": [\n  2,\n  3\n]}"), (1, "{\"h\": [\n  1,\n  3\n]}"), (2, "{\"h\": [\n  1,\n  2\n]}")] {
+        for (i, want) in
+            [(0, "{\"h\": [\n  2,\n  3\n]}"), (1, "{\"h\": [\n  1,\n  3\n]}"), (2, "{\"h\": [\n  1,\n  2\n]}")]
+        {
             let mut d = Document::parse(src).unwrap();
             d.remove_child(&["h"], i).unwrap();
             assert_eq!(d.finish(), want);

@@ -58,7 +58,11 @@ fn content_text(v: &Value) -> Option<String> {
         Value::Array(parts) => {
             let texts: Vec<&str> = parts
                 .iter()
-                .filter(|p| p.get("type").and_then(Value::as_str).is_none_or(|t| t == "text" || t == "output_text" || t == "input_text"))
+                .filter(|p| {
+                    p.get("type")
+                        .and_then(Value::as_str)
+                        .is_none_or(|t| t == "text" || t == "output_text" || t == "input_text")
+                })
                 .filter_map(|p| p.get("text").and_then(Value::as_str))
                 .collect();
             (!texts.is_empty()).then(|| texts.join("\n"))
@@ -71,12 +75,7 @@ fn content_text(v: &Value) -> Option<String> {
 /// (`{type, message:{role, content}}`, `{role, message:{content}}`, `{role, content}`).
 fn line_message(v: &Value) -> Option<(String, String)> {
     let msg = v.get("message").filter(|m| m.is_object()).unwrap_or(v);
-    let role = msg
-        .get("role")
-        .or_else(|| v.get("role"))
-        .or_else(|| v.get("type"))
-        .and_then(Value::as_str)?
-        .to_string();
+    let role = msg.get("role").or_else(|| v.get("role")).or_else(|| v.get("type")).and_then(Value::as_str)?.to_string();
     let text = content_text(msg.get("content")?)?;
     let text = text.replace("[REDACTED]", "");
     (!text.trim().is_empty()).then_some((role, text))

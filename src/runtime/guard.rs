@@ -24,7 +24,8 @@ fn classify(tool: &str) -> Option<ToolKind> {
     }
 }
 
-const PATH_KEYS: &[&str] = &["file_path", "filePath", "filepath", "path", "uri", "target_uri", "targetUri", "notebook_path"];
+const PATH_KEYS: &[&str] =
+    &["file_path", "filePath", "filepath", "path", "uri", "target_uri", "targetUri", "notebook_path"];
 
 /// The memory URI in `s`, when `s` is one (a scheme from `schemes` followed by a non-empty path).
 fn memory_uri<'a>(s: &'a str, schemes: &[String]) -> Option<&'a str> {
@@ -48,7 +49,9 @@ pub fn check(tool: &str, input: Option<&Value>, schemes: &[String], guarded: &[S
             if kind == ToolKind::Glob {
                 keys.push("pattern");
             }
-            keys.iter().find_map(|k| input.get(*k).and_then(Value::as_str).and_then(|s| memory_uri(s, schemes)).map(String::from))
+            keys.iter().find_map(|k| {
+                input.get(*k).and_then(Value::as_str).and_then(|s| memory_uri(s, schemes)).map(String::from)
+            })
         }
         ToolKind::Shell => {
             let cmd = match input.get("command") {

@@ -92,12 +92,10 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
     }
     let f = &adapter.fields;
     let cwd = first_string(&v, &f.cwd).map(PathBuf::from).filter(|p| p.is_absolute());
-    let session = first_string(&v, &f.session)
-        .map(|s| sanitise_session(&s))
-        .unwrap_or_else(|| match &cwd {
-            Some(c) => format!("cwd-{}", &crate::fsx::sha256_hex(c.to_string_lossy().as_bytes())[..16]),
-            None => "unknown".into(),
-        });
+    let session = first_string(&v, &f.session).map(|s| sanitise_session(&s)).unwrap_or_else(|| match &cwd {
+        Some(c) => format!("cwd-{}", &crate::fsx::sha256_hex(c.to_string_lossy().as_bytes())[..16]),
+        None => "unknown".into(),
+    });
     let tool = first_string(&v, &f.tool).or_else(|| adapter.tool_by_event.get(native).cloned());
     Ok(Event {
         kind,
@@ -140,7 +138,10 @@ mod tests {
         let a = adapter("cline");
         let v3 = br#"{"hookName":"UserPromptSubmit","taskId":"t1","workspaceRoots":["/w"],"userPromptSubmit":{"prompt":"hi there"}}"#;
         let e = parse(&a, "UserPromptSubmit", v3).unwrap();
-        assert_eq!((e.session.as_str(), e.prompt.as_deref(), e.cwd.as_deref()), ("t1", Some("hi there"), Some(Path::new("/w"))));
+        assert_eq!(
+            (e.session.as_str(), e.prompt.as_deref(), e.cwd.as_deref()),
+            ("t1", Some("hi there"), Some(Path::new("/w")))
+        );
         let sdk = br#"{"hookName":"tool_call","taskId":"t2","workspaceRoots":["/w"],"tool_call":{"name":"read_file","input":{"path":"a"}}}"#;
         let e = parse(&a, "PreToolUse", sdk).unwrap();
         assert_eq!(e.tool.as_deref(), Some("read_file"));

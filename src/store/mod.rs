@@ -63,7 +63,8 @@ impl Store {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("could not create `{}`", dir.display()))?;
         }
-        let conn = Connection::open(path).with_context(|| format!("could not open the memory store `{}`", path.display()))?;
+        let conn =
+            Connection::open(path).with_context(|| format!("could not open the memory store `{}`", path.display()))?;
         conn.busy_timeout(busy)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "mmap_size", 256i64 << 20)?;
@@ -71,7 +72,10 @@ impl Store {
         // WAL mode is a property of the database file: set once, when it is created or migrated.
         let version: i64 = store.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         if version as usize != MIGRATIONS.len() {
-            store.conn.pragma_update(None, "journal_mode", "WAL").context("could not switch the memory store to WAL")?;
+            store
+                .conn
+                .pragma_update(None, "journal_mode", "WAL")
+                .context("could not switch the memory store to WAL")?;
             store.migrate().with_context(|| format!("could not prepare the memory store `{}`", path.display()))?;
         }
         Ok(store)
@@ -120,7 +124,14 @@ impl Store {
     }
 
     /// Adds a memory; `None` when the same content is already in that bank.
-    pub fn add(&self, bank: &str, content: &str, harness: Option<&str>, session: Option<&str>, at: i64) -> Result<Option<i64>> {
+    pub fn add(
+        &self,
+        bank: &str,
+        content: &str,
+        harness: Option<&str>,
+        session: Option<&str>,
+        at: i64,
+    ) -> Result<Option<i64>> {
         let hash = sha256_hex(normalise(content).as_bytes());
         let n = self.conn.execute(
             "INSERT OR IGNORE INTO memories (bank, content, hash, bank_key, harness, session, created_at)
@@ -233,7 +244,14 @@ impl Store {
 }
 
 fn row_memory(r: &rusqlite::Row) -> rusqlite::Result<Memory> {
-    Ok(Memory { id: r.get(0)?, bank: r.get(1)?, content: r.get(2)?, harness: r.get(3)?, session: r.get(4)?, created_at: r.get(5)? })
+    Ok(Memory {
+        id: r.get(0)?,
+        bank: r.get(1)?,
+        content: r.get(2)?,
+        harness: r.get(3)?,
+        session: r.get(4)?,
+        created_at: r.get(5)?,
+    })
 }
 
 /// The bank as one FTS token: `b` and 24 hex digits of its hash.
@@ -246,10 +264,10 @@ fn normalise(s: &str) -> String {
 }
 
 const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has",
-    "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please", "should", "so",
-    "that", "the", "their", "them", "then", "there", "these", "this", "to", "us", "was", "we", "were", "what", "when", "where",
-    "which", "who", "why", "will", "with", "would", "you", "your",
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had",
+    "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please",
+    "should", "so", "that", "the", "their", "them", "then", "there", "these", "this", "to", "us", "was", "we", "were",
+    "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
 ];
 
 /// Turns free text into a safe FTS5 query: quoted terms joined by OR, stopwords dropped.
