@@ -468,3 +468,33 @@ fn codex_without_its_binary_reports_trust_pending() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["harnesses"][0]["trust"]["state"], "pending");
 }
+
+#[test]
+fn installed_commands_run_under_sh_from_a_home_with_spaces_and_quotes() {
+    let t = tempfile::tempdir().unwrap();
+    let home = t.path().join("my home/o'neil ✓");
+    std::fs::create_dir_all(&home).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(OVMEM).args(args).env_clear().env("HOME", &home).env("PATH", "/usr/bin:/bin").output().unwrap()
+    };
+    assert!(run(&["install", "--harness", "claude-code,cursor"]).status.success());
+    for (rel, event, noop) in
+        [(".claude/settings.json", "Stop", "{}"), (".cursor/hooks.json", "beforeSubmitPrompt", r#"{"continue":true}"#)]
+    {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.join(rel)).unwrap()).unwrap();
+        let mut cmds = Vec::new();
+        ovmem::integrate::commands(&v["hooks"][event], &mut cmds);
+        let mut child = Command::new("sh")
+            .args(["-c", &cmds[0]])
+            .env_clear()
+            .env("HOME", &home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"{\"session_id\":\"s\"}").unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{rel}: `{}` did not run", cmds[0]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), noop, "{rel}");
+    }
+}
