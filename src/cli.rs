@@ -34,6 +34,8 @@ pub enum Command {
     Migrate(MigrateArgs),
     /// Run a hook (what the harnesses call; reads stdin, writes the harness's output)
     Hook { harness: String, event: String },
+    /// Serve the memory tools over MCP (stdio), as registered by `ovmem install`
+    Mcp,
     /// Search, add, list, forget, export and import memories
     #[command(subcommand)]
     Memory(MemoryCommand),
@@ -201,6 +203,7 @@ pub fn run() -> i32 {
         Command::Status(a) => cmd::status::run(a),
         Command::Hook { harness, event } => Ok(crate::runtime::main(&[harness, event])),
         Command::Memory(m) => cmd::memory::run(m),
+        Command::Mcp => crate::mcp::serve(),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Completions { shell } => {
             clap_complete::generate(

@@ -69,6 +69,10 @@ pub struct Manifest {
     pub root_defaults: toml::Table,
     /// How hooks get trusted after install, when the harness gates them.
     pub trust: Option<String>,
+    /// The `ovmem mcp` server entry (a JSON value) and the object it goes in, for scopes that
+    /// name an `mcp_file`.
+    pub mcp_template: Option<String>,
+    pub mcp_key: Option<String>,
     pub project_scope_note: Option<String>,
     pub scopes: Scopes,
     pub hooks: Vec<HookSpec>,
@@ -85,6 +89,7 @@ pub struct Scopes {
 #[serde(deny_unknown_fields)]
 pub struct ScopeSpec {
     pub file: Option<String>,
+    pub mcp_file: Option<String>,
     pub dir: Option<String>,
     pub fallback_dir: Option<String>,
     pub fallback_note: Option<String>,
@@ -320,6 +325,7 @@ pub fn render(name: &str, p: &Placeholders) -> Result<String> {
         |s: &str| if json { serde_json::to_string(s).unwrap().trim_matches('"').to_string() } else { s.to_string() };
     let out = text
         .replace("{{OVMEM_BIN}}", &esc(&shell_quote(&p.bin.to_string_lossy())))
+        .replace("{{OVMEM_BIN_PATH}}", &esc(&p.bin.to_string_lossy()))
         .replace("{{OVMEM_HOME}}", &esc(&shell_quote(&p.ovmem_home.to_string_lossy())))
         .replace("{{HARNESS}}", &esc(p.harness))
         .replace("{{EVENT}}", &esc(p.event))

@@ -165,21 +165,49 @@ impl Target<'_> {
     pub fn install(&self, opts: Options) -> Result<Report> {
         let _lock = self.scope_lock(opts)?;
         let old = receipt::load(&self.receipt_path())?;
-        let jobs = match self.harness.manifest.kind {
+        let mut jobs = match self.harness.manifest.kind {
             InstallKind::JsonHooks => vec![self.json_job(true, old.as_ref(), opts)?],
             InstallKind::ScriptDir => self.script_jobs(true, old.as_ref(), opts)?,
         };
+        jobs.extend(self.mcp_job(true, old.as_ref(), opts)?);
         self.run(jobs, old, opts, true)
     }
 
     pub fn uninstall(&self, opts: Options) -> Result<Report> {
         let _lock = self.scope_lock(opts)?;
         let old = receipt::load(&self.receipt_path())?;
-        let jobs = match self.harness.manifest.kind {
+        let mut jobs = match self.harness.manifest.kind {
             InstallKind::JsonHooks => vec![self.json_job(false, old.as_ref(), opts)?],
             InstallKind::ScriptDir => self.script_jobs(false, old.as_ref(), opts)?,
         };
+        jobs.extend(self.mcp_job(false, old.as_ref(), opts)?);
         self.run(jobs, old, opts, false)
+    }
+
+    /// The `ovmem` MCP server entry, where the manifest and scope name one.
+    fn mcp_job<'a>(&'a self, install: bool, old: Option<&Receipt>, opts: Options) -> Result<Option<Job<'a>>> {
+        let m = &self.harness.manifest;
+        let (Some(template), Some(key)) = (&m.mcp_template, &m.mcp_key) else { return Ok(None) };
+        let Some(file) = &self.harness.scope(self.scope)?.mcp_file else { return Ok(None) };
+        let path = self.env.expand(file, self.project.as_deref())?;
+        let bin = self.env.runtime_bin();
+        let home = self.env.ovmem_home();
+        let hook = harness::HookSpec { event: "mcp".into(), matcher: None, timeout: None };
+        let value: Value = serde_json::from_str(&harness::render(template, &self.placeholders(&bin, &home, &hook))?)?;
+        let record = old.and_then(|r| r.file(&path)).cloned();
+        let p = path.clone();
+        let key = key.clone();
+        Ok(Some(Job {
+            path,
+            mode: Some(0o600),
+            compute: Box::new(move |text| {
+                if install {
+                    member_install(&p, text, &key, MCP_NAME, &value, record.as_ref(), opts.force)
+                } else {
+                    member_uninstall(&p, text, &key, MCP_NAME, record.as_ref(), opts.force)
+                }
+            }),
+        }))
     }
 
     fn json_job<'a>(&'a self, install: bool, old: Option<&Receipt>, opts: Options) -> Result<Job<'a>> {
@@ -242,8 +270,9 @@ impl Target<'_> {
                 });
             }
         } else {
-            let mut paths: Vec<PathBuf> =
-                old.map(|r| r.files.iter().map(|f| f.path.clone()).collect()).unwrap_or_default();
+            let mut paths: Vec<PathBuf> = old
+                .map(|r| r.files.iter().filter(|f| f.format == "script").map(|f| f.path.clone()).collect())
+                .unwrap_or_default();
             // Without a receipt, or for older installs, find ovmem's scripts by their marker.
             for d in std::iter::once(dir.clone()).chain(fallback.iter().map(|f| f.0.clone())) {
                 for hook in &self.harness.manifest.hooks {
@@ -394,8 +423,14 @@ impl Target<'_> {
                 for f in &report.files {
                     cleanup_backups(&f.path, &written);
                 }
-                for f in old.iter().flat_map(|o| o.files.iter()) {
-                    fsx::remove_empty_dirs(&f.created_dirs);
+                // Every directory ovmem created, deepest first, so a parent made for one file goes
+                // once the children made for another are gone.
+                let mut dirs: Vec<PathBuf> =
+                    old.iter().flat_map(|o| o.files.iter()).flat_map(|f| f.created_dirs.iter().cloned()).collect();
+                dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+                dirs.dedup();
+                for d in dirs {
+                    fsx::remove_empty_dirs(&[d]);
                 }
             }
         }
@@ -649,6 +684,141 @@ fn json_uninstall(
             if let Some(idx) = doc.member_index(&[], k) {
                 doc.remove_child(&[], idx).map_err(|e| anyhow::anyhow!(e))?;
             }
+        }
+    }
+    let created = record.is_some_and(|r| r.created);
+    let after = if created && doc.root.members().is_empty() { None } else { Some(doc.finish()) };
+    Ok(Computed { after, record: None, notes, warnings: Vec::new() })
+}
+
+/// The name ovmem's MCP server is registered under.
+pub const MCP_NAME: &str = "ovmem";
+
+/// Whether an MCP server entry runs some ovmem binary's `mcp` (any install path).
+fn mcp_entry_is_ours(v: &Value) -> bool {
+    v.get("command").and_then(Value::as_str).is_some_and(|c| Path::new(c).file_name().is_some_and(|n| n == "ovmem"))
+        && v.get("args").and_then(Value::as_array).is_some_and(|a| a.first().and_then(Value::as_str) == Some("mcp"))
+}
+
+/// Puts `name: value` into the object at dotted `key` (creating it, and the file, when missing).
+fn member_install(
+    path: &Path,
+    text: Option<&str>,
+    key: &str,
+    name: &str,
+    value: &Value,
+    record: Option<&FileRecord>,
+    force: bool,
+) -> Result<Computed> {
+    let created = text.is_none() || record.is_some_and(|r| r.created);
+    let mut doc = parse(path, text.unwrap_or("{}\n"))?;
+    let mut created_keys: Vec<String> = record.map(|r| r.created_keys.clone()).unwrap_or_default();
+    let keys: Vec<&str> = key.split('.').collect();
+    for i in 0..keys.len() {
+        match doc.node_at(&keys[..=i]) {
+            None => {
+                doc.insert_member(&keys[..i], keys[i], &Value::Object(Default::default()))
+                    .map_err(|e| anyhow::anyhow!(e))?;
+                push_unique(&mut created_keys, keys[..=i].join("."));
+            }
+            Some(n) if !n.is_object() => {
+                return Err(Unparseable {
+                    path: path.into(),
+                    detail: format!("`{}` is not an object", keys[..=i].join(".")),
+                }
+                .into());
+            }
+            Some(_) => {}
+        }
+    }
+    let hash = receipt::hash_value(value);
+    let recorded = record.and_then(|r| r.entries.first()).map(|e| e.sha256.clone());
+    let mut full = keys.clone();
+    full.push(name);
+    let (action, sha, detail) = match doc.node_at(&full).cloned() {
+        None => {
+            doc.insert_member(&keys, name, value).map_err(|e| anyhow::anyhow!(e))?;
+            (Action::Added, hash, None)
+        }
+        Some(node) => {
+            let current = doc.value(&node).unwrap_or(Value::Null);
+            let current_hash = receipt::hash_value(&current);
+            if current == *value {
+                (Action::Unchanged, hash, None)
+            } else if !mcp_entry_is_ours(&current) && !force {
+                (
+                    Action::Conflict,
+                    current_hash,
+                    Some(format!("an MCP server named `{name}` that is not ovmem's is already there; left alone")),
+                )
+            } else if force || recorded.as_deref().is_none_or(|r| r == current_hash) {
+                doc.replace_value(&node, value).map_err(|e| anyhow::anyhow!(e))?;
+                (Action::Updated, hash, None)
+            } else {
+                (
+                    Action::UserEdited,
+                    recorded.unwrap_or(current_hash),
+                    Some("edited since install; left as it is (--force replaces it)".into()),
+                )
+            }
+        }
+    };
+    let ours = action != Action::Conflict;
+    Ok(Computed {
+        after: Some(doc.finish()),
+        record: ours.then(|| FileRecord {
+            path: path.to_path_buf(),
+            format: "json".into(),
+            created,
+            created_dirs: record.map(|r| r.created_dirs.clone()).unwrap_or_default(),
+            created_keys,
+            entries: vec![Entry { event: "mcp".into(), key_path: format!("{key}.{name}"), sha256: sha }],
+            backup_hash: None,
+        }),
+        notes: vec![EntryNote { event: "mcp".into(), action, detail }],
+        warnings: Vec::new(),
+    })
+}
+
+/// Takes `name` out of the object at dotted `key` again, with the containers ovmem created.
+fn member_uninstall(
+    path: &Path,
+    text: Option<&str>,
+    key: &str,
+    name: &str,
+    record: Option<&FileRecord>,
+    force: bool,
+) -> Result<Computed> {
+    let Some(text) = text else { return Ok(Computed { after: None, record: None, notes: vec![], warnings: vec![] }) };
+    let mut doc = parse(path, text)?;
+    let keys: Vec<&str> = key.split('.').collect();
+    let mut full = keys.clone();
+    full.push(name);
+    let mut notes = Vec::new();
+    if let Some(node) = doc.node_at(&full).cloned() {
+        let current = doc.value(&node).unwrap_or(Value::Null);
+        let recorded = record.and_then(|r| r.entries.first()).map(|e| e.sha256.clone());
+        let edited = recorded.as_deref().is_some_and(|r| r != receipt::hash_value(&current));
+        if !mcp_entry_is_ours(&current) && record.is_none() {
+            // Someone else's server under the same name, never ovmem's: not touched.
+        } else if edited && !force {
+            notes.push(EntryNote {
+                event: "mcp".into(),
+                action: Action::UserEdited,
+                detail: Some("edited since install; left in place (--force removes it)".into()),
+            });
+        } else {
+            let idx = doc.member_index(&keys, name).expect("member");
+            doc.remove_child(&keys, idx).map_err(|e| anyhow::anyhow!(e))?;
+            notes.push(EntryNote { event: "mcp".into(), action: Action::Removed, detail: None });
+        }
+    }
+    let created_keys: &[String] = record.map(|r| r.created_keys.as_slice()).unwrap_or(&[]);
+    for i in (0..keys.len()).rev() {
+        let here = keys[..=i].join(".");
+        if created_keys.contains(&here) && doc.node_at(&keys[..=i]).is_some_and(|n| n.members().is_empty()) {
+            let idx = doc.member_index(&keys[..i], keys[i]).expect("member");
+            doc.remove_child(&keys[..i], idx).map_err(|e| anyhow::anyhow!(e))?;
         }
     }
     let created = record.is_some_and(|r| r.created);

@@ -10,6 +10,7 @@ pub mod fsx;
 pub mod harness;
 pub mod integrate;
 pub mod legacy;
+pub mod mcp;
 pub mod output;
 pub mod receipt;
 pub mod runtime;

@@ -260,7 +260,7 @@ fn claude(lab: &Lab, bin: &Path, prompt: &str) -> Output {
 
 /// Two Claude Code sessions: the fact told in the first reaches the model in the second,
 /// inside `<ovmem-memory>`.
-fn claude_two_sessions(lab: &Lab, bin: &Path) {
+fn claude_two_sessions(lab: &Lab, bin: &Path, expect_mcp: bool) {
     claude(lab, bin, FACT);
     assert_fired(
         lab,
@@ -277,6 +277,12 @@ fn claude_two_sessions(lab: &Lab, bin: &Path) {
     let main = reqs.iter().find(|r| body_text(r).contains(QUESTION)).expect("session 2 reached the model");
     let body = body_text(main);
     assert!(body.contains("ovmem-memory") && body.contains("BLUEHERON-7"), "memory not injected in session 2: {body}");
+    let tools: Vec<&str> = main["body"]["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    // The memory tools are registered at user scope (project scope has hooks only).
+    assert_eq!(tools.contains(&"mcp__ovmem__memory_search"), expect_mcp, "ovmem's MCP tools in the request: {tools:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("STUB_REPLY"));
 }
 
@@ -288,7 +294,7 @@ fn claude_code_user_scope_remembers_across_sessions_and_uninstalls_cleanly() {
     std::fs::write(lab.home.join(".claude/settings.json"), "{\n  \"theme\": \"dark\"\n}\n").unwrap();
     let before = lab.snapshot();
     lab.ovmem(&["install", "--harness", "claude-code"]);
-    claude_two_sessions(&lab, &bin);
+    claude_two_sessions(&lab, &bin, true);
 
     lab.ovmem(&["uninstall", "--harness", "claude-code", "--yes"]);
     assert_eq!(
@@ -307,7 +313,7 @@ fn claude_code_project_scope() {
     lab.ovmem(&["install", "--harness", "claude-code", "--scope", "project", "--project", lab.proj.to_str().unwrap()]);
     assert!(lab.proj.join(".claude/settings.json").exists());
     assert!(!lab.home.join(".claude/settings.json").exists());
-    claude_two_sessions(&lab, &bin);
+    claude_two_sessions(&lab, &bin, false);
     lab.ovmem(&[
         "uninstall",
         "--harness",
@@ -408,6 +414,20 @@ fn cline_cli_captures_the_turn_and_another_harness_recalls_it() {
     assert_fired(&lab, "cline", &["TaskStart", "TaskComplete"], &["taskId", "hookName", "workspaceRoots"]);
     assert_fired(&lab, "cline", &["TaskComplete"], &["turn"]);
     assert!(lab.memories().contains("BLUEHERON-7"), "cline's turn was not captured: {}", lab.memories());
+    // Cline's own hooks cannot inject (fire-and-forget): memory reaches it as MCP tools.
+    let reqs = lab.requests();
+    let chat = reqs
+        .iter()
+        .find(|r| r["path"].as_str().unwrap_or("").ends_with("/chat/completions"))
+        .expect("cline reached the model");
+    let tools: Vec<&str> = chat["body"]["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["function"]["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t.ends_with("memory_search")),
+        "ovmem's MCP tools did not reach Cline's model: {tools:?}"
+    );
 
     // The same project in Claude Code recalls what was said in Cline.
     lab.clear_requests();

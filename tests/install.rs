@@ -451,11 +451,15 @@ fn json_reports_and_status() {
     let codex = v.as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();
     assert_eq!(codex["scopes"][0]["installed"], false);
     let out = home.ok(&["status"]);
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("installed 6/6 entries"),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("installed 7/7 entries as installed (`~/.cursor/hooks.json`)"), "{text}");
+    assert!(text.contains("installed 6/6 entries as installed (`~/.claude/settings.json`)"), "{text}");
+    let cursor = v.as_array().unwrap().iter().find(|h| h["harness"] == "cursor").unwrap();
+    assert!(cursor["scopes"][0]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["event"] == "mcp server" && e["state"] == "ok"));
 }
 
 #[test]

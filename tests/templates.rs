@@ -24,6 +24,19 @@ fn rendered_templates() {
             };
             out.push_str(&format!("# {} ({name})\n{}\n", hook.event, harness::render(&name, &p).unwrap().trim_end()));
         }
+        if let Some(t) = &h.manifest.mcp_template {
+            let p = Placeholders {
+                bin: Path::new("/home/dev/.ovmem/bin/ovmem"),
+                harness: h.id(),
+                event: "mcp",
+                timeout: 30,
+                matcher: "",
+                ovmem_home: Path::new("/home/dev/.ovmem"),
+            };
+            let rendered = harness::render(t, &p).unwrap();
+            serde_json::from_str::<serde_json::Value>(&rendered).unwrap();
+            out.push_str(&format!("# MCP server `ovmem` ({t})\n{}\n", rendered.trim_end()));
+        }
         insta::assert_snapshot!(format!("template__{}", h.id()), out);
     }
 }

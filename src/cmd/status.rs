@@ -78,7 +78,8 @@ pub fn run(args: StatusArgs) -> Result<i32> {
             let target = Target { env: &env, harness: h, scope, project: proj.clone() };
             let location = target.location()?;
             let rec = receipt::load(&receipt::path(&env.ovmem_home(), h.id(), scope, proj.as_deref()))?;
-            let entries = entry_states(h, &location, rec.as_ref());
+            let mut entries = entry_states(h, &location, rec.as_ref());
+            entries.extend(mcp_states(rec.as_ref()));
             let installed = rec.is_some() || !entries.is_empty();
             let trust = match (&h.manifest.trust, installed, &detected.binary) {
                 (Some(m), true, Some(bin)) if h.manifest.kind == InstallKind::JsonHooks => {
@@ -205,6 +206,28 @@ fn version_of(bin: &std::path::Path, args: &[String]) -> Option<String> {
     let mut s = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take()?, &mut s).ok()?;
     s.lines().next().map(|l| l.trim().to_string()).filter(|l| !l.is_empty())
+}
+
+/// The state of the `ovmem` MCP server entries the receipt records.
+fn mcp_states(rec: Option<&receipt::Receipt>) -> Vec<EntryStatus> {
+    let mut out = Vec::new();
+    for f in rec.map(|r| r.files.as_slice()).unwrap_or(&[]) {
+        let Some(e) = f.entries.iter().find(|e| e.event == "mcp") else { continue };
+        let keys: Vec<&str> = e.key_path.split('.').collect();
+        let value = fsx::read_opt(&f.path)
+            .ok()
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|t| Document::parse(&t).ok())
+            .and_then(|d| d.node_at(&keys).and_then(|n| d.value(n)));
+        let state = match value {
+            None => "missing",
+            Some(v) if receipt::hash_value(&v) == e.sha256 => "ok",
+            Some(_) => "edited",
+        };
+        out.push(EntryStatus { event: "mcp server".into(), file: f.path.clone(), state });
+    }
+    out
 }
 
 /// The state of each ovmem entry at a location, against the receipt.

@@ -157,10 +157,14 @@ impl Document {
         self.text[node.start..node.end].contains('\n')
     }
 
-    /// A one-line container written without spaces after `,` and `:` (`{"a":1,"b":2}`).
+    /// A one-line container written without spaces after `,` and `:` (`{"a":1,"b":2}`). Only
+    /// positive evidence counts: an empty container is judged by the whole document, and a
+    /// document with no separators at all is not tight.
     fn is_tight(&self, node: &Node) -> bool {
-        let t = &self.text[node.start..node.end];
-        !t.contains(", ") && !t.contains(": ")
+        let t = if node.child_spans().is_empty() { &self.text[..] } else { &self.text[node.start..node.end] };
+        let loose = t.contains(": ") || t.contains(", ");
+        let tight = t.contains("\":") && !t.contains("\": ");
+        tight && !loose
     }
 
     /// Renders `value` as it would sit at `indent`, in the file's style.

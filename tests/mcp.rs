@@ -1,0 +1,110 @@
+//! `ovmem mcp` (the memory tools over stdio MCP) and its registration by `ovmem install`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+
+#[test]
+fn the_memory_tools_speak_mcp_over_stdio() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = home.path().join("app");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    let mut child = Command::new(OVMEM)
+        .arg("mcp")
+        .env_clear()
+        .env("HOME", home.path())
+        .env("CLAUDE_PROJECT_DIR", &proj)
+        .current_dir(home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut call = |msg: Value| -> Option<Value> {
+        writeln!(stdin, "{msg}").unwrap();
+        msg.get("id")?;
+        Some(serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap())
+    };
+    let init = call(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})).unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2025-03-26");
+    assert_eq!(init["result"]["serverInfo"]["name"], "ovmem");
+    assert!(call(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).is_none());
+    let tools = call(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).unwrap();
+    let names: Vec<&str> =
+        tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["memory_search", "memory_add", "memory_recent"]);
+    let add = call(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_add", "arguments": {"text": "Release branches are cut every Tuesday."}}})).unwrap();
+    assert!(add["result"]["content"][0]["text"].as_str().unwrap().starts_with("Remembered"), "{add}");
+    let found = call(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "memory_search", "arguments": {"query": "when are release branches cut"}}})).unwrap();
+    let text = found["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("<ovmem-memory>") && text.contains("Tuesday"), "{text}");
+    let bad = call(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "memory_add", "arguments": {}}}),
+    )
+    .unwrap();
+    assert_eq!(bad["result"]["isError"], true);
+    let unknown = call(json!({"jsonrpc": "2.0", "id": 6, "method": "no/such"})).unwrap();
+    assert_eq!(unknown["error"]["code"], -32601);
+    let garbage = {
+        writeln!(stdin, "not json").unwrap();
+        serde_json::from_str::<Value>(&lines.next().unwrap().unwrap()).unwrap()
+    };
+    assert_eq!(garbage["error"]["code"], -32700);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    // The fact is in the project's bank, so hooks in any harness recall it too.
+    let out = Command::new(OVMEM)
+        .args(["memory", "search", "release branches", "--project"])
+        .arg(&proj)
+        .env_clear()
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Tuesday"));
+}
+
+fn run(home: &Path, args: &[&str]) -> std::process::Output {
+    let out =
+        Command::new(OVMEM).args(args).env_clear().env("HOME", home).env("PATH", "/usr/bin:/bin").output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+#[test]
+fn install_registers_the_server_beside_the_users_own_and_uninstall_takes_it_out() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let original = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mcp/claude.json")).unwrap();
+    std::fs::write(h.join(".claude.json"), &original).unwrap();
+    run(h, &["install", "--harness", "claude-code,cursor,cline"]);
+    let claude: Value = serde_json::from_slice(&std::fs::read(h.join(".claude.json")).unwrap()).unwrap();
+    assert_eq!(claude["mcpServers"]["github"]["command"], "gh-mcp");
+    assert_eq!(claude["mcpServers"]["ovmem"]["args"], json!(["mcp"]));
+    assert_eq!(claude["mcpServers"]["ovmem"]["command"], h.join(".ovmem/bin/ovmem").to_str().unwrap());
+    for rel in [".cursor/mcp.json", ".cline/data/settings/cline_mcp_settings.json"] {
+        let v: Value = serde_json::from_slice(&std::fs::read(h.join(rel)).unwrap()).unwrap();
+        assert_eq!(v["mcpServers"]["ovmem"]["args"], json!(["mcp"]), "{rel}");
+    }
+    run(h, &["uninstall", "--yes"]);
+    assert_eq!(std::fs::read(h.join(".claude.json")).unwrap(), original);
+    assert!(!h.join(".cursor").exists() && !h.join(".cline").exists());
+}
+
+#[test]
+fn a_users_own_server_named_ovmem_is_left_alone() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    std::fs::create_dir_all(h.join(".cursor")).unwrap();
+    let mine = "{\"mcpServers\": {\"ovmem\": {\"url\": \"https://example.invalid/my-ovmem\"}}}\n";
+    std::fs::write(h.join(".cursor/mcp.json"), mine).unwrap();
+    let out = run(h, &["install", "--harness", "cursor"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not ovmem's is already there"));
+    assert_eq!(std::fs::read_to_string(h.join(".cursor/mcp.json")).unwrap(), mine);
+    run(h, &["uninstall", "--yes"]);
+    assert_eq!(std::fs::read_to_string(h.join(".cursor/mcp.json")).unwrap(), mine);
+}
