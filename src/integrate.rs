@@ -163,25 +163,23 @@ impl Target<'_> {
     }
 
     pub fn install(&self, opts: Options) -> Result<Report> {
-        let _lock = self.scope_lock(opts)?;
-        let old = receipt::load(&self.receipt_path())?;
-        let mut jobs = match self.harness.manifest.kind {
-            InstallKind::JsonHooks => vec![self.json_job(true, old.as_ref(), opts)?],
-            InstallKind::ScriptDir => self.script_jobs(true, old.as_ref(), opts)?,
-        };
-        jobs.extend(self.mcp_job(true, old.as_ref(), opts)?);
-        self.run(jobs, old, opts, true)
+        self.apply(true, opts)
     }
 
     pub fn uninstall(&self, opts: Options) -> Result<Report> {
+        self.apply(false, opts)
+    }
+
+    /// Installs (or uninstalls) every file of this harness and scope as one transaction.
+    fn apply(&self, install: bool, opts: Options) -> Result<Report> {
         let _lock = self.scope_lock(opts)?;
         let old = receipt::load(&self.receipt_path())?;
         let mut jobs = match self.harness.manifest.kind {
-            InstallKind::JsonHooks => vec![self.json_job(false, old.as_ref(), opts)?],
-            InstallKind::ScriptDir => self.script_jobs(false, old.as_ref(), opts)?,
+            InstallKind::JsonHooks => vec![self.json_job(install, old.as_ref(), opts)?],
+            InstallKind::ScriptDir => self.script_jobs(install, old.as_ref(), opts)?,
         };
-        jobs.extend(self.mcp_job(false, old.as_ref(), opts)?);
-        self.run(jobs, old, opts, false)
+        jobs.extend(self.mcp_job(install, old.as_ref(), opts)?);
+        self.run(jobs, old, opts, install)
     }
 
     /// The `ovmem` MCP server entry, where the manifest and scope name one.
