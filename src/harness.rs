@@ -33,8 +33,14 @@ macro_rules! harness {
     };
 }
 
-pub static HARNESSES: &[Spec] =
-    &[harness!("claude-code"), harness!("codex"), harness!("cursor"), harness!("cline"), harness!("trae-cli")];
+pub static HARNESSES: &[Spec] = &[
+    harness!("claude-code"),
+    harness!("codex"),
+    harness!("cursor"),
+    harness!("cline"),
+    harness!("trae-cli"),
+    harness!("gemini-cli"),
+];
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]

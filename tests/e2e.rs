@@ -1,4 +1,4 @@
-//! Real harnesses, end to end: Claude Code, Codex and Cline CLIs (pinned, installed from npm by
+//! Real harnesses, end to end: Claude Code, Codex, Cline and Gemini CLIs (pinned, installed from npm by
 //! `.ci/run` into `$OVMEM_E2E_DIR`, default `~/.cache/ovmem-e2e`) run offline against a stub
 //! model on 127.0.0.1, inside a network namespace that has only loopback (`unshare -n`), with a
 //! throwaway home, a clean environment, stdin closed and a timeout. Every scenario starts with a
@@ -438,4 +438,47 @@ fn cline_cli_captures_the_turn_and_another_harness_recalls_it() {
 
     lab.ovmem(&["uninstall", "--yes"]);
     assert!(!lab.home.join("Documents").exists(), "Cline hook dirs ovmem created were left behind");
+}
+
+fn gemini(lab: &Lab, bin: &Path, prompt: &str) -> Output {
+    let url = format!("http://127.0.0.1:{}", lab.port);
+    let out = lab.run(
+        &[bin.to_str().unwrap(), "-p", prompt],
+        &[("GEMINI_API_KEY", "stub"), ("GOOGLE_GEMINI_BASE_URL", &url), ("GEMINI_CLI_TRUST_WORKSPACE", "true")],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "gemini -p failed: {}\n{err}", String::from_utf8_lossy(&out.stdout));
+    assert!(!err.contains("Invalid configuration"), "gemini rejected ovmem's settings: {err}");
+    out
+}
+
+#[test]
+fn gemini_cli_remembers_across_sessions() {
+    let Some(bin) = cli("gemini", "node_modules/.bin/gemini") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    std::fs::create_dir_all(lab.home.join(".gemini")).unwrap();
+    let settings = "{\n  \"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}\n}\n";
+    std::fs::write(lab.home.join(".gemini/settings.json"), settings).unwrap();
+    lab.ovmem(&["install", "--harness", "gemini-cli"]);
+
+    gemini(&lab, &bin, FACT);
+    assert_fired(
+        &lab,
+        "gemini-cli",
+        &["SessionStart", "BeforeAgent", "AfterAgent", "SessionEnd"],
+        &["session_id", "hook_event_name", "cwd"],
+    );
+    assert_fired(&lab, "gemini-cli", &["AfterAgent"], &["prompt_response"]);
+    assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+    lab.clear_requests();
+    gemini(&lab, &bin, QUESTION);
+    let reqs = lab.requests();
+    let main = reqs.iter().find(|r| body_text(r).contains(QUESTION) && body_text(r).contains("ovmem-memory"));
+    assert!(main.is_some_and(|r| body_text(r).contains("BLUEHERON-7")), "memory not injected in session 2: {reqs:?}");
+
+    lab.ovmem(&["uninstall", "--harness", "gemini-cli", "--yes"]);
+    assert_eq!(std::fs::read_to_string(lab.home.join(".gemini/settings.json")).unwrap(), settings);
+    lab.clear_fired();
+    gemini(&lab, &bin, QUESTION);
+    assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
 }

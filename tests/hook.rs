@@ -114,7 +114,17 @@ fn payload(harness: &str, event: &str, vars: &[(&str, &str)]) -> String {
 fn native_prompt_event(h: &str) -> &'static str {
     match h {
         "cursor" => "beforeSubmitPrompt",
+        "gemini-cli" => "BeforeAgent",
         _ => "UserPromptSubmit",
+    }
+}
+
+fn native_stop_event(h: &str) -> &'static str {
+    match h {
+        "cursor" => "stop",
+        "cline" => "TaskComplete",
+        "gemini-cli" => "AfterAgent",
+        _ => "Stop",
     }
 }
 
@@ -133,13 +143,7 @@ fn teach(lab: &Lab, harness: &str) {
     let p = lab.proj.to_str().unwrap();
     let ev = native_prompt_event(harness);
     lab.hook(harness, ev, &payload(harness, ev, &[("P", p), ("PROMPT", FACT)]));
-    let stop = if harness == "cursor" {
-        "stop"
-    } else if harness == "cline" {
-        "TaskComplete"
-    } else {
-        "Stop"
-    };
+    let stop = native_stop_event(harness);
     lab.hook(harness, stop, &payload(harness, stop, &[("P", p), ("REPLY", "Noted: port 5433."), ("TRANSCRIPT", "")]));
 }
 
@@ -155,7 +159,7 @@ fn a_fact_taught_in_one_harness_is_recalled_in_every_other_in_the_same_project_o
     );
     assert_eq!(mems[0]["bank"], format!("project:{}", lab.proj.display()));
 
-    for h in ["claude-code", "codex", "cursor", "cline", "trae-cli"] {
+    for h in ["claude-code", "codex", "cursor", "cline", "trae-cli", "gemini-cli"] {
         let ev = native_prompt_event(h);
         // Asked from a sub-directory of the project: same project, same memory.
         let deep = lab.proj.join("src/deep");
@@ -178,7 +182,7 @@ fn a_fact_taught_in_one_harness_is_recalled_in_every_other_in_the_same_project_o
 
 #[test]
 fn every_harness_captures_its_own_turns() {
-    for h in ["codex", "cursor", "cline", "trae-cli"] {
+    for h in ["codex", "cursor", "cline", "trae-cli", "gemini-cli"] {
         let lab = Lab::new();
         teach(&lab, h);
         let mems = lab.memories();

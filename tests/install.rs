@@ -16,6 +16,7 @@ const JSON_HARNESSES: &[(&str, &str)] = &[
     ("codex", ".codex/hooks.json"),
     ("cursor", ".cursor/hooks.json"),
     ("trae-cli", ".trae/cli/hooks.json"),
+    ("gemini-cli", ".gemini/settings.json"),
 ];
 
 struct Home {
@@ -150,7 +151,7 @@ fn every_fixture_round_trips_byte_for_byte() {
 #[test]
 fn fresh_home_install_creates_and_uninstall_removes_everything() {
     let home = Home::new();
-    home.ok(&["install", "--harness", "claude-code,codex,cursor,cline,trae-cli"]);
+    home.ok(&["install", "--harness", "claude-code,codex,cursor,cline,trae-cli,gemini-cli"]);
     for (_, rel) in JSON_HARNESSES {
         let text = std::fs::read_to_string(home.path().join(rel)).unwrap();
         assert!(ovmem_entries_per_event(&text).values().all(|n| *n == 1), "{rel}: {text}");

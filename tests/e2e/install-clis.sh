@@ -7,6 +7,7 @@ pins=(
   "claude @anthropic-ai/claude-code@2.1.197 claude"
   "codex @openai/codex@0.171.0 codex"
   "cline cline@3.0.65 cline"
+  "gemini @google/gemini-cli@0.61.0 gemini"
 )
 for pin in "${pins[@]}"; do
   read -r name pkg bin <<<"$pin"

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A stub model server for ovmem's real-harness tests, on 127.0.0.1 only.
 
-Speaks just enough of Anthropic Messages (SSE), OpenAI Responses (SSE) and OpenAI
-chat-completions (SSE) for Claude Code, Codex and Cline. Every request (path, headers, body)
+Speaks just enough of Anthropic Messages (SSE), OpenAI Responses (SSE), OpenAI
+chat-completions (SSE) and Gemini generateContent (JSON and SSE) for Claude Code, Codex,
+Cline and Gemini CLI. Every request (path, headers, body)
 is appended as one JSON line to REQLOG. The reply echoes the last user text:
 "STUB_REPLY: <text>", so what the user said reaches the harness's Stop hook.
 
@@ -28,6 +29,14 @@ def text_of(content):
 
 
 def last_user_text(body):
+    if "contents" in body:  # Gemini: the user's own text is the part that is not hook context
+        for item in reversed(body["contents"]):
+            if item.get("role") == "user":
+                for part in item.get("parts", []):
+                    t = part.get("text", "")
+                    if t.strip() and not t.lstrip().startswith("<"):
+                        return t
+        return ""
     items = body.get("messages") or body.get("input") or []
     if isinstance(items, str):
         return items
@@ -89,6 +98,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, "text/event-stream", responses_sse(reply))
         if path.endswith("/chat/completions"):
             return self._send(200, "text/event-stream", chat_sse(reply))
+        if path.endswith(":streamGenerateContent"):
+            return self._send(200, "text/event-stream", "data: " + json.dumps(gemini_reply(reply)) + "\n\n")
+        if path.endswith(":generateContent"):
+            config = body.get("generationConfig") or {}
+            schema = config.get("responseJsonSchema") or config.get("responseSchema")
+            text = json.dumps(fill(schema)) if schema else reply
+            return self._send(200, "application/json", json.dumps(gemini_reply(text)))
         self._send(404, "application/json", "{}")
 
 
@@ -125,6 +141,25 @@ def chat_sse(reply):
         dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}], usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}),
     ]
     return "".join("data: " + json.dumps(c) + "\n\n" for c in chunks) + "data: [DONE]\n\n"
+
+
+def gemini_reply(text):
+    return {"candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}}
+
+
+def fill(schema):
+    """A value that fits a JSON schema (Gemini's model router asks for one and retries otherwise)."""
+    if not isinstance(schema, dict):
+        return "stub"
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        return {k: fill(v) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return [fill(schema.get("items"))] if schema.get("minItems") else []
+    return {"string": "stub", "integer": 10, "number": 1, "boolean": False}.get(kind, "stub")
 
 
 if __name__ == "__main__":
