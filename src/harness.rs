@@ -123,6 +123,9 @@ pub struct Adapter {
     pub inject_once_on_tool: bool,
     #[serde(default)]
     pub guard_tools: Vec<String>,
+    /// How a tool-guard deny is written, where the encoder's default does not fit.
+    #[serde(default)]
+    pub deny_style: DenyStyle,
     pub events: BTreeMap<String, Canonical>,
     #[serde(default)]
     pub tool_by_event: BTreeMap<String, String>,
@@ -137,6 +140,16 @@ pub enum Encoder {
     HookSpecificOutput,
     Cursor,
     Cline,
+}
+
+/// The shape of a deny: the encoder's own (default), or a top-level `{"decision":"deny","reason"}`
+/// (Gemini CLI).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum DenyStyle {
+    #[default]
+    Encoder,
+    Decision,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]

@@ -476,6 +476,21 @@ fn gemini_cli_remembers_across_sessions() {
     let main = reqs.iter().find(|r| body_text(r).contains(QUESTION) && body_text(r).contains("ovmem-memory"));
     assert!(main.is_some_and(|r| body_text(r).contains("BLUEHERON-7")), "memory not injected in session 2: {reqs:?}");
 
+    // The URI guard: the model asks to read a memory URI; Gemini runs ovmem's BeforeTool hook, which
+    // denies it, and the reason reaches the model in the tool's response.
+    lab.clear_requests();
+    gemini(&lab, &bin, "Please READ_URI:viking://user/memories/profile.md and summarise it");
+    let fired = lab.fired();
+    assert!(
+        fired.iter().any(|(h, e, m)| h == "gemini-cli" && e == "BeforeTool" && m.starts_with("fired: deny")),
+        "the guard did not deny: {fired:#?}"
+    );
+    let reqs = lab.requests();
+    assert!(
+        reqs.iter().any(|r| body_text(r).contains("functionResponse") && body_text(r).contains("memory URI")),
+        "the deny reason did not reach the model"
+    );
+
     lab.ovmem(&["uninstall", "--harness", "gemini-cli", "--yes"]);
     assert_eq!(std::fs::read_to_string(lab.home.join(".gemini/settings.json")).unwrap(), settings);
     lab.clear_fired();

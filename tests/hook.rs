@@ -249,18 +249,26 @@ fn the_uri_guard_denies_memory_uris_in_every_harness_format() {
         ("trae-cli", "PreToolUse", "Read", json!({"file_path": uri}), true),
         ("cline", "PreToolUse", "read_file", json!({"path": uri}), true),
         ("cline", "PreToolUse", "execute_command", json!({"command": "ls src"}), false),
+        ("gemini-cli", "BeforeTool", "read_file", json!({"absolute_path": uri}), true),
+        ("gemini-cli", "BeforeTool", "run_shell_command", json!({"command": format!("cat {uri}")}), true),
+        ("gemini-cli", "BeforeTool", "run_shell_command", json!({"command": "grep -rn 'viking://' src/"}), false),
+        ("gemini-cli", "BeforeTool", "search_file_content", json!({"pattern": "viking://"}), false),
     ];
     for (h, ev, tool, input, deny) in cases {
         let out = lab.hook(h, ev, &payload(h, ev, &[("P", p), ("TOOL", tool), ("TOOL_INPUT", &input.to_string())]));
         let v: Value = serde_json::from_str(&out).unwrap();
         let denied = match h {
             "cline" => v["cancel"] == true,
+            "gemini-cli" => v["decision"] == "deny",
             _ => v["hookSpecificOutput"]["permissionDecision"] == "deny",
         };
         assert_eq!(denied, deny, "{h} {tool} {input}: {out}");
         if deny {
-            let reason =
-                v["hookSpecificOutput"]["permissionDecisionReason"].as_str().or(v["errorMessage"].as_str()).unwrap();
+            let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .or(v["errorMessage"].as_str())
+                .or(v["reason"].as_str())
+                .unwrap();
             assert!(reason.contains("memory URI") && reason.contains(uri), "{reason}");
         }
     }

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::harness::{Adapter, Canonical, Encoder};
+use crate::harness::{Adapter, Canonical, DenyStyle, Encoder};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Outcome {
@@ -36,6 +36,9 @@ pub fn encode(adapter: &Adapter, native: &str, outcome: &Outcome) -> String {
 fn deny(adapter: &Adapter, native: &str, reason: &str) -> Option<Value> {
     if adapter.events.get(native) != Some(&Canonical::PreTool) {
         return None;
+    }
+    if adapter.deny_style == DenyStyle::Decision {
+        return Some(json!({"decision": "deny", "reason": reason}));
     }
     match adapter.encoder {
         Encoder::HookSpecificOutput => Some(json!({"hookSpecificOutput": {

@@ -16,16 +16,29 @@ enum ToolKind {
 
 fn classify(tool: &str) -> Option<ToolKind> {
     match tool.trim().to_ascii_lowercase().as_str() {
-        "read" | "read_file" | "readfile" | "view" | "ls" | "list_files" | "listfiles" => Some(ToolKind::Read),
+        "read" | "read_file" | "readfile" | "read_many_files" | "view" | "ls" | "list_files" | "listfiles"
+        | "list_directory" => Some(ToolKind::Read),
         "glob" => Some(ToolKind::Glob),
-        "grep" | "search_files" | "searchfiles" => Some(ToolKind::Grep),
-        "bash" | "shell" | "execute_command" | "exec_command" | "runcommand" | "run_command" => Some(ToolKind::Shell),
+        "grep" | "search_files" | "searchfiles" | "search_file_content" => Some(ToolKind::Grep),
+        "bash" | "shell" | "execute_command" | "exec_command" | "runcommand" | "run_command" | "run_shell_command" => {
+            Some(ToolKind::Shell)
+        }
         _ => None,
     }
 }
 
-const PATH_KEYS: &[&str] =
-    &["file_path", "filePath", "filepath", "path", "uri", "target_uri", "targetUri", "notebook_path"];
+const PATH_KEYS: &[&str] = &[
+    "file_path",
+    "filePath",
+    "filepath",
+    "absolute_path",
+    "dir_path",
+    "path",
+    "uri",
+    "target_uri",
+    "targetUri",
+    "notebook_path",
+];
 
 /// The memory URI in `s`, when `s` is one (a scheme from `schemes` followed by a non-empty path).
 fn memory_uri<'a>(s: &'a str, schemes: &[String]) -> Option<&'a str> {

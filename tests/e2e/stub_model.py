@@ -10,6 +10,7 @@ is appended as one JSON line to REQLOG. The reply echoes the last user text:
 usage: stub_model.py PORT REQLOG
 """
 import json
+import re
 import sys
 import threading
 import time
@@ -29,12 +30,12 @@ def text_of(content):
 
 
 def last_user_text(body):
-    if "contents" in body:  # Gemini: the user's own text is the part that is not hook context
+    if "contents" in body:  # Gemini: the user's text, without the hook context it prepends
         for item in reversed(body["contents"]):
             if item.get("role") == "user":
                 for part in item.get("parts", []):
-                    t = part.get("text", "")
-                    if t.strip() and not t.lstrip().startswith("<"):
+                    t = re.sub(r"<hook_context>.*?</hook_context>", "", part.get("text", ""), flags=re.S).strip()
+                    if t and not t.startswith("<"):
                         return t
         return ""
     items = body.get("messages") or body.get("input") or []
@@ -99,7 +100,7 @@ class Handler(BaseHTTPRequestHandler):
         if path.endswith("/chat/completions"):
             return self._send(200, "text/event-stream", chat_sse(reply))
         if path.endswith(":streamGenerateContent"):
-            return self._send(200, "text/event-stream", "data: " + json.dumps(gemini_reply(reply)) + "\n\n")
+            return self._send(200, "text/event-stream", "data: " + json.dumps(gemini_turn(body, reply)) + "\n\n")
         if path.endswith(":generateContent"):
             config = body.get("generationConfig") or {}
             schema = config.get("responseJsonSchema") or config.get("responseSchema")
@@ -141,6 +142,23 @@ def chat_sse(reply):
         dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}], usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}),
     ]
     return "".join("data: " + json.dumps(c) + "\n\n" for c in chunks) + "data: [DONE]\n\n"
+
+
+def gemini_turn(body, reply):
+    """Gemini's next turn: after a tool ran, report its result; on `READ_URI:<uri>` in the user's
+    text, ask to read that file (to exercise tool hooks); else the echo reply."""
+    contents = body.get("contents") or []
+    last = contents[-1] if contents else {}
+    for part in last.get("parts", []):
+        if "functionResponse" in part:
+            return gemini_reply("STUB_AFTER_TOOL: " + json.dumps(part["functionResponse"])[:600])
+    text = last_user_text(body)
+    if "READ_URI:" in text:
+        uri = text.split("READ_URI:", 1)[1].split()[0]
+        return {"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"file_path": uri}}}]},
+                                "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}}
+    return gemini_reply(reply)
 
 
 def gemini_reply(text):
