@@ -156,7 +156,7 @@ pub fn run(args: StatusArgs) -> Result<i32> {
             }
             let ok = sc.entries.iter().filter(|e| e.state == "ok").count();
             println!(
-                "    {label}: {} {ok}/{} entries as installed (`{}`)",
+                "    {label}: {}, {ok}/{} entries intact (`{}`)",
                 p.green("installed"),
                 sc.entries.len(),
                 tilde(&env, &sc.location)
