@@ -95,6 +95,13 @@ struct Computed {
     warnings: Vec<String>,
 }
 
+impl Computed {
+    /// The file is absent and stays so: nothing to write, nothing to record.
+    fn absent() -> Self {
+        Self { after: None, record: None, notes: Vec::new(), warnings: Vec::new() }
+    }
+}
+
 type ComputeFn<'a> = Box<dyn Fn(Option<&str>) -> Result<Computed> + 'a>;
 
 struct Job<'a> {
@@ -629,7 +636,7 @@ fn json_uninstall(
     force: bool,
 ) -> Result<Computed> {
     let Some(text) = text else {
-        return Ok(Computed { after: None, record: None, notes: Vec::new(), warnings: Vec::new() });
+        return Ok(Computed::absent());
     };
     let mut doc = parse(path, text)?;
     let key = h.manifest.events_key.as_deref().context("json-hooks manifest needs events_key")?;
@@ -787,7 +794,7 @@ fn member_uninstall(
     record: Option<&FileRecord>,
     force: bool,
 ) -> Result<Computed> {
-    let Some(text) = text else { return Ok(Computed { after: None, record: None, notes: vec![], warnings: vec![] }) };
+    let Some(text) = text else { return Ok(Computed::absent()) };
     let mut doc = parse(path, text)?;
     let keys: Vec<&str> = key.split('.').collect();
     let mut full = keys.clone();
@@ -923,7 +930,7 @@ fn script_uninstall(
 ) -> Result<Computed> {
     let event = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let Some(t) = text else {
-        return Ok(Computed { after: None, record: None, notes: vec![], warnings: vec![] });
+        return Ok(Computed::absent());
     };
     let recorded = record.and_then(|r| r.entries.first()).map(|e| e.sha256.clone());
     let current = fsx::sha256_hex(t.as_bytes());
