@@ -598,7 +598,7 @@ fn json_install(
         if current == value {
             notes.push(EntryNote { event: event.clone(), action: Action::Unchanged, detail: None });
             entries.push(Entry { event: event.clone(), key_path, sha256: hash });
-        } else if force || recorded.as_deref().is_none_or(|r| r == current_hash) {
+        } else if still_ours(force, recorded.as_deref(), &current_hash) {
             let node = doc.node_at(&[key, event]).expect("array").elements()[first].clone();
             doc.replace_value(&node, &value).map_err(|e| anyhow::anyhow!(e))?;
             notes.push(EntryNote { event: event.clone(), action: Action::Updated, detail: None });
@@ -653,8 +653,7 @@ fn json_uninstall(
             if !entry_is_ours(&v, h.id(), None) {
                 continue;
             }
-            let edited = recorded.as_deref().is_some_and(|r| r != receipt::hash_value(&v));
-            if edited && !force {
+            if !still_ours(force, recorded.as_deref(), &receipt::hash_value(&v)) {
                 notes.push(EntryNote {
                     event: event.clone(),
                     action: Action::UserEdited,
@@ -694,6 +693,13 @@ fn json_uninstall(
     let created = record.is_some_and(|r| r.created);
     let after = if created && doc.root.members().is_empty() { None } else { Some(doc.finish()) };
     Ok(Computed { after, record: None, notes, warnings: Vec::new() })
+}
+
+/// Whether ovmem may replace or remove one of its own entries whose current hash is `current`:
+/// when forced, when no receipt records it, or when it is still what the receipt recorded.
+/// Anything else is an entry the user edited since install.
+fn still_ours(force: bool, recorded: Option<&str>, current: &str) -> bool {
+    force || recorded.is_none_or(|r| r == current)
 }
 
 /// The name ovmem's MCP server is registered under.
@@ -756,7 +762,7 @@ fn member_install(
                     current_hash,
                     Some(format!("an MCP server named `{name}` that is not ovmem's is already there; left alone")),
                 )
-            } else if force || recorded.as_deref().is_none_or(|r| r == current_hash) {
+            } else if still_ours(force, recorded.as_deref(), &current_hash) {
                 doc.replace_value(&node, value).map_err(|e| anyhow::anyhow!(e))?;
                 (Action::Updated, hash, None)
             } else {
@@ -803,10 +809,9 @@ fn member_uninstall(
     if let Some(node) = doc.node_at(&full).cloned() {
         let current = doc.value(&node).unwrap_or(Value::Null);
         let recorded = record.and_then(|r| r.entries.first()).map(|e| e.sha256.clone());
-        let edited = recorded.as_deref().is_some_and(|r| r != receipt::hash_value(&current));
         if !mcp_entry_is_ours(&current) && record.is_none() {
             // Someone else's server under the same name, never ovmem's: not touched.
-        } else if edited && !force {
+        } else if !still_ours(force, recorded.as_deref(), &receipt::hash_value(&current)) {
             notes.push(EntryNote {
                 event: "mcp".into(),
                 action: Action::UserEdited,
@@ -883,7 +888,7 @@ fn script_install(
         Some(t) if script_is_ours(t, harness, event) => {
             let current = fsx::sha256_hex(t.as_bytes());
             let recorded = record.and_then(|r| r.entries.first()).map(|e| e.sha256.clone());
-            if force || recorded.as_deref().is_none_or(|r| r == current) {
+            if still_ours(force, recorded.as_deref(), &current) {
                 Ok(Computed {
                     after: Some(content.into()),
                     record: Some(rec(hash)),
@@ -934,7 +939,7 @@ fn script_uninstall(
     };
     let recorded = record.and_then(|r| r.entries.first()).map(|e| e.sha256.clone());
     let current = fsx::sha256_hex(t.as_bytes());
-    if !script_is_ours(t, harness, &event) || (recorded.as_deref().is_some_and(|r| r != current) && !force) {
+    if !script_is_ours(t, harness, &event) || !still_ours(force, recorded.as_deref(), &current) {
         return Ok(Computed {
             after: Some(t.into()),
             record: None,
