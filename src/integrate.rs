@@ -133,7 +133,7 @@ impl Target<'_> {
         self.env.expand(pattern, self.project.as_deref())
     }
 
-    fn fallback(&self) -> Result<Option<(PathBuf, String)>> {
+    pub fn fallback(&self) -> Result<Option<(PathBuf, String)>> {
         let spec = self.harness.scope(self.scope)?;
         match &spec.fallback_dir {
             Some(d) => {

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::edit::json::{Document, Node};
 use crate::env::Env;
 use crate::harness::{self, Harness, InstallKind, Scope};
-use crate::integrate::{entry_is_ours, script_is_ours};
+use crate::integrate::script_is_ours;
 use crate::{fsx, trust};
 
 type Groups = Vec<Vec<String>>;
@@ -474,55 +474,45 @@ fn ovmem_findings(
     harnesses: &[&'static Harness],
 ) {
     let bin = s.env.runtime_bin();
+    let project_flag = s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default();
     for h in harnesses.iter().copied() {
-        let Ok(location) = location(s, h) else { continue };
-        let mut installed = false;
-        let drift = |r: &mut Report, file: &Path, line: Option<usize>, entry: String, cmd: &str| {
-            let first = harness::shell_words(cmd).into_iter().next().unwrap_or_default();
-            {
-                r.findings.push(Finding {
-                    file: file.to_path_buf(),
-                    line,
-                    entry,
-                    integration: "ovmem".into(),
-                    vendor: "ovmem".into(),
-                    kind: Kind::OvmemDrift,
-                    severity: Severity::Warning,
-                    message: format!("ovmem hook runs `{first}`, not the current runtime `{}`", bin.display()),
-                    fix: format!(
-                        "ovmem install --harness {}{}",
-                        h.id(),
-                        s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default()
-                    ),
-                    harnesses: vec![h.id().to_string()],
-                });
-            }
-        };
         let target = crate::integrate::Target {
             env: s.env,
             harness: h,
             scope: s.scope(),
             project: s.project.map(Path::to_path_buf),
         };
+        let Ok(location) = target.location() else { continue };
         let desired: BTreeMap<String, String> = target.desired().unwrap_or_default().into_iter().collect();
-        let outdated = |r: &mut Report, file: &Path, line: Option<usize>, entry: String, event: &str| {
-            r.findings.push(Finding {
-                file: file.to_path_buf(),
-                line,
-                entry,
-                integration: "ovmem".into(),
-                vendor: "ovmem".into(),
-                kind: Kind::OvmemDrift,
-                severity: Severity::Warning,
-                message: format!("ovmem's {event} entry differs from what this ovmem version installs (an older version's, or edited by hand)"),
-                fix: format!(
-                    "ovmem install --harness {}{} (add --force to replace a hand edit)",
-                    h.id(),
-                    s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default()
-                ),
-                harnesses: vec![h.id().to_string()],
-            });
+        let finding = |file: &Path, line, entry, kind, severity, message, fix| Finding {
+            file: file.to_path_buf(),
+            line,
+            entry,
+            integration: "ovmem".into(),
+            vendor: "ovmem".into(),
+            kind,
+            severity,
+            message,
+            fix,
+            harnesses: vec![h.id().to_string()],
         };
+        // An ovmem entry that runs another runtime, or differs from what this version installs.
+        let judge = |r: &mut Report, file: &Path, line, entry, event: &str, cmd: &str, current: bool| {
+            let runtime = harness::shell_words(cmd).into_iter().next().unwrap_or_default();
+            let install = format!("ovmem install --harness {}{project_flag}", h.id());
+            let (message, fix) = if Path::new(&runtime) != bin {
+                (format!("ovmem hook runs `{runtime}`, not the current runtime `{}`", bin.display()), install)
+            } else if !current {
+                (
+                    format!("ovmem's {event} entry differs from what this ovmem version installs (an older version's, or edited by hand)"),
+                    format!("{install} (add --force to replace a hand edit)"),
+                )
+            } else {
+                return;
+            };
+            r.findings.push(finding(file, line, entry, Kind::OvmemDrift, Severity::Warning, message, fix));
+        };
+        let mut installed = false;
         match h.manifest.kind {
             InstallKind::JsonHooks => {
                 let Some(text) = read(&location, &mut r.errors) else { continue };
@@ -532,32 +522,23 @@ fn ovmem_findings(
                 for m in events.members() {
                     for (i, el) in m.value.elements().iter().enumerate() {
                         let Some(v) = doc.value(el) else { continue };
-                        if !entry_is_ours(&v, h.id(), None) {
-                            continue;
-                        }
-                        installed = true;
-                        per_event.entry((location.clone(), m.key.clone())).or_default().insert("ovmem".into());
                         let mut cmds = Vec::new();
                         crate::integrate::commands(&v, &mut cmds);
+                        let Some(cmd) = cmds.iter().find(|c| harness::is_ovmem_hook_command(c, h.id(), None)) else {
+                            continue;
+                        };
+                        installed = true;
+                        per_event.entry((location.clone(), m.key.clone())).or_default().insert("ovmem".into());
+                        let current =
+                            desired.get(&m.key).and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok());
                         let line = Some(line_of(doc.text(), el.start));
-                        if let Some(c) = cmds.iter().find(|c| harness::is_ovmem_hook_command(c, h.id(), None)) {
-                            let first = harness::shell_words(c).into_iter().next().unwrap_or_default();
-                            if Path::new(&first) != bin {
-                                drift(r, &location, line, format!("{key}.{}[{i}]", m.key), c);
-                                continue;
-                            }
-                        }
-                        let want = desired.get(&m.key).and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok());
-                        if want.is_some_and(|w| w != v) {
-                            outdated(r, &location, line, format!("{key}.{}[{i}]", m.key), &m.key);
-                        }
+                        let entry = format!("{key}.{}[{i}]", m.key);
+                        judge(r, &location, line, entry, &m.key, cmd, current.is_none_or(|w| w == v));
                     }
                 }
             }
             InstallKind::ScriptDir => {
-                let spec = h.scope(s.scope()).ok();
-                let fallback =
-                    spec.and_then(|sp| sp.fallback_dir.as_ref()).and_then(|d| s.env.expand(d, s.project).ok());
+                let fallback = target.fallback().ok().flatten().map(|(dir, _)| dir);
                 for dir in std::iter::once(location.clone()).chain(fallback) {
                     for hook in &h.manifest.hooks {
                         let p = dir.join(&hook.event);
@@ -571,69 +552,48 @@ fn ovmem_findings(
                         }
                         installed = true;
                         per_event.entry((location.clone(), hook.event.clone())).or_default().insert("ovmem".into());
-                        if let Some(c) = text.lines().find_map(|l| l.strip_prefix("exec ")) {
-                            let first = harness::shell_words(c).into_iter().next().unwrap_or_default();
-                            if Path::new(&first) != bin {
-                                drift(r, &p, Some(1), hook.event.clone(), c);
-                            } else if desired.get(&hook.event).is_some_and(|d| *d != text) {
-                                outdated(r, &p, Some(1), hook.event.clone(), &hook.event);
-                            }
+                        if let Some(cmd) = text.lines().find_map(|l| l.strip_prefix("exec ")) {
+                            let current = desired.get(&hook.event).is_none_or(|d| *d == text);
+                            judge(r, &p, Some(1), hook.event.clone(), &hook.event, cmd, current);
                         }
                     }
                 }
             }
         }
         if installed && h.manifest.deprecated {
-            r.findings.push(Finding {
-                file: location.clone(),
-                line: None,
-                entry: h.id().to_string(),
-                integration: format!("ovmem-{}", h.id()),
-                vendor: "ovmem".into(),
-                kind: Kind::Deprecated,
-                severity: Severity::Error,
-                message: format!(
-                    "ovmem's {} adapter is deprecated{}",
-                    h.manifest.name,
-                    h.manifest.replacement.as_deref().map(|r| format!("; replaced by {r}")).unwrap_or_default()
-                ),
-                fix: format!("ovmem uninstall --harness {} --yes", h.id()),
-                harnesses: vec![h.id().to_string()],
-            });
+            let message = format!(
+                "ovmem's {} adapter is deprecated{}",
+                h.manifest.name,
+                h.manifest.replacement.as_deref().map(|r| format!("; replaced by {r}")).unwrap_or_default()
+            );
+            let fix = format!("ovmem uninstall --harness {} --yes", h.id());
+            let mut f = finding(&location, None, h.id().to_string(), Kind::Deprecated, Severity::Error, message, fix);
+            f.integration = format!("ovmem-{}", h.id());
+            r.findings.push(f);
         }
         if installed && with_trust && h.manifest.kind == InstallKind::JsonHooks {
-            if let (Some(m), Some(bin)) = (&h.manifest.trust, h.detect(s.env).binary) {
+            if let (Some(m), Some(binary)) = (&h.manifest.trust, h.detect(s.env).binary) {
                 let cwd = s.project.map(Path::to_path_buf).unwrap_or_else(|| s.env.home.clone());
-                if let Ok((_, pending)) = trust::status(&bin, m, h.id(), &location, &cwd) {
+                if let Ok((_, pending)) = trust::status(&binary, m, h.id(), &location, &cwd) {
                     if !pending.is_empty() {
-                        r.findings.push(Finding {
-                            file: location.clone(),
-                            line: None,
-                            entry: format!("{} hook(s)", pending.len()),
-                            integration: "ovmem".into(),
-                            vendor: "ovmem".into(),
-                            kind: Kind::TrustPending,
-                            severity: Severity::Warning,
-                            message: format!("{} will not run ovmem's hooks until they are trusted", h.manifest.name),
-                            fix: format!(
-                                "ovmem install --harness {} (or open `/hooks` in {})",
-                                h.id(),
-                                h.manifest.name
-                            ),
-                            harnesses: vec![h.id().to_string()],
-                        });
+                        let message = format!("{} will not run ovmem's hooks until they are trusted", h.manifest.name);
+                        let fix =
+                            format!("ovmem install --harness {} (or open `/hooks` in {})", h.id(), h.manifest.name);
+                        let entry = format!("{} hook(s)", pending.len());
+                        r.findings.push(finding(
+                            &location,
+                            None,
+                            entry,
+                            Kind::TrustPending,
+                            Severity::Warning,
+                            message,
+                            fix,
+                        ));
                     }
                 }
             }
         }
     }
-}
-
-/// The hooks file (or directory) of `h` in the scanned scope.
-fn location(s: &Scan, h: &Harness) -> Result<PathBuf> {
-    let spec = h.scope(s.scope())?;
-    let pattern = spec.file.as_ref().or(spec.dir.as_ref()).context("manifest names no file or dir")?;
-    s.env.expand(pattern, s.project)
 }
 
 /// What taking the selected integrations out means: new contents for edited files, and paths to
@@ -649,27 +609,24 @@ pub struct Removal {
 pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal> {
     let mut out = Removal::default();
     let catalog: Vec<Integration> = catalog().into_iter().filter(|i| integrations.contains(&i.id)).collect();
+    // A file's text as edited so far: read from disk and staged (before = after) the first time;
+    // files no rule changed are dropped at the end.
     let text_of = |path: &Path, out: &mut Removal| -> Result<Option<String>> {
         if let Some((_, after)) = out.edits.get(path) {
             return Ok(Some(after.clone()));
         }
-        match fsx::read_opt(path)? {
-            None => Ok(None),
-            Some(b) => Ok(Some(
-                String::from_utf8(b)
-                    .map_err(|_| crate::integrate::Unparseable { path: path.into(), detail: "not UTF-8".into() })?,
-            )),
-        }
+        let Some(bytes) = fsx::read_opt(path)? else { return Ok(None) };
+        let text = String::from_utf8(bytes)
+            .map_err(|_| crate::integrate::Unparseable { path: path.into(), detail: "not UTF-8".into() })?;
+        out.edits.insert(path.to_path_buf(), (text.clone(), text.clone()));
+        Ok(Some(text))
     };
-    let set = |out: &mut Removal, path: &Path, before: Option<String>, after: String| {
-        let entry =
-            out.edits.entry(path.to_path_buf()).or_insert_with(|| (before.clone().unwrap_or_default(), String::new()));
-        entry.1 = after;
+    let set = |out: &mut Removal, path: &Path, after: String| {
+        out.edits.get_mut(path).expect("staged by text_of").1 = after;
     };
     for integ in &catalog {
         for rule in &integ.hooks {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
                 let Some(text) = text_of(&file, &mut out)? else { continue };
                 let mut doc = Document::parse(&text)
                     .map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: e.to_string() })?;
@@ -698,13 +655,12 @@ pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal
                     }
                 }
                 if changed {
-                    set(&mut out, &file, orig, doc.finish());
+                    set(&mut out, &file, doc.finish());
                 }
             }
         }
         for rule in &integ.json_keys {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
                 let Some(text) = text_of(&file, &mut out)? else { continue };
                 let mut doc = Document::parse(&text)
                     .map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: e.to_string() })?;
@@ -717,12 +673,11 @@ pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal
                     let idx = doc.member_index(&obj, &n).expect("member");
                     doc.remove_child(&obj, idx).map_err(|e| anyhow::anyhow!(e))?;
                 }
-                set(&mut out, &file, orig, doc.finish());
+                set(&mut out, &file, doc.finish());
             }
         }
         for rule in &integ.toml_tables {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
                 let Some(text) = text_of(&file, &mut out)? else { continue };
                 let mut doc: toml_edit::DocumentMut = text
                     .parse()
@@ -739,15 +694,14 @@ pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal
                 for n in &names {
                     table.remove(n);
                 }
-                set(&mut out, &file, orig, doc.to_string());
+                set(&mut out, &file, doc.to_string());
             }
         }
         for rule in &integ.text_blocks {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let orig = fsx::read_opt(&file)?.map(|b| String::from_utf8_lossy(&b).into_owned());
                 let Some(text) = text_of(&file, &mut out)? else { continue };
                 if let Some(after) = strip_block(&text, &rule.begin, &rule.end) {
-                    set(&mut out, &file, orig, after);
+                    set(&mut out, &file, after);
                 }
             }
         }
