@@ -43,8 +43,9 @@ pub fn select(sel: &Selection, env: &Env, verb: &str) -> Result<Vec<&'static Har
     if let Some(list) = &sel.harness {
         return harness::parse_list(list, env);
     }
-    let detected: Vec<&'static Harness> = harness::all().iter().filter(|h| h.detect(env).found()).collect();
-    let names: Vec<String> = detected.iter().map(|h| h.id().to_string()).collect();
+    let all = harness::all();
+    let found: Vec<bool> = all.iter().map(|h| h.detect(env).found()).collect();
+    let names: Vec<&str> = all.iter().zip(&found).filter(|(_, f)| **f).map(|(h, _)| h.id()).collect();
     if !interactive() {
         return Err(Refusal(format!(
             "no --harness given and no terminal to ask on; detected: {}. Run `ovmem {verb} --harness {}`",
@@ -53,18 +54,15 @@ pub fn select(sel: &Selection, env: &Env, verb: &str) -> Result<Vec<&'static Har
         ))
         .into());
     }
-    let all = harness::all();
     let labels: Vec<String> = all
         .iter()
-        .map(|h| {
-            format!("{} ({}){}", h.id(), h.manifest.name, if h.detect(env).found() { "" } else { " - not detected" })
-        })
+        .zip(&found)
+        .map(|(h, f)| format!("{} ({}){}", h.id(), h.manifest.name, if *f { "" } else { " - not detected" }))
         .collect();
-    let defaults: Vec<bool> = all.iter().map(|h| h.detect(env).found()).collect();
     let picked = dialoguer::MultiSelect::new()
         .with_prompt(format!("Harnesses to {verb} (space to toggle, enter to confirm)"))
         .items(&labels)
-        .defaults(&defaults)
+        .defaults(&found)
         .interact()?;
     if picked.is_empty() {
         return Err(Refusal("nothing selected".into()).into());
