@@ -40,6 +40,10 @@ fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 struct Home(tempfile::TempDir);
 
 impl Home {
+    fn empty() -> Self {
+        Self(tempfile::tempdir().unwrap())
+    }
+
     fn legacy() -> Self {
         let t = tempfile::tempdir().unwrap();
         copy_tree(Path::new(LEGACY_HOME), t.path());
@@ -240,22 +244,13 @@ fn a_repository_is_checked_in_text_json_and_github_formats() {
         "{\n  \"hooks\": {\n    \"Stop\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"node /x/claude-code-memory-plugin/scripts/auto-capture.mjs\"}]}\n    ]\n  }\n}\n",
     )
     .unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(OVMEM)
-            .args(args)
-            .env_clear()
-            .env("HOME", home.path())
-            .env("PATH", "/usr/bin:/bin")
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
-    };
+    let home = Home::empty();
+    let run = |args: &[&str]| home.run(args);
     let p = r.to_str().unwrap();
     // The user's own configs are not looked at with --project.
-    std::fs::create_dir_all(home.path().join(".cursor")).unwrap();
+    std::fs::create_dir_all(home.p().join(".cursor")).unwrap();
     std::fs::write(
-        home.path().join(".cursor/hooks.json"),
+        home.p().join(".cursor/hooks.json"),
         r#"{"hooks":{"stop":[{"command":"x # openviking-memory OPENVIKING_INTEGRATION_ID"}]}}"#,
     )
     .unwrap();
@@ -335,20 +330,12 @@ fn hooks_pointing_at_an_old_runtime_are_drift() {
 
 #[test]
 fn entries_from_an_older_template_are_drift_until_reinstalled() {
-    let home = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(OVMEM)
-            .args(args)
-            .env_clear()
-            .env("HOME", home.path())
-            .env("PATH", "/usr/bin:/bin")
-            .output()
-            .unwrap()
-    };
+    let home = Home::empty();
+    let run = |args: &[&str]| home.run(args);
     assert!(run(&["install", "--harness", "claude-code"]).status.success());
     assert_eq!(run(&["check"]).status.code(), Some(0));
     // What an older ovmem (a different timeout) would have written.
-    let path = home.path().join(".claude/settings.json");
+    let path = home.p().join(".claude/settings.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let at = text.find("hook claude-code Stop").unwrap();
     let t = at + text[at..].find("\"timeout\": 30").unwrap();
