@@ -169,9 +169,7 @@ fn trust_hooks(env: &Env, target: &Target) -> TrustReport {
     };
     let Ok(hooks_file) = target.location() else { return TrustReport::default() };
     let cwd = target.project.clone().unwrap_or_else(|| env.home.clone());
-    let config = hooks_file.parent().map(|d| d.join("config.toml"));
-    let user_config = env.expand("${CODEX_HOME:-~/.codex}/config.toml", None).ok();
-    let snap_source = if target.scope == Scope::Project { user_config } else { config };
+    let snap_source = h.manifest.trust_config.as_ref().and_then(|c| env.expand(c, None).ok());
     let rpath = receipt::path(&env.ovmem_home(), h.id(), target.scope, target.project.as_deref());
     let mut rec = match receipt::load(&rpath) {
         Ok(Some(r)) => r,
