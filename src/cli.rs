@@ -156,8 +156,18 @@ pub enum MemoryCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Delete memories by id
-    Forget { ids: Vec<i64> },
+    /// Delete memories by id, or every memory of a bank that contains all the words of --query
+    Forget {
+        ids: Vec<i64>,
+        /// Forget the memories that contain every word of this text (shown first; asks unless --yes)
+        #[arg(long, conflicts_with = "ids")]
+        query: Option<String>,
+        #[command(flatten)]
+        bank: BankArgs,
+        /// Do not ask for confirmation
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
     /// Write memories as JSON lines (stdout, or --output FILE)
     Export {
         #[arg(long, short)]
@@ -166,8 +176,13 @@ pub enum MemoryCommand {
         #[arg(long)]
         bank: Option<String>,
     },
-    /// Read memories from JSON lines (a file, or - for stdin)
-    Import { file: PathBuf },
+    /// Read memories from JSON lines (a file, or - for stdin); dates, harnesses and sessions are kept
+    Import {
+        file: PathBuf,
+        /// Put every memory into this project's bank (or --bank's) instead of the bank each line names
+        #[command(flatten)]
+        bank: BankArgs,
+    },
     /// Counts per bank
     Stats {
         #[arg(long)]

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::config::Config;
 use crate::env::Env;
 use crate::runtime;
+use crate::runtime::render::{render, Item};
 use crate::store::{self, Store};
 
 const PROTOCOL: &str = "2025-06-18";
@@ -61,17 +62,20 @@ impl Server {
             "memory_search" => {
                 let q = args.get("query").and_then(Value::as_str).unwrap_or_default();
                 let hits = self.store()?.recall(&self.bank, q, limit)?;
-                Ok(runtime::render(&hits, 40_000).unwrap_or_else(|| "No memories match.".into()))
+                let items: Vec<Item> = hits.iter().map(Item::from).collect();
+                Ok(render(&items, 40_000).unwrap_or_else(|| "No memories match.".into()))
             }
             "memory_recent" => {
-                let hits = self.store()?.recent(&self.bank, limit)?;
-                Ok(runtime::render(&hits, 40_000).unwrap_or_else(|| "No memories yet in this project.".into()))
+                let recent = self.store()?.recent(&self.bank, limit)?;
+                let items: Vec<Item> =
+                    recent.iter().map(|m| Item { memory: m, terms: &[], superseded_by: None }).collect();
+                Ok(render(&items, 40_000).unwrap_or_else(|| "No memories yet in this project.".into()))
             }
             "memory_add" => {
                 let text =
                     runtime::capture::strip_injected(args.get("text").and_then(Value::as_str).unwrap_or_default());
                 anyhow::ensure!(!text.is_empty(), "`text` is empty");
-                Ok(match self.store()?.add(&self.bank, &text, Some("mcp"), None, store::now())? {
+                Ok(match self.store()?.add_fact(&self.bank, &text, Some("mcp"), store::now())? {
                     Some(id) => format!("Remembered (memory #{id})."),
                     None => "Already remembered.".into(),
                 })

@@ -111,18 +111,16 @@ pub fn last_turn(path: &Path) -> (Option<String>, Option<String>) {
     (user, assistant)
 }
 
-/// The memory text for a turn, or `None` when nothing of substance is left.
-pub fn memory_text(prompts: &[String], reply: Option<&str>, max: usize) -> Option<String> {
-    let prompt = prompts.iter().map(|p| strip_injected(p)).filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n");
-    let reply = reply.map(strip_injected).filter(|r| !r.is_empty());
-    let half = max / 2;
-    let text = match (prompt.is_empty(), reply) {
-        (true, None) => return None,
-        (false, None) => format!("User: {}", truncate(&prompt, max)),
-        (true, Some(r)) => format!("Assistant: {}", truncate(&r, max)),
-        (false, Some(r)) => format!("User: {}\nAssistant: {}", truncate(&prompt, half), truncate(&r, half)),
-    };
-    Some(text)
+/// A stored field: whole, unless it passes `max` characters (a pasted log or dump), then cut
+/// with a note of how much was left out.
+pub fn clip(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max).collect();
+    out.push_str(&format!("… [{} more characters not stored]", n - max));
+    out
 }
 
 #[cfg(test)]
@@ -158,10 +156,10 @@ mod tests {
     }
 
     #[test]
-    fn memory_text_truncates_on_char_boundaries() {
-        let m = memory_text(&["é".repeat(50)], Some(&"ü".repeat(50)), 20).unwrap();
-        assert!(m.starts_with("User: éééé") && m.contains("\nAssistant: üüü") && m.contains('…'));
-        assert_eq!(memory_text(&[], None, 10), None);
-        assert_eq!(memory_text(&["<ovmem-memory>x</ovmem-memory>".into()], None, 10), None);
+    fn clip_keeps_whole_texts_and_marks_cuts() {
+        assert_eq!(clip("short", 10), "short");
+        let c = clip(&"é".repeat(50), 20);
+        assert!(c.starts_with(&"é".repeat(20)) && c.ends_with("[30 more characters not stored]"), "{c}");
+        assert_eq!(truncate("abcdef", 4), "abc…");
     }
 }

@@ -1,0 +1,385 @@
+//! Ranking: BM25 over the whole bank (every posting of every query term, no recency cap), then a
+//! rerank of the best candidates on their text: how much of the question they cover, whether the
+//! question's words stand close together in them, a small bounded recency prior, near-duplicate
+//! removal, diversity across sessions, and supersession (a later memory on the same subject ranks
+//! before the earlier one, which is marked). Every weight here is a plain constant, chosen for
+//! being sensible rather than fitted to one dataset.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+use super::index::{Posting, UNIT};
+use super::text::{analyse, Term};
+
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+/// Query terms kept (the rarest ones) when a prompt is long.
+pub const MAX_TERMS: usize = 24;
+/// A term in more than this share of a bank's memories says almost nothing about any of them.
+const COMMON: f32 = 0.5;
+/// Identifiers and numbers weigh this much more than plain words in a query.
+const STRONG: f32 = 1.5;
+/// Candidates reranked on their text.
+pub const RERANK: usize = 60;
+/// Newest memories gain at most this much (a bounded prior, never a filter).
+const RECENCY: f32 = 0.12;
+const RECENCY_HALF_LIFE_DAYS: f32 = 45.0;
+
+/// One distinct term of a query.
+#[derive(Debug, Clone)]
+pub struct QueryTerm {
+    pub text: String,
+    pub weight: f32,
+    pub strong: bool,
+    /// Position of its first occurrence in the query.
+    pub pos: u32,
+    pub idf: f32,
+    pub df: u32,
+}
+
+/// The analysed query: distinct terms, heaviest first once IDF is known.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    pub terms: Vec<QueryTerm>,
+}
+
+impl Query {
+    pub fn parse(text: &str) -> Self {
+        let mut terms: Vec<QueryTerm> = Vec::new();
+        for t in analyse(text) {
+            let weight = if t.strong { STRONG } else { 1.0 };
+            match terms.iter_mut().find(|q| q.text == t.text) {
+                Some(q) => q.weight = q.weight.max(weight),
+                None => terms.push(QueryTerm { text: t.text, weight, strong: t.strong, pos: t.pos, idf: 0.0, df: 0 }),
+            }
+        }
+        Self { terms }
+    }
+
+    /// Sets document frequencies (`None`: not in the bank) against a bank of `docs` memories,
+    /// drops terms found nowhere, prunes very common ones (unless nothing else is left), and keeps
+    /// at most [`MAX_TERMS`], the most informative.
+    pub fn weigh(&mut self, docs: u32, df: impl Fn(&str) -> Option<u32>) {
+        let n = docs.max(1) as f32;
+        for t in &mut self.terms {
+            t.df = df(&t.text).unwrap_or(0);
+            t.idf = (1.0 + (n - t.df as f32 + 0.5) / (t.df as f32 + 0.5)).ln();
+        }
+        self.terms.retain(|t| t.df > 0);
+        // In a small bank every word is "common"; pruning only makes sense past a few dozen.
+        if docs >= 20 && self.terms.iter().any(|t| (t.df as f32) <= COMMON * n) {
+            self.terms.retain(|t| (t.df as f32) <= COMMON * n);
+        }
+        self.terms.sort_by(|a, b| (b.idf * b.weight).total_cmp(&(a.idf * a.weight)));
+        self.terms.truncate(MAX_TERMS);
+    }
+
+    pub fn mass(&self) -> f32 {
+        self.terms.iter().map(|t| t.idf * t.weight).sum()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Scored {
+    pub doc: i64,
+    pub score: f32,
+    /// Bit i set: query term i occurs in the memory.
+    pub matched: u32,
+}
+
+impl PartialEq for Scored {
+    fn eq(&self, o: &Self) -> bool {
+        self.score == o.score && self.doc == o.doc
+    }
+}
+impl Eq for Scored {}
+impl PartialOrd for Scored {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Scored {
+    /// Reversed, so a `BinaryHeap` of `Scored` keeps the worst on top (a bounded top-k).
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.score.total_cmp(&self.score).then_with(|| o.doc.cmp(&self.doc))
+    }
+}
+
+/// BM25 over the posting lists (one per query term, each sorted by memory id), merged document
+/// at a time; returns the `keep` best, best first.
+pub fn bm25(query: &Query, lists: &[Vec<Posting>], avgdl: f32, keep: usize) -> Vec<Scored> {
+    let avgdl = avgdl.max(1.0);
+    let mut cursor = vec![0usize; lists.len()];
+    // Min-heap of (next doc, list index).
+    let mut next: BinaryHeap<std::cmp::Reverse<(i64, usize)>> =
+        lists.iter().enumerate().filter_map(|(i, l)| l.first().map(|p| std::cmp::Reverse((p.doc, i)))).collect();
+    let mut top: BinaryHeap<Scored> = BinaryHeap::with_capacity(keep + 1);
+    while let Some(std::cmp::Reverse((doc, _))) = next.peek().copied() {
+        let mut score = 0.0f32;
+        let mut matched = 0u32;
+        while let Some(std::cmp::Reverse((d, i))) = next.peek().copied() {
+            if d != doc {
+                break;
+            }
+            next.pop();
+            let p = lists[i][cursor[i]];
+            let t = &query.terms[i];
+            let tf = p.tf as f32 / UNIT;
+            let dl = p.dl as f32 / UNIT;
+            score += t.weight * t.idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl));
+            matched |= 1 << i;
+            cursor[i] += 1;
+            if let Some(n) = lists[i].get(cursor[i]) {
+                next.push(std::cmp::Reverse((n.doc, i)));
+            }
+        }
+        if top.len() < keep {
+            top.push(Scored { doc, score, matched });
+        } else if top.peek().is_some_and(|w| score > w.score) {
+            top.pop();
+            top.push(Scored { doc, score, matched });
+        }
+    }
+    let mut out = top.into_vec();
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.doc.cmp(&a.doc)));
+    out
+}
+
+/// What the reranker needs of a candidate memory.
+pub struct Candidate<'a> {
+    pub doc: i64,
+    pub bm25: f32,
+    pub matched: u32,
+    pub session: Option<&'a str>,
+    pub created_at: i64,
+    /// The memory's fields, analysed (prompt, reply, topic).
+    pub fields: [Vec<Term>; 3],
+}
+
+/// A reranked memory: its final score and, when a later memory on the same subject was found,
+/// that memory's id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    pub doc: i64,
+    pub score: f32,
+    pub superseded_by: Option<i64>,
+}
+
+/// Share of the query's weight (IDF x strength) a memory covers.
+fn coverage(q: &Query, matched: u32) -> f32 {
+    let total = q.mass();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    let got: f32 =
+        q.terms.iter().enumerate().filter(|(i, _)| matched & (1 << i) != 0).map(|(_, t)| t.idf * t.weight).sum();
+    got / total
+}
+
+/// How close together the query's words stand in the memory: for each pair of query terms that
+/// are neighbours in the question, whether they occur within three words of each other in one
+/// field; weighted by the rarer term's IDF, as a share of the query's weight.
+fn proximity(q: &Query, fields: &[Vec<Term>; 3]) -> f32 {
+    if q.terms.len() < 2 {
+        return 0.0;
+    }
+    let mut by_query_order: Vec<&QueryTerm> = q.terms.iter().collect();
+    by_query_order.sort_by_key(|t| t.pos);
+    let mut got = 0.0;
+    for field in fields {
+        let mut positions: HashMap<&str, Vec<u32>> = HashMap::new();
+        for t in field {
+            positions.entry(t.text.as_str()).or_default().push(t.pos);
+        }
+        let mut field_got = 0.0;
+        for pair in by_query_order.windows(2) {
+            let (Some(a), Some(b)) = (positions.get(pair[0].text.as_str()), positions.get(pair[1].text.as_str()))
+            else {
+                continue;
+            };
+            let near = a.iter().any(|x| b.iter().any(|y| x.abs_diff(*y) <= 3 && x != y));
+            if near {
+                field_got += pair[0].idf.min(pair[1].idf) * pair[0].weight.min(pair[1].weight);
+            }
+        }
+        if field_got > got {
+            got = field_got;
+        }
+    }
+    (got / q.mass()).min(1.0)
+}
+
+/// Content-word set of a memory (for near-duplicates and subjects).
+fn word_set(fields: &[Vec<Term>; 3]) -> HashSet<&str> {
+    fields[0].iter().chain(&fields[1]).map(|t| t.text.as_str()).collect()
+}
+
+fn jaccard(a: &HashSet<&str>, b: &HashSet<&str>) -> f32 {
+    let inter = a.intersection(b).count() as f32;
+    let union = (a.len() + b.len()) as f32 - inter;
+    if union == 0.0 {
+        0.0
+    } else {
+        inter / union
+    }
+}
+
+/// Words that say a turn revises an earlier decision.
+const REVISION_CUES: &[&str] = &[
+    "actual",
+    "instead",
+    "switch",
+    "chang",
+    "revert",
+    "no longer",
+    "anymor",
+    "now",
+    "drop",
+    "replac",
+    "move",
+    "updat",
+];
+
+fn revises(fields: &[Vec<Term>; 3]) -> bool {
+    fields[0].iter().chain(&fields[1]).any(|t| REVISION_CUES.iter().any(|c| t.text.starts_with(c)))
+}
+
+/// Reranks candidates and picks up to `limit`: near-duplicates dropped, at most one memory per
+/// session until every session had its turn, a later memory on the same subject placed before
+/// the earlier one (which is marked).
+pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Vec<Ranked> {
+    if candidates.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    let top_bm25 = candidates.iter().map(|c| c.bm25).fold(0.0f32, f32::max).max(1e-6);
+    let sets: Vec<HashSet<&str>> = candidates.iter().map(|c| word_set(&c.fields)).collect();
+    let mut scored: Vec<(usize, f32)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let cov = coverage(q, c.matched);
+            let prox = proximity(q, &c.fields);
+            let age_days = ((now - c.created_at).max(0) as f32) / 86_400.0;
+            let recency = 1.0 + RECENCY * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS);
+            let s = (c.bm25 / top_bm25) * (0.7 + 0.3 * cov) * (1.0 + 0.3 * prox) * recency;
+            (i, s)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let floor = scored[0].1 * 0.05;
+    scored.retain(|(_, s)| *s >= floor);
+
+    // Supersession: two candidates on the same subject (they cover the same query terms and
+    // share much of their other wording, or the later one says it revises), the later first.
+    let mut superseded_by: HashMap<usize, usize> = HashMap::new();
+    for (ai, (a, _)) in scored.iter().enumerate() {
+        for (b, _) in scored.iter().skip(ai + 1) {
+            let (ca, cb) = (&candidates[*a], &candidates[*b]);
+            let shared = ca.matched & cb.matched;
+            let same_terms = coverage(q, shared) >= 0.6 * coverage(q, ca.matched).max(coverage(q, cb.matched));
+            let strong_shared = q.terms.iter().enumerate().any(|(i, t)| t.strong && shared & (1 << i) != 0);
+            if !same_terms || coverage(q, shared) < 0.3 {
+                continue;
+            }
+            let (older, newer) = if (ca.created_at, ca.doc) < (cb.created_at, cb.doc) { (*a, *b) } else { (*b, *a) };
+            let overlap = jaccard(&sets[*a], &sets[*b]);
+            if overlap >= 0.3 || (strong_shared || overlap >= 0.12) && revises(&candidates[newer].fields) {
+                superseded_by.entry(older).or_insert(newer);
+            }
+        }
+    }
+
+    // Selection: near-duplicates out, sessions taken in turn, supersessions honoured.
+    let mut picked: Vec<usize> = Vec::new();
+    let mut seen_sessions: HashSet<&str> = HashSet::new();
+    let order: Vec<usize> = scored.iter().map(|(i, _)| *i).collect();
+    let score_of: HashMap<usize, f32> = scored.iter().copied().collect();
+    for pass in 0..2 {
+        for &i in &order {
+            if picked.len() >= limit {
+                break;
+            }
+            if picked.contains(&i) || picked.iter().any(|&p| jaccard(&sets[p], &sets[i]) >= 0.85) {
+                continue;
+            }
+            let session = candidates[i].session;
+            if pass == 0 && session.is_some_and(|s| seen_sessions.contains(s)) {
+                continue;
+            }
+            // Later memories on this subject go first, newest first (and take the last slot if
+            // only one is left).
+            let mut chain = Vec::new();
+            let mut at = i;
+            while let Some(&newer) = superseded_by.get(&at) {
+                if chain.contains(&newer) || newer == i {
+                    break;
+                }
+                chain.push(newer);
+                at = newer;
+            }
+            for &newer in chain.iter().rev() {
+                if picked.len() < limit && !picked.contains(&newer) {
+                    picked.push(newer);
+                    if let Some(s) = candidates[newer].session {
+                        seen_sessions.insert(s);
+                    }
+                }
+            }
+            if picked.len() < limit {
+                picked.push(i);
+                if let Some(s) = session {
+                    seen_sessions.insert(s);
+                }
+            }
+        }
+    }
+    picked
+        .into_iter()
+        .map(|i| Ranked {
+            doc: candidates[i].doc,
+            score: score_of.get(&i).copied().unwrap_or(0.0),
+            superseded_by: superseded_by.get(&i).map(|&n| candidates[n].doc),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(text: &str, df: &[(&str, u32)], docs: u32) -> Query {
+        let mut q = Query::parse(text);
+        q.weigh(docs, |t| df.iter().find(|(x, _)| *x == t).map(|x| x.1));
+        q
+    }
+
+    #[test]
+    fn common_terms_are_pruned_and_rare_ones_lead() {
+        let q = q("How many retries does service s1234 use?", &[("retri", 900), ("servic", 1000), ("s1234", 1)], 1000);
+        let names: Vec<&str> = q.terms.iter().map(|t| t.text.as_str()).collect();
+        assert_eq!(names, ["s1234"], "terms in every memory and unknown terms go");
+        let q = q_all_common();
+        assert_eq!(q.terms.len(), 2, "when every term is common, they all stay");
+    }
+
+    fn q_all_common() -> Query {
+        q("deploy service", &[("deploy", 900), ("servic", 950)], 1000)
+    }
+
+    #[test]
+    fn bm25_ranks_every_posting_not_just_the_newest() {
+        let q = q("s1234 retries", &[("s1234", 1), ("retri", 3)], 10);
+        let lists = vec![
+            vec![Posting { doc: 1, tf: 4, dl: 40 }],
+            vec![
+                Posting { doc: 1, tf: 4, dl: 40 },
+                Posting { doc: 8, tf: 4, dl: 40 },
+                Posting { doc: 9, tf: 4, dl: 40 },
+            ],
+        ];
+        let top = bm25(&q, &lists, 10.0, 2);
+        assert_eq!(top[0].doc, 1, "the oldest memory, the only one naming s1234, wins");
+        assert_eq!(top[0].matched, 0b11);
+        assert_eq!(top.len(), 2);
+    }
+}
