@@ -158,8 +158,8 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
         }
         MemoryCommand::Import { file, bank: b } => {
             let into = if b.bank.is_some() || b.project.is_some() { Some(bank(&env, &b)?) } else { None };
-            let reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
-                Box::new(std::io::stdin().lock())
+            let reader: Box<dyn BufRead + Send> = if file.as_os_str() == "-" {
+                Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin()))
             } else {
                 Box::new(std::io::BufReader::with_capacity(
                     1 << 20,
@@ -168,40 +168,26 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             };
             let store = open(&env)?;
             let started = std::time::Instant::now();
-            let mut bad: Option<anyhow::Error> = None;
-            let lines = reader.lines().enumerate().map_while(|(i, line)| {
+            let name = file.display().to_string();
+            let lines = reader.lines().enumerate().filter_map(move |(i, line)| {
                 let parsed = line.map_err(anyhow::Error::from).and_then(|l| {
                     if l.trim().is_empty() {
                         return Ok(None);
                     }
                     let e: Exported = serde_json::from_str(&l)
-                        .with_context(|| format!("line {} of `{}` is not an exported memory", i + 1, file.display()))?;
+                        .with_context(|| format!("line {} of `{name}` is not an exported memory", i + 1))?;
                     let mut m = e.into_memory();
                     if let Some(b) = &into {
                         m.bank.clone_from(b);
                     }
                     if m.bank.is_empty() {
-                        anyhow::bail!(
-                            "line {} of `{}` names no bank; import it with --project DIR",
-                            i + 1,
-                            file.display()
-                        );
+                        anyhow::bail!("line {} of `{name}` names no bank; import it with --project DIR", i + 1);
                     }
                     Ok(Some(m))
                 });
-                match parsed {
-                    Ok(m) => Some(m),
-                    Err(e) => {
-                        bad = Some(e);
-                        None
-                    }
-                }
+                parsed.transpose()
             });
-            let (added, dup) = store.import(lines.flatten(), 20_000)?;
-            if let Some(e) = bad {
-                eprintln!("imported {added} memories ({dup} already present) before the error");
-                return Err(e);
-            }
+            let (added, dup) = store.import(lines, 20_000)?;
             let secs = started.elapsed().as_secs_f64();
             eprintln!(
                 "imported {added} memories ({dup} already present) in {secs:.1} s ({:.0}/s)",

@@ -5,9 +5,8 @@
 //! varints), appended in place. Recall reads only the posting lists of the query's terms, so it
 //! ranks the whole bank, whatever its size, without a cap on candidates.
 
-use std::collections::HashMap;
-
 use rusqlite::{params, Connection, OptionalExtension};
+use rustc_hash::FxHashMap;
 
 use super::text::{analyse_into, Term};
 
@@ -39,7 +38,7 @@ pub struct DocTerms {
 
 /// Analyses a memory's fields into its weighted bag of terms.
 pub fn doc_terms(prompt: &str, reply: &str, topic: &str) -> DocTerms {
-    let mut tf: HashMap<String, u32> = HashMap::new();
+    let mut tf: FxHashMap<String, u32> = FxHashMap::default();
     let mut len = 0u32;
     let mut buf: Vec<Term> = Vec::new();
     for (text, w) in [(prompt, W_PROMPT), (reply, W_REPLY), (topic, W_TOPIC)] {
@@ -125,9 +124,9 @@ pub fn term_id(conn: &Connection, term: &str, create: bool) -> rusqlite::Result<
 /// an import a batch of many thousands (which is what makes imports fast).
 #[derive(Default)]
 pub struct Batch {
-    ids: HashMap<String, i64>,
-    lists: HashMap<(i64, i64), Vec<Posting>>,
-    banks: HashMap<i64, (i64, i64)>,
+    ids: FxHashMap<String, i64>,
+    lists: FxHashMap<(i64, i64), Vec<Posting>>,
+    banks: FxHashMap<i64, (i64, i64)>,
 }
 
 impl Batch {

@@ -187,13 +187,25 @@ fn normalise(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
+/// 128 bits of sha256 over the whitespace-folded, lowercased fields.
 fn content_hash(kind: Kind, prompt: &str, reply: &str) -> Vec<u8> {
     let mut h = Sha256::new();
     h.update(kind.as_str());
-    h.update([0x1f]);
-    h.update(normalise(prompt));
-    h.update([0x1f]);
-    h.update(normalise(reply));
+    for field in [prompt, reply] {
+        h.update([0x1f]);
+        let mut first = true;
+        for word in field.split_whitespace() {
+            if !first {
+                h.update(b" ");
+            }
+            first = false;
+            if word.bytes().any(|b| b.is_ascii_uppercase() || b >= 0x80) {
+                h.update(word.to_lowercase().as_bytes());
+            } else {
+                h.update(word.as_bytes());
+            }
+        }
+    }
     h.finalize()[..16].to_vec()
 }
 
@@ -313,12 +325,23 @@ impl Store {
     /// Inserts one memory inside a transaction, queueing its postings in `batch`; `None` when
     /// the same memory (or the same turn) is already stored.
     fn insert(c: &Connection, m: &NewMemory, batch: &mut Batch) -> Result<Option<i64>> {
+        let terms = doc_terms(m.prompt, m.reply, m.topic);
+        let hash = content_hash(m.kind, m.prompt, m.reply);
+        Self::insert_analysed(c, m, &terms, &hash, batch)
+    }
+
+    /// [`Store::insert`] with the analysis done beforehand (an import analyses on another thread).
+    fn insert_analysed(
+        c: &Connection,
+        m: &NewMemory,
+        terms: &index::DocTerms,
+        hash: &[u8],
+        batch: &mut Batch,
+    ) -> Result<Option<i64>> {
         if m.prompt.trim().is_empty() && m.reply.trim().is_empty() {
             return Ok(None);
         }
         let bank = Self::bank_id(c, m.bank, true)?.expect("created");
-        let terms = doc_terms(m.prompt, m.reply, m.topic);
-        let hash = content_hash(m.kind, m.prompt, m.reply);
         let n = c
             .prepare_cached(
                 "INSERT OR IGNORE INTO memories
@@ -343,7 +366,7 @@ impl Store {
             return Ok(None);
         }
         let id = c.last_insert_rowid();
-        batch.add(c, bank, id, &terms)?;
+        batch.add(c, bank, id, terms)?;
         Ok(Some(id))
     }
 
@@ -362,50 +385,69 @@ impl Store {
         self.add(&NewMemory { bank, kind: Kind::Fact, prompt: text, harness, created_at: at, ..Default::default() })
     }
 
-    /// Imports memories in transactions of `batch` rows: rows and their postings are written
-    /// together, which is what makes a large import fast. Returns (added, duplicates).
-    pub fn import(&self, memories: impl Iterator<Item = Memory>, batch_size: usize) -> Result<(usize, usize)> {
-        let (mut added, mut dup) = (0, 0);
-        let mut pending: Vec<Memory> = Vec::with_capacity(batch_size);
-        let mut flush = |pending: &mut Vec<Memory>| -> Result<()> {
-            let (a, d) = self.write(|c| {
-                let mut batch = Batch::default();
-                let (mut a, mut d) = (0, 0);
-                for m in pending.iter() {
-                    let new = NewMemory {
-                        bank: &m.bank,
-                        kind: m.kind,
-                        prompt: &m.prompt,
-                        reply: &m.reply,
-                        topic: &m.topic,
-                        harness: m.harness.as_deref(),
-                        session: m.session.as_deref(),
-                        created_at: m.created_at,
-                        turn_id: None,
-                    };
-                    match Self::insert(c, &new, &mut batch)? {
-                        Some(_) => a += 1,
-                        None => d += 1,
+    /// Imports memories in transactions of `batch_size` rows: rows and their postings are written
+    /// together, while the next batch is read and analysed on a second thread, which is what makes
+    /// a large import fast. Stops at the first error the iterator yields, keeping what came before.
+    /// Returns (added, duplicates).
+    pub fn import<I>(&self, memories: I, batch_size: usize) -> Result<(usize, usize)>
+    where
+        I: Iterator<Item = Result<Memory>> + Send,
+    {
+        type Analysed = (Memory, index::DocTerms, Vec<u8>);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Analysed>>>(2);
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                let mut chunk: Vec<Analysed> = Vec::with_capacity(batch_size);
+                for m in memories {
+                    match m {
+                        Ok(m) => {
+                            let terms = doc_terms(&m.prompt, &m.reply, &m.topic);
+                            let hash = content_hash(m.kind, &m.prompt, &m.reply);
+                            chunk.push((m, terms, hash));
+                            if chunk.len() >= batch_size && tx.send(Ok(std::mem::take(&mut chunk))).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Ok(std::mem::take(&mut chunk)));
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
                     }
                 }
-                batch.flush(c)?;
-                Ok((a, d))
-            })?;
-            added += a;
-            dup += d;
-            pending.clear();
-            Ok(())
-        };
-        for m in memories {
-            pending.push(m);
-            if pending.len() >= batch_size {
-                flush(&mut pending)?;
+                let _ = tx.send(Ok(chunk));
+            });
+            let (mut added, mut dup) = (0, 0);
+            for chunk in rx {
+                let chunk = chunk.map_err(|e| e.context(format!("after {added} memories were imported")))?;
+                let (a, d) = self.write(|c| {
+                    let mut batch = Batch::default();
+                    let (mut a, mut d) = (0, 0);
+                    for (m, terms, hash) in &chunk {
+                        let new = NewMemory {
+                            bank: &m.bank,
+                            kind: m.kind,
+                            prompt: &m.prompt,
+                            reply: &m.reply,
+                            topic: &m.topic,
+                            harness: m.harness.as_deref(),
+                            session: m.session.as_deref(),
+                            created_at: m.created_at,
+                            turn_id: None,
+                        };
+                        match Self::insert_analysed(c, &new, terms, hash, &mut batch)? {
+                            Some(_) => a += 1,
+                            None => d += 1,
+                        }
+                    }
+                    batch.flush(c)?;
+                    Ok((a, d))
+                })?;
+                added += a;
+                dup += d;
             }
-        }
-        if !pending.is_empty() {
-            flush(&mut pending)?;
-        }
-        Ok((added, dup))
+            Ok((added, dup))
+        })
     }
 
     /// Captures a finished turn in one transaction: the session's buffered prompts are taken (the
@@ -698,10 +740,34 @@ impl Store {
         })
     }
 
-    /// Drops prompt buffers, flags and session topics older than `max_age` seconds.
+    /// Drops flags and session topics older than `max_age` seconds. Prompts whose turn never
+    /// finished (a crashed or abandoned session) are not dropped: they become memories of their
+    /// own, one per session.
     pub fn prune(&self, max_age: i64) -> Result<()> {
         let cutoff = now() - max_age;
         self.write(|c| {
+            let orphans: Vec<(String, String, String, String, i64)> = {
+                let mut stmt = c.prepare(
+                    "SELECT session, bank, harness, group_concat(prompt, char(10)), min(created_at)
+                     FROM (SELECT * FROM session_prompts WHERE created_at < ?1 ORDER BY id)
+                     GROUP BY session, bank, harness",
+                )?;
+                let rows = stmt.query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            let mut batch = Batch::default();
+            for (session, bank, harness, prompt, at) in &orphans {
+                let new = NewMemory {
+                    bank,
+                    prompt,
+                    harness: Some(harness),
+                    session: Some(session),
+                    created_at: *at,
+                    ..Default::default()
+                };
+                Self::insert(c, &new, &mut batch)?;
+            }
+            batch.flush(c)?;
             c.execute("DELETE FROM session_prompts WHERE created_at < ?1", [cutoff])?;
             c.execute("DELETE FROM session_flags WHERE created_at < ?1", [cutoff])?;
             c.execute("DELETE FROM sessions WHERE updated_at < ?1", [cutoff - 23 * 86_400])?;
@@ -846,6 +912,20 @@ mod tests {
         assert!(s.capture(&t).unwrap().is_none(), "the same turn id is stored once");
         assert!(s.set_flag_once("s1", "inject").unwrap());
         assert!(!s.set_flag_once("s1", "inject").unwrap());
+    }
+
+    #[test]
+    fn prompts_of_abandoned_sessions_become_memories() {
+        let s = Store::open_in_memory().unwrap();
+        s.buffer_prompt_item("", "gone", "b", "codex", "the release checklist lives in docs/release.md", 1000).unwrap();
+        s.prune(3600).unwrap();
+        let all = s.list(None, None).unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(
+            (all[0].prompt.as_str(), all[0].created_at),
+            ("the release checklist lives in docs/release.md", 1000)
+        );
+        assert_eq!(s.stats().unwrap().pending_prompts, 0);
     }
 
     #[test]

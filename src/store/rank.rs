@@ -269,21 +269,29 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
     let floor = scored[0].1 * 0.05;
     scored.retain(|(_, s)| *s >= floor);
 
-    // Supersession: two candidates on the same subject (they cover the same query terms and
-    // share much of their other wording, or the later one says it revises), the later first.
+    // Supersession: two candidates on the same subject, the later first. Either the later one
+    // restates the earlier (both cover nearly the same words of the question, at least half of
+    // it, and say much the same otherwise), or it says it revises something (`actually`,
+    // `switch`, `instead`, …), answers at least half of the question, and shares an identifier of
+    // the question or half of it with the earlier one, and some of its wording.
     let mut superseded_by: HashMap<usize, usize> = HashMap::new();
     for (ai, (a, _)) in scored.iter().enumerate() {
         for (b, _) in scored.iter().skip(ai + 1) {
             let (ca, cb) = (&candidates[*a], &candidates[*b]);
-            let shared = ca.matched & cb.matched;
-            let same_terms = coverage(q, shared) >= 0.6 * coverage(q, ca.matched).max(coverage(q, cb.matched));
-            let strong_shared = q.terms.iter().enumerate().any(|(i, t)| t.strong && shared & (1 << i) != 0);
-            if !same_terms || coverage(q, shared) < 0.3 {
-                continue;
-            }
             let (older, newer) = if (ca.created_at, ca.doc) < (cb.created_at, cb.doc) { (*a, *b) } else { (*b, *a) };
+            let shared = ca.matched & cb.matched;
+            let on_shared = coverage(q, shared);
             let overlap = jaccard(&sets[*a], &sets[*b]);
-            if overlap >= 0.3 || (strong_shared || overlap >= 0.12) && revises(&candidates[newer].fields) {
+            let restates = on_shared >= 0.5
+                && on_shared >= 0.85 * coverage(q, ca.matched).max(coverage(q, cb.matched))
+                && overlap >= 0.5;
+            let strong_shared = q.terms.iter().enumerate().any(|(i, t)| t.strong && shared & (1 << i) != 0);
+            let cn = &candidates[newer];
+            let revision = revises(&cn.fields)
+                && coverage(q, cn.matched) >= 0.5
+                && (strong_shared || on_shared >= 0.5)
+                && overlap >= 0.12;
+            if restates || revision {
                 superseded_by.entry(older).or_insert(newer);
             }
         }

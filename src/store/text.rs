@@ -195,6 +195,25 @@ fn stemmer() -> &'static Stemmer {
     S.get_or_init(|| Stemmer::create(Algorithm::English))
 }
 
+thread_local! {
+    /// Stems already computed: words repeat, and stemming is most of an import's analysis.
+    static STEMS: std::cell::RefCell<rustc_hash::FxHashMap<Box<str>, Box<str>>> = Default::default();
+}
+
+fn stem(word: &str) -> String {
+    STEMS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(s) = cache.get(word) {
+            return s.to_string();
+        }
+        let s = stemmer().stem(word).into_owned();
+        if cache.len() < 200_000 {
+            cache.insert(word.into(), s.as_str().into());
+        }
+        s
+    })
+}
+
 /// Characters that join the parts of an identifier (`a_b`, `a-b`, `a.b`, `a/b`, `a:b`, `a@b`, `#1`).
 fn is_joiner(c: char) -> bool {
     matches!(c, '_' | '-' | '.' | '/' | ':' | '@' | '#' | '+' | '~')
@@ -205,28 +224,41 @@ fn is_cjk(c: char) -> bool {
         0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
 }
 
-/// Splits a run of letters and digits at camelCase boundaries (`RetryPolicy` -> `Retry`,
-/// `Policy`; `HTTPServer` -> `HTTP`, `Server`). Letter/digit boundaries are kept (`s1234`, `v2`).
-fn camel_parts(word: &str) -> Vec<(usize, &str)> {
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
-    let mut cuts = vec![0];
-    for i in 1..chars.len() {
-        let (prev, cur) = (chars[i - 1].1, chars[i].1);
-        let next = chars.get(i + 1).map(|x| x.1);
-        let lower_to_upper = prev.is_lowercase() && cur.is_uppercase();
-        let acronym_end = prev.is_uppercase() && cur.is_uppercase() && next.is_some_and(char::is_lowercase);
-        if lower_to_upper || acronym_end {
-            cuts.push(chars[i].0);
-        }
+/// Calls `f(offset, part)` for each part of a run of letters and digits split at camelCase
+/// boundaries (`RetryPolicy` -> `Retry`, `Policy`; `HTTPServer` -> `HTTP`, `Server`).
+/// Letter/digit boundaries are kept (`s1234`, `v2`).
+fn for_camel_parts(word: &str, mut f: impl FnMut(usize, &str)) {
+    if word.bytes().all(|b| !b.is_ascii_uppercase()) && word.is_ascii() {
+        return f(0, word);
     }
-    cuts.push(word.len());
-    cuts.windows(2).map(|w| (w[0], &word[w[0]..w[1]])).filter(|p| !p.1.is_empty()).collect()
+    let mut start = 0;
+    let mut it = word.char_indices().peekable();
+    let mut prev: Option<char> = None;
+    while let Some((i, cur)) = it.next() {
+        if let Some(p) = prev {
+            let next = it.peek().map(|x| x.1);
+            let lower_to_upper = p.is_lowercase() && cur.is_uppercase();
+            let acronym_end = p.is_uppercase() && cur.is_uppercase() && next.is_some_and(char::is_lowercase);
+            if (lower_to_upper || acronym_end) && i > start {
+                f(start, &word[start..i]);
+                start = i;
+            }
+        }
+        prev = Some(cur);
+    }
+    if start < word.len() {
+        f(start, &word[start..]);
+    }
 }
 
 /// The term for one word part: lowercased, stemmed when it is a plain word, `None` for
 /// stopwords and lone letters.
 fn part_term(part: &str) -> Option<(String, bool)> {
-    let lower = part.to_lowercase();
+    let lower = if part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+        part.to_string()
+    } else {
+        part.to_lowercase()
+    };
     let has_digit = lower.chars().any(|c| c.is_ascii_digit());
     if has_digit {
         return Some((lower, true));
@@ -235,7 +267,7 @@ fn part_term(part: &str) -> Option<(String, bool)> {
         return None;
     }
     if lower.len() > 3 && lower.chars().all(|c| c.is_ascii_lowercase()) {
-        return Some((stemmer().stem(&lower).into_owned(), false));
+        return Some((stem(&lower), false));
     }
     Some((lower, false))
 }
@@ -306,23 +338,24 @@ fn emit_chunk(text: &str, from: usize, to: usize, pos: &mut u32, out: &mut Vec<T
         return;
     }
     let base = from + lead;
-    let mut parts: Vec<(usize, &str)> = Vec::new();
+    let first = *pos;
+    let mut parts = 0;
     let mut off = 0;
     for word in chunk.split(is_joiner) {
         if !word.is_empty() {
-            parts.extend(camel_parts(word).into_iter().map(|(i, p)| (base + off + i, p)));
+            for_camel_parts(word, |i, p| {
+                if let Some((term, strong)) = part_term(p) {
+                    let at = base + off + i;
+                    out.push(Term { text: term, pos: *pos, strong, start: at as u32, end: (at + p.len()) as u32 });
+                }
+                *pos += 1;
+                parts += 1;
+            });
         }
         off += word.len() + 1;
     }
-    let first = *pos;
-    for (at, p) in &parts {
-        if let Some((term, strong)) = part_term(p) {
-            out.push(Term { text: term, pos: *pos, strong, start: *at as u32, end: (*at + p.len()) as u32 });
-        }
-        *pos += 1;
-    }
     // The whole identifier, as written (lowercased, unstemmed), when it is more than one word.
-    if parts.len() > 1 && chunk.chars().count() <= 64 {
+    if parts > 1 && chunk.len() <= 64 {
         out.push(Term {
             text: chunk.to_lowercase(),
             pos: first,
