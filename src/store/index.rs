@@ -62,7 +62,14 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+#[inline]
 fn get_varint(data: &[u8], i: &mut usize) -> Option<u64> {
+    // Most values (deltas in dense lists, frequencies, lengths) fit one byte.
+    let b = *data.get(*i)?;
+    if b < 0x80 {
+        *i += 1;
+        return Some(u64::from(b));
+    }
     let mut v = 0u64;
     let mut shift = 0;
     loop {
@@ -96,6 +103,7 @@ pub fn encode_block(entries: &[Posting]) -> Vec<u8> {
 /// Appends the entries of a block to `out`; a damaged block yields what decoded cleanly.
 pub fn decode_block(data: &[u8], out: &mut Vec<Posting>) {
     let Some(&count) = data.first() else { return };
+    out.reserve(count as usize);
     let mut i = 1;
     let mut doc = 0i64;
     for _ in 0..count {

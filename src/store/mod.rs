@@ -250,7 +250,7 @@ impl Store {
     fn with_connection(conn: Connection, busy: Duration) -> Result<Self> {
         conn.busy_timeout(busy)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "mmap_size", 256i64 << 20)?;
+        conn.pragma_update(None, "mmap_size", 4i64 << 30)?;
         conn.pragma_update(None, "foreign_keys", false)?;
         Ok(Self { conn: std::mem::ManuallyDrop::new(conn), skip_close: false, busy })
     }
@@ -531,11 +531,16 @@ impl Store {
         })
     }
 
-    const COLUMNS: &'static str =
-        "m.id, b.name, m.kind, m.prompt, m.reply, m.topic, m.harness, m.session, m.created_at FROM memories m JOIN banks b ON b.id = m.bank_id";
+    const FIELDS: &'static str = "m.id, b.name, m.kind, m.prompt, m.reply, m.topic, m.harness, m.session, m.created_at";
+    const FROM: &'static str = "memories m JOIN banks b ON b.id = m.bank_id";
+
+    fn get_with_len(&self, id: i64) -> Result<Option<(Memory, u32)>> {
+        let sql = format!("SELECT {}, m.len FROM {} WHERE m.id = ?1", Self::FIELDS, Self::FROM);
+        Ok(self.conn.prepare_cached(&sql)?.query_row([id], |r| Ok((Self::row_memory(r)?, r.get(9)?))).optional()?)
+    }
 
     fn get(&self, id: i64) -> Result<Option<Memory>> {
-        let sql = format!("SELECT {} WHERE m.id = ?1", Self::COLUMNS);
+        let sql = format!("SELECT {} FROM {} WHERE m.id = ?1", Self::FIELDS, Self::FROM);
         Ok(self.conn.prepare_cached(&sql)?.query_row([id], Self::row_memory).optional()?)
     }
 
@@ -566,54 +571,70 @@ impl Store {
         if q.terms.is_empty() {
             return Ok(Vec::new());
         }
-        let mut lists: Vec<Vec<Posting>> = Vec::with_capacity(q.terms.len());
-        for t in &q.terms {
-            let mut list = Vec::new();
+        let mut lists: Vec<Vec<Posting>> = Vec::with_capacity(q.scan);
+        for t in &q.terms[..q.scan] {
+            let mut list = Vec::with_capacity(ids[&t.text].1 as usize);
             index::postings(c, bank_id, ids[&t.text].0, &mut list)?;
             lists.push(list);
         }
         let avgdl = len as f32 / docs as f32 / index::UNIT;
         let scored = rank::bm25(&q, &lists, avgdl, rank::RERANK);
-        let mut memories = Vec::with_capacity(scored.len());
+        let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len());
+        let mut lens = Vec::with_capacity(scored.len());
         for s in &scored {
-            if let Some(m) = self.get(s.doc)? {
-                memories.push((s, m));
+            if let Some((m, dl)) = self.get_with_len(s.doc)? {
+                memories.push((*s, m));
+                lens.push(dl);
             }
         }
+        // The terms too common to scan still count, on each candidate's own text.
         let candidates: Vec<Candidate> = memories
             .iter()
-            .map(|(s, m)| Candidate {
-                doc: m.id,
-                bm25: s.score,
-                matched: s.matched,
-                session: m.session.as_deref(),
-                created_at: m.created_at,
-                fields: [text::analyse(&m.prompt), text::analyse(&m.reply), text::analyse(&m.topic)],
+            .zip(&lens)
+            .map(|((s, m), dl)| {
+                let fields = [text::analyse(&m.prompt), text::analyse(&m.reply), text::analyse(&m.topic)];
+                let (extra, bits) = rank::complete(&q, &fields, *dl, avgdl);
+                Candidate {
+                    doc: m.id,
+                    bm25: s.score + extra,
+                    matched: s.matched | bits,
+                    session: m.session.as_deref(),
+                    created_at: m.created_at,
+                    fields,
+                }
             })
             .collect();
         let ranked = rank::rerank(&q, &candidates, now(), limit);
-        let by_id: std::collections::HashMap<i64, &(&rank::Scored, Memory)> =
-            memories.iter().map(|x| (x.1.id, x)).collect();
+        let index_of: std::collections::HashMap<i64, usize> =
+            memories.iter().enumerate().map(|(i, (_, m))| (m.id, i)).collect();
         Ok(ranked
             .into_iter()
             .filter_map(|r| {
-                let (s, m) = by_id.get(&r.doc)?;
+                let i = *index_of.get(&r.doc)?;
+                let matched = candidates[i].matched;
                 let terms = q
                     .terms
                     .iter()
                     .enumerate()
-                    .filter(|(i, _)| s.matched & (1 << i) != 0)
+                    .filter(|(k, _)| matched & (1 << k) != 0)
                     .map(|(_, t)| t.text.clone())
                     .collect();
-                let superseded_by = r.superseded_by.and_then(|n| by_id.get(&n)).map(|(_, nm)| (nm.id, nm.created_at));
-                Some(Hit { memory: m.clone(), score: r.score, superseded_by, terms })
+                let superseded_by = r
+                    .superseded_by
+                    .and_then(|n| index_of.get(&n))
+                    .map(|&n| (memories[n].1.id, memories[n].1.created_at));
+                Some(Hit { memory: memories[i].1.clone(), score: r.score, superseded_by, terms })
             })
             .collect())
     }
 
     /// The newest memories of `bank`.
     pub fn recent(&self, bank: &str, limit: usize) -> Result<Vec<Memory>> {
-        let sql = format!("SELECT {} WHERE b.name = ?1 ORDER BY m.created_at DESC, m.id DESC LIMIT ?2", Self::COLUMNS);
+        let sql = format!(
+            "SELECT {} FROM {} WHERE b.name = ?1 ORDER BY m.created_at DESC, m.id DESC LIMIT ?2",
+            Self::FIELDS,
+            Self::FROM
+        );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(params![bank, limit as i64], Self::row_memory)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -622,8 +643,9 @@ impl Store {
     /// Every memory (of one bank, or all), newest first.
     pub fn list(&self, bank: Option<&str>, limit: Option<usize>) -> Result<Vec<Memory>> {
         let sql = format!(
-            "SELECT {} WHERE ?1 IS NULL OR b.name = ?1 ORDER BY m.created_at DESC, m.id DESC LIMIT ?2",
-            Self::COLUMNS
+            "SELECT {} FROM {} WHERE ?1 IS NULL OR b.name = ?1 ORDER BY m.created_at DESC, m.id DESC LIMIT ?2",
+            Self::FIELDS,
+            Self::FROM
         );
         let mut stmt = self.conn.prepare(&sql)?;
         let rows = stmt.query_map(params![bank, limit.map_or(-1, |l| l as i64)], Self::row_memory)?;

@@ -6,7 +6,9 @@
 //! being sensible rather than fitted to one dataset.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::index::{Posting, UNIT};
 use super::text::{analyse, Term};
@@ -17,6 +19,8 @@ const B: f32 = 0.75;
 pub const MAX_TERMS: usize = 24;
 /// A term in more than this share of a bank's memories says almost nothing about any of them.
 const COMMON: f32 = 0.5;
+/// Postings read per query beyond what covers most of its weight.
+const SCAN_BUDGET: u64 = 250_000;
 /// Identifiers and numbers weigh this much more than plain words in a query.
 const STRONG: f32 = 1.5;
 /// Candidates reranked on their text.
@@ -41,6 +45,8 @@ pub struct QueryTerm {
 #[derive(Debug, Clone, Default)]
 pub struct Query {
     pub terms: Vec<QueryTerm>,
+    /// The first `scan` terms are looked up in the index; the others only count at rerank.
+    pub scan: usize,
 }
 
 impl Query {
@@ -53,12 +59,14 @@ impl Query {
                 None => terms.push(QueryTerm { text: t.text, weight, strong: t.strong, pos: t.pos, idf: 0.0, df: 0 }),
             }
         }
-        Self { terms }
+        Self { terms, scan: 0 }
     }
 
     /// Sets document frequencies (`None`: not in the bank) against a bank of `docs` memories,
-    /// drops terms found nowhere, prunes very common ones (unless nothing else is left), and keeps
-    /// at most [`MAX_TERMS`], the most informative.
+    /// drops terms found nowhere, keeps at most [`MAX_TERMS`] (the most informative), and decides
+    /// which to scan: the rarest always, then more while they add up to less than most of the
+    /// question's weight or their posting lists stay small. The rest (very common words) only
+    /// count when candidates are reranked on their text.
     pub fn weigh(&mut self, docs: u32, df: impl Fn(&str) -> Option<u32>) {
         let n = docs.max(1) as f32;
         for t in &mut self.terms {
@@ -66,12 +74,22 @@ impl Query {
             t.idf = (1.0 + (n - t.df as f32 + 0.5) / (t.df as f32 + 0.5)).ln();
         }
         self.terms.retain(|t| t.df > 0);
-        // In a small bank every word is "common"; pruning only makes sense past a few dozen.
-        if docs >= 20 && self.terms.iter().any(|t| (t.df as f32) <= COMMON * n) {
-            self.terms.retain(|t| (t.df as f32) <= COMMON * n);
-        }
         self.terms.sort_by(|a, b| (b.idf * b.weight).total_cmp(&(a.idf * a.weight)));
         self.terms.truncate(MAX_TERMS);
+        let total = self.mass();
+        let (mut mass, mut postings) = (0.0, 0u64);
+        self.scan = 0;
+        for t in &self.terms {
+            // In a small bank every word is "common"; that only means something past a few dozen.
+            let common = docs >= 20 && t.df as f32 > COMMON * n;
+            let cheap = postings + u64::from(t.df) <= SCAN_BUDGET;
+            if self.scan > 0 && (common || mass >= 0.7 * total && !cheap) {
+                break;
+            }
+            self.scan += 1;
+            mass += t.idf * t.weight;
+            postings += u64::from(t.df);
+        }
     }
 
     pub fn mass(&self) -> f32 {
@@ -105,44 +123,85 @@ impl Ord for Scored {
     }
 }
 
-/// BM25 over the posting lists (one per query term, each sorted by memory id), merged document
-/// at a time; returns the `keep` best, best first.
+/// One term's BM25 contribution for a posting.
+fn contribution(t: &QueryTerm, p: Posting, avgdl: f32) -> f32 {
+    let tf = p.tf as f32 / UNIT;
+    let dl = p.dl as f32 / UNIT;
+    t.weight * t.idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+}
+
+/// BM25 over the posting lists of the query's scanned terms (`lists[i]` for `query.terms[i]`,
+/// each sorted by memory id), term at a time into accumulators (a dense array over the lists' id
+/// range, or a hash map when that range is sparse); returns the `keep` best, best first.
 pub fn bm25(query: &Query, lists: &[Vec<Posting>], avgdl: f32, keep: usize) -> Vec<Scored> {
     let avgdl = avgdl.max(1.0);
-    let mut cursor = vec![0usize; lists.len()];
-    // Min-heap of (next doc, list index).
-    let mut next: BinaryHeap<std::cmp::Reverse<(i64, usize)>> =
-        lists.iter().enumerate().filter_map(|(i, l)| l.first().map(|p| std::cmp::Reverse((p.doc, i)))).collect();
+    let total: usize = lists.iter().map(Vec::len).sum();
+    let lo = lists.iter().filter_map(|l| l.first()).map(|p| p.doc).min();
+    let hi = lists.iter().filter_map(|l| l.last()).map(|p| p.doc).max();
+    let (Some(lo), Some(hi)) = (lo, hi) else { return Vec::new() };
+    let range = (hi - lo + 1) as usize;
     let mut top: BinaryHeap<Scored> = BinaryHeap::with_capacity(keep + 1);
-    while let Some(std::cmp::Reverse((doc, _))) = next.peek().copied() {
-        let mut score = 0.0f32;
-        let mut matched = 0u32;
-        while let Some(std::cmp::Reverse((d, i))) = next.peek().copied() {
-            if d != doc {
-                break;
-            }
-            next.pop();
-            let p = lists[i][cursor[i]];
-            let t = &query.terms[i];
-            let tf = p.tf as f32 / UNIT;
-            let dl = p.dl as f32 / UNIT;
-            score += t.weight * t.idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl));
-            matched |= 1 << i;
-            cursor[i] += 1;
-            if let Some(n) = lists[i].get(cursor[i]) {
-                next.push(std::cmp::Reverse((n.doc, i)));
-            }
-        }
+    let mut offer = |doc: i64, score: f32, matched: u32| {
         if top.len() < keep {
             top.push(Scored { doc, score, matched });
         } else if top.peek().is_some_and(|w| score > w.score) {
             top.pop();
             top.push(Scored { doc, score, matched });
         }
+    };
+    if range <= total.saturating_mul(16).max(4096) {
+        let mut acc: Vec<(f32, u32)> = vec![(0.0, 0); range];
+        for (i, list) in lists.iter().enumerate() {
+            let t = &query.terms[i];
+            for p in list {
+                let a = &mut acc[(p.doc - lo) as usize];
+                a.0 += contribution(t, *p, avgdl);
+                a.1 |= 1 << i;
+            }
+        }
+        for (k, (score, matched)) in acc.into_iter().enumerate() {
+            if matched != 0 {
+                offer(lo + k as i64, score, matched);
+            }
+        }
+    } else {
+        let mut acc: rustc_hash::FxHashMap<i64, (f32, u32)> = Default::default();
+        acc.reserve(total.min(1 << 20));
+        for (i, list) in lists.iter().enumerate() {
+            let t = &query.terms[i];
+            for p in list {
+                let a = acc.entry(p.doc).or_insert((0.0, 0));
+                a.0 += contribution(t, *p, avgdl);
+                a.1 |= 1 << i;
+            }
+        }
+        for (doc, (score, matched)) in acc {
+            offer(doc, score, matched);
+        }
     }
     let mut out = top.into_vec();
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.doc.cmp(&a.doc)));
     out
+}
+
+/// The BM25 share of the terms that were not scanned (too common to be worth their posting
+/// lists), computed on a candidate's own text, so candidates are ranked on the whole question.
+/// Returns the extra score and match bits.
+pub fn complete(query: &Query, fields: &[Vec<Term>; 3], dl: u32, avgdl: f32) -> (f32, u32) {
+    let mut score = 0.0;
+    let mut matched = 0;
+    for (i, t) in query.terms.iter().enumerate().skip(query.scan) {
+        let tf: u32 = fields
+            .iter()
+            .zip([super::index::W_PROMPT, super::index::W_REPLY, super::index::W_TOPIC])
+            .map(|(f, w)| f.iter().filter(|x| x.text == t.text).count() as u32 * w)
+            .sum();
+        if tf > 0 {
+            score += contribution(t, Posting { doc: 0, tf, dl }, avgdl.max(1.0));
+            matched |= 1 << i;
+        }
+    }
+    (score, matched)
 }
 
 /// What the reranker needs of a candidate memory.
@@ -187,7 +246,7 @@ fn proximity(q: &Query, fields: &[Vec<Term>; 3]) -> f32 {
     by_query_order.sort_by_key(|t| t.pos);
     let mut got = 0.0;
     for field in fields {
-        let mut positions: HashMap<&str, Vec<u32>> = HashMap::new();
+        let mut positions: HashMap<&str, Vec<u32>> = HashMap::default();
         for t in field {
             positions.entry(t.text.as_str()).or_default().push(t.pos);
         }
@@ -274,7 +333,7 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
     // it, and say much the same otherwise), or it says it revises something (`actually`,
     // `switch`, `instead`, …), answers at least half of the question, and shares an identifier of
     // the question or half of it with the earlier one, and some of its wording.
-    let mut superseded_by: HashMap<usize, usize> = HashMap::new();
+    let mut superseded_by: HashMap<usize, usize> = HashMap::default();
     for (ai, (a, _)) in scored.iter().enumerate() {
         for (b, _) in scored.iter().skip(ai + 1) {
             let (ca, cb) = (&candidates[*a], &candidates[*b]);
@@ -299,7 +358,7 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
 
     // Selection: near-duplicates out, sessions taken in turn, supersessions honoured.
     let mut picked: Vec<usize> = Vec::new();
-    let mut seen_sessions: HashSet<&str> = HashSet::new();
+    let mut seen_sessions: HashSet<&str> = HashSet::default();
     let order: Vec<usize> = scored.iter().map(|(i, _)| *i).collect();
     let score_of: HashMap<usize, f32> = scored.iter().copied().collect();
     for pass in 0..2 {
@@ -365,9 +424,10 @@ mod tests {
     fn common_terms_are_pruned_and_rare_ones_lead() {
         let q = q("How many retries does service s1234 use?", &[("retri", 900), ("servic", 1000), ("s1234", 1)], 1000);
         let names: Vec<&str> = q.terms.iter().map(|t| t.text.as_str()).collect();
-        assert_eq!(names, ["s1234"], "terms in every memory and unknown terms go");
+        assert_eq!(names, ["s1234", "retri", "servic"], "unknown terms go, the rarest leads");
+        assert_eq!(q.scan, 1, "terms in nearly every memory are not scanned");
         let q = q_all_common();
-        assert_eq!(q.terms.len(), 2, "when every term is common, they all stay");
+        assert_eq!((q.terms.len(), q.scan), (2, 1), "when every term is common, the rarest is scanned");
     }
 
     fn q_all_common() -> Query {
