@@ -64,7 +64,7 @@ def score(q, ranked, by_tid):
 def evaluate(task):
     """Captures one haystack through ovmem, asks its questions at each k, scores ovmem and both
     baselines on the same turns. Runs in a worker process."""
-    suite, hay, cfg = task
+    suite, hay, foreign, cfg = task
     root = tempfile.mkdtemp(prefix=f"ovmem-recall-{suite}-", dir=cfg["tmp"])
     om = Ovmem(cfg["binary"], os.path.join(root, "run"))
     try:
@@ -82,6 +82,17 @@ def evaluate(task):
                     f.write(import_line(content, t.ts, cfg["harness"] or t.harness, t.session, proj, with_bank) + "\n")
             om.import_file(path, proj)
         capture_s = time.perf_counter() - t0
+        if foreign is not None:
+            # Another project's history in the same store, next to this one: none of it may be recalled here.
+            fdir = make_project_dir(os.path.join(root, "projects", "other-" + foreign.hid.replace("/", "_")))
+            fpath = os.path.join(root, "foreign.jsonl")
+            with open(fpath, "w") as f:
+                for t in foreign.turns:
+                    content = f"User: {t.prompt}\nAssistant: {t.reply}"
+                    f.write(import_line(content, t.ts, t.harness, "other-" + t.session, fdir,
+                                        not om.import_supports_project()) + "\n")
+            om.import_file(fpath, fdir)
+            foreign_index = TurnIndex(foreign.turns)
         by_tid = {t.tid: t for t in hay.turns}
         index = TurnIndex(hay.turns)
         bm25 = BM25([t.text for t in hay.turns], [q.text for q in hay.questions])
@@ -96,6 +107,8 @@ def evaluate(task):
                 ctx, items, ms = om.recall(q.text, proj, k, f"bench-q{qi}-k{k}-{random.getrandbits(40):010x}")
                 ranked = [{hay.turns[i].tid for i in index.turns_of(it)} for it in items]
                 o = score(q, ranked, by_tid)
+                if foreign is not None:
+                    o["leaked_items"] = sum(1 for it, r in zip(items, ranked) if not r and foreign_index.turns_of(it))
                 o.update(ctx_chars=len(ctx), over_limit=len(ctx) > CLAUDE_LIMIT, ms=ms,
                          dumping=o["sessions"] > DUMP_FACTOR * k)
                 b = score(q, [{hay.turns[i].tid} for i in top[:k]], by_tid)
@@ -111,8 +124,9 @@ def evaluate(task):
             shutil.rmtree(root, ignore_errors=True)
 
 
-def run_pool(suite, haystacks, cfg):
-    tasks = [(suite, h, cfg) for h in haystacks]
+def run_pool(suite, haystacks, cfg, foreign=None):
+    """`foreign`: for each haystack, another project's history to store beside it (or None)."""
+    tasks = [(suite, h, foreign[i] if foreign else None, cfg) for i, h in enumerate(haystacks)]
     done, out, t0 = 0, [], time.time()
     with multiprocessing.Pool(cfg["jobs"]) as pool:
         for r in pool.imap_unordered(evaluate, tasks):
@@ -151,6 +165,8 @@ def aggregate(haystack_results, ks):
                     e["over_limit"] = sum(1 for x in ms if x["over_limit"])
                     e["dumping"] = sum(1 for x in ms if x["dumping"])
                     e["unmapped_items"] = sum(x["unmapped_items"] for x in ms)
+                    if ms and "leaked_items" in ms[0]:
+                        e["leaked_items"] = sum(x["leaked_items"] for x in ms)
                     e["ms_p50"] = pct([x["ms"] for x in ms], 50)
                     e["ms_p95"] = pct([x["ms"] for x in ms], 95)
                 entry.setdefault(str(k), {})[s] = e
@@ -210,7 +226,7 @@ def suite_coding(args, cfg):
     hays = gen_coding.generate(args.seed, n)
     nq = sum(len(h.questions) for h in hays)
     print(f"  [coding] {n} projects, {sum(len(h.turns) for h in hays)} turns, {nq} questions", file=sys.stderr)
-    res = run_pool("coding", hays, dict(cfg, harness=None))
+    res = run_pool("coding", hays, dict(cfg, harness=None), foreign=hays[1:] + hays[:1])
     return {"generator": f"gen_coding.generate(seed={args.seed}, projects={n})", "projects": n, "questions": nq,
             "summary": aggregate(res, cfg["ks"]), "haystacks": res}
 
@@ -336,12 +352,13 @@ def report_recall(name, s, ks):
         lines.append("")
     head = ["k", "items delivered (mean)", "context chars mean / max", f"over {CLAUDE_LIMIT}",
             "sessions covered mean / max", f"> {DUMP_FACTOR}k sessions", "items not mapped to a turn",
-            "hook p50 / p95 ms"]
+            "items from another project", "hook p50 / p95 ms"]
     lines += ["ovmem context (all questions):", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for k in ks:
         x = s["all"][str(k)]["ovmem"]
         lines.append(f"| {k} | {f(x.get('items'), 2)} | {f(x.get('ctx_chars'))} / {x['ctx_chars_max']} | {x['over_limit']} | "
                      f"{f(x.get('sessions'), 2)} / {x['sessions_max']} | {x['dumping']} | {x['unmapped_items']} | "
+                     f"{x.get('leaked_items', '–')} | "
                      f"{f(x.get('ms_p50'), 1)} / {f(x.get('ms_p95'), 1)} |")
     lines.append("")
     return lines
@@ -373,7 +390,7 @@ def main():
     ap.add_argument("--capture", choices=("hooks", "import"), default="hooks",
                     help="hooks: every turn through the harness's prompt and stop hooks; import: `memory import`")
     ap.add_argument("--ks", default="5,10")
-    ap.add_argument("--sizes", default="1k,10k,100k", help="needle sweep sizes, e.g. 1k,10k,100k,1M")
+    ap.add_argument("--sizes", help="needle sweep sizes (default 1k,10k,100k with --quick, else 1k,10k,100k,1M)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--projects", type=int, default=0, help="coding suite projects (default 20 quick, 60 full)")
@@ -388,6 +405,7 @@ def main():
     ap.add_argument("--label", default="", help="what was measured (e.g. the git revision), copied into the results")
     args = ap.parse_args()
     ks = [int(k) for k in args.ks.split(",")]
+    args.sizes = args.sizes or ("1k,10k,100k" if args.quick else "1k,10k,100k,1M")
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     tmp = tempfile.mkdtemp(prefix="ovmem-recall-")
     cfg = {"binary": os.path.realpath(args.ovmem), "capture": args.capture, "ks": ks, "jobs": args.jobs, "tmp": tmp,
