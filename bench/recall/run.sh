@@ -8,6 +8,8 @@ cd "$(dirname "$0")/../.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
 python3 bench/recall/selftest.py
 cargo build --release --locked --quiet
-rev="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-dirty="$(git status --porcelain -- src Cargo.toml Cargo.lock 2>/dev/null | head -1)"
-exec python3 bench/recall/recall_bench.py --ovmem "$target/release/ovmem" --label "${rev}${dirty:+-dirty}" "$@"
+# What was measured: the last commit that touched the binary's sources (bench/ changes don't count).
+src=(src Cargo.toml Cargo.lock build.rs adapters manifests templates)
+rev="$(git log -1 --format=%h -- "${src[@]}" 2>/dev/null || echo unknown)"
+dirty="$(git status --porcelain -- "${src[@]}" 2>/dev/null | head -1)"
+exec python3 bench/recall/recall_bench.py --ovmem "$target/release/ovmem" --label "src ${rev}${dirty:+-dirty}" "$@"
