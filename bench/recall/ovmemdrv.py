@@ -73,8 +73,7 @@ class Ovmem:
         self.root = root
         self.home = os.path.join(root, "home")
         self.ovmem_home = os.path.join(root, "ovmem")
-        os.makedirs(self.home, exist_ok=True)
-        os.makedirs(self.ovmem_home, exist_ok=True)
+        os.makedirs(self.home, exist_ok=True)  # OVMEM_HOME is left for ovmem to create, as on a new machine
         self.env = {"HOME": self.home, "OVMEM_HOME": self.ovmem_home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
         self.hook_calls = 0
 

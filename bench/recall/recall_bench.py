@@ -12,7 +12,6 @@ import multiprocessing
 import os
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
