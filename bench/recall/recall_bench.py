@@ -81,6 +81,9 @@ def evaluate(task):
                     f.write(import_line(content, t.ts, cfg["harness"] or t.harness, t.session, proj, with_bank) + "\n")
             om.import_file(path, proj)
         capture_s = time.perf_counter() - t0
+        p, _ = om.run(["memory", "stats", "--json"])
+        stats = json.loads(p.stdout)
+        stored, pending = stats.get("memories"), stats.get("pending_prompts")
         if foreign is not None:
             # Another project's history in the same store, next to this one: none of it may be recalled here.
             fdir = make_project_dir(os.path.join(root, "projects", "other-" + foreign.hid.replace("/", "_")))
@@ -116,8 +119,8 @@ def evaluate(task):
                 r["ctx_chars"] = sum(len(hay.turns[i].text) for i in newest[:k])
                 res["k"][k] = {"ovmem": o, "bm25": b, "recency": r}
             results.append(res)
-        return {"hid": hay.hid, "turns": len(hay.turns), "capture_s": capture_s, "hook_calls": om.hook_calls,
-                "results": results}
+        return {"hid": hay.hid, "turns": len(hay.turns), "stored": stored, "pending_prompts": pending,
+                "capture_s": capture_s, "hook_calls": om.hook_calls, "results": results}
     finally:
         if not cfg["keep"]:
             shutil.rmtree(root, ignore_errors=True)
@@ -147,7 +150,9 @@ def mean(xs):
 def aggregate(haystack_results, ks):
     rows = [r for h in haystack_results for r in h["results"]]
     cats = sorted({r["category"] for r in rows})
-    summary = {}
+    summary = {"capture": {"turns": sum(h["turns"] for h in haystack_results),
+                           "stored": sum(h["stored"] or 0 for h in haystack_results),
+                           "capture_s": sum(h["capture_s"] for h in haystack_results)}}
     for cat in ["all"] + cats:
         rs = [r for r in rows if cat == "all" or r["category"] == cat]
         entry = {"n": len(rs), "shared_words_mean": mean(r["shared_words"] for r in rs)}
@@ -324,6 +329,8 @@ def report_recall(name, s, ks):
     for k in ks:
         head += [f"hit@{k} ovmem", f"hit@{k} BM25"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    cap = s.get("capture")
+    s = {c: e for c, e in s.items() if c != "capture"}
     for cat, e in s.items():
         row = [cat, str(e["n"])]
         for k in ks:
@@ -360,6 +367,9 @@ def report_recall(name, s, ks):
                      f"{x.get('leaked_items', '–')} | "
                      f"{f(x.get('ms_p50'), 1)} / {f(x.get('ms_p95'), 1)} |")
     lines.append("")
+    if cap:
+        lines += [f"Captured: {cap['stored']:,} memories stored for {cap['turns']:,} turns "
+                  f"({cap['capture_s']:.0f} s of capture across workers).", ""]
     return lines
 
 
