@@ -67,8 +67,7 @@ impl Server {
             }
             "memory_recent" => {
                 let recent = self.store()?.recent(&self.bank, limit)?;
-                let items: Vec<Item> =
-                    recent.iter().map(|m| Item { memory: m, terms: &[], superseded_by: None }).collect();
+                let items: Vec<Item> = recent.iter().map(Item::plain).collect();
                 Ok(render(&items, 40_000).unwrap_or_else(|| "No memories yet in this project.".into()))
             }
             "memory_add" => {

@@ -206,7 +206,7 @@ impl Ctx<'_> {
 
     fn recent_block(&self, store: &Store) -> Result<Option<String>> {
         let memories = store.recent(&self.bank(), self.cfg.recall_limit)?;
-        let items: Vec<Item> = memories.iter().map(|m| Item { memory: m, terms: &[], superseded_by: None }).collect();
+        let items: Vec<Item> = memories.iter().map(Item::plain).collect();
         Ok(render::render(&items, self.adapter.context_limit))
     }
 

@@ -16,16 +16,25 @@ const CLOSE: &str = "\n</ovmem-memory>";
 /// No item is cut below this many characters (fewer items are shown instead).
 const MIN_ITEM: usize = 160;
 
-/// One memory to show: what matched it, and whether a later one superseded it.
+/// One memory to show: what matched it, whether a later one superseded it, and other turns of
+/// its session that go with it (shown in the same item, in order).
 pub struct Item<'a> {
     pub memory: &'a Memory,
     pub terms: &'a [String],
     pub superseded_by: Option<i64>,
+    pub with: &'a [Memory],
+}
+
+impl<'a> Item<'a> {
+    /// A memory on its own, with no query (the most recent ones at session start).
+    pub fn plain(memory: &'a Memory) -> Self {
+        Item { memory, terms: &[], superseded_by: None, with: &[] }
+    }
 }
 
 impl<'a> From<&'a Hit> for Item<'a> {
     fn from(h: &'a Hit) -> Self {
-        Item { memory: &h.memory, terms: &h.terms, superseded_by: h.superseded_by.map(|s| s.1) }
+        Item { memory: &h.memory, terms: &h.terms, superseded_by: h.superseded_by.map(|s| s.1), with: &h.with }
     }
 }
 
@@ -65,10 +74,26 @@ fn render_item(item: &Item, budget: usize) -> String {
     let head = format!("\n- [{label}] ");
     let terms: HashSet<&str> = item.terms.iter().map(String::as_str).collect();
     let room = budget.saturating_sub(chars(&head));
-    let body = match m.kind {
-        Kind::Fact => window(&m.prompt, &terms, room),
-        Kind::Turn => turn_body(m, &terms, room),
-    };
+    let mut turns: Vec<&Memory> = std::iter::once(m).chain(item.with.iter()).collect();
+    turns.sort_by_key(|t| (t.created_at, t.id));
+    // Each turn gets its share of the room; what a short one leaves goes to the others.
+    let natural: Vec<usize> = turns.iter().map(|t| chars(&t.prompt) + chars(&t.reply) + 20).collect();
+    let shares = fill(&natural, room.saturating_sub(turns.len() - 1));
+    let shown_prompts: Vec<String> = turns.iter().map(|t| t.prompt.trim().to_string()).collect();
+    let body = turns
+        .iter()
+        .zip(shares)
+        .map(|(t, share)| match t.kind {
+            Kind::Fact => window(&t.prompt, &terms, share),
+            // The topic is left out when the turn that set it is shown too.
+            Kind::Turn => {
+                let topic_shown =
+                    shown_prompts.iter().any(|p| !p.is_empty() && t.topic.starts_with(&p[..p.len().min(60)]));
+                turn_body(t, &terms, share, !topic_shown)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut out = head + &body.replace('\n', "\n  ");
     if chars(&out) > budget {
         out = out.chars().take(budget.saturating_sub(1)).collect::<String>() + "…";
@@ -78,14 +103,14 @@ fn render_item(item: &Item, budget: usize) -> String {
 
 /// A turn within `room` characters: the whole of it when it fits, else the user's words and the
 /// reply each cut to the passage around the matched words, in proportion to what matched there.
-fn turn_body(m: &Memory, terms: &HashSet<&str>, room: usize) -> String {
+fn turn_body(m: &Memory, terms: &HashSet<&str>, room: usize, with_topic: bool) -> String {
     const USER: &str = "User: ";
     const ASSISTANT: &str = "\nAssistant: ";
     const TOPIC: &str = "\n(in a session about: ";
     let prompt = m.prompt.trim();
     let reply = m.reply.trim();
     // A short follow-up ("rerun?") is shown with what its session was about.
-    let topic = (!m.topic.is_empty() && chars(prompt) < 80).then(|| m.topic.trim());
+    let topic = (with_topic && !m.topic.is_empty() && chars(prompt) < 80).then(|| m.topic.trim());
     let fixed = USER.len() + if reply.is_empty() { 0 } else { ASSISTANT.len() };
     let mut room = room.saturating_sub(fixed);
     let topic_text = topic.map(|t| {
@@ -121,6 +146,31 @@ fn turn_body(m: &Memory, terms: &HashSet<&str>, room: usize) -> String {
         out.push_str(TOPIC);
         out.push_str(&t);
         out.push(')');
+    }
+    out
+}
+
+/// Splits `room` among parts wanting `want[i]`: none gets more than it wants, the rest is shared
+/// evenly (water-filling).
+fn fill(want: &[usize], room: usize) -> Vec<usize> {
+    let mut out = vec![0; want.len()];
+    let mut left = room;
+    let mut open: Vec<usize> = (0..want.len()).collect();
+    while !open.is_empty() && left > 0 {
+        let each = (left / open.len()).max(1);
+        let mut next = Vec::new();
+        for &i in &open {
+            let give = each.min(want[i] - out[i]).min(left);
+            out[i] += give;
+            left -= give;
+            if out[i] < want[i] {
+                next.push(i);
+            }
+        }
+        if next.len() == open.len() && each * open.len() > left + each * open.len() {
+            break;
+        }
+        open = next;
     }
     out
 }
@@ -217,7 +267,8 @@ mod tests {
         let long = "word ".repeat(2000);
         let ms: Vec<Memory> = (0..10).map(|i| mem(&format!("question {i} {long}"), &long)).collect();
         let terms: Vec<String> = vec!["question".into()];
-        let items: Vec<Item> = ms.iter().map(|m| Item { memory: m, terms: &terms, superseded_by: None }).collect();
+        let items: Vec<Item> =
+            ms.iter().map(|m| Item { memory: m, terms: &terms, superseded_by: None, with: &[] }).collect();
         let block = render(&items, 9500).unwrap();
         assert!(chars(&block) <= 9500, "{}", chars(&block));
         assert_eq!(block.matches("\n- [").count(), 10);
@@ -250,7 +301,7 @@ mod tests {
     #[test]
     fn a_superseded_memory_says_so() {
         let m = mem("use redis for the cache", "ok");
-        let item = Item { memory: &m, terms: &[], superseded_by: Some(86_400 * 400) };
+        let item = Item { memory: &m, terms: &[], superseded_by: Some(86_400 * 400), with: &[] };
         assert!(render(&[item], 1000).unwrap().contains("superseded by the entry of 1971-02-05"));
     }
 }

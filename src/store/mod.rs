@@ -148,6 +148,9 @@ pub struct Hit {
     pub superseded_by: Option<(i64, i64)>,
     /// The query terms (analysed) it matched, for choosing the passage to show.
     pub terms: Vec<String>,
+    /// Other turns of its session worth showing with it (a follow-up, an earlier step), oldest
+    /// first.
+    pub with: Vec<Memory>,
 }
 
 #[derive(Debug, Serialize)]
@@ -623,7 +626,8 @@ impl Store {
                     .superseded_by
                     .and_then(|n| index_of.get(&n))
                     .map(|&n| (memories[n].1.id, memories[n].1.created_at));
-                Some(Hit { memory: memories[i].1.clone(), score: r.score, superseded_by, terms })
+                let with = r.with.iter().filter_map(|d| index_of.get(d)).map(|&j| memories[j].1.clone()).collect();
+                Some(Hit { memory: memories[i].1.clone(), score: r.score, superseded_by, terms, with })
             })
             .collect())
     }

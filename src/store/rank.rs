@@ -21,10 +21,18 @@ pub const MAX_TERMS: usize = 24;
 const COMMON: f32 = 0.5;
 /// Postings read per query beyond what covers most of its weight.
 const SCAN_BUDGET: u64 = 250_000;
-/// Identifiers and numbers weigh this much more than plain words in a query.
+/// Identifiers and numbers weigh this much more than plain words in a query, when they are in
+/// at most `STRONG_FULL` of a bank's memories (tapering to no boost at `STRONG_UNTIL`).
 const STRONG: f32 = 1.5;
+const STRONG_FULL: f32 = 0.001;
+const STRONG_UNTIL: f32 = 0.02;
+/// The parts of an identifier matched whole weigh this much of a word.
+const PART: f32 = 0.3;
 /// Candidates reranked on their text.
 pub const RERANK: usize = 60;
+/// How much covering the whole question and having its words close together count at rerank.
+const COVERAGE: f32 = 0.3;
+const PROXIMITY: f32 = 0.3;
 /// Newest memories gain at most this much (a bounded prior, never a filter).
 const RECENCY: f32 = 0.12;
 const RECENCY_HALF_LIFE_DAYS: f32 = 45.0;
@@ -39,6 +47,11 @@ pub struct QueryTerm {
     pub pos: u32,
     pub idf: f32,
     pub df: u32,
+    /// The identifier this term is a part of (`geo` of `geo-lookup`), when the query wrote one.
+    pub part_of: Option<String>,
+    /// What the term counts for in the question's coverage: its IDF, or nothing for the part of
+    /// an identifier the bank knows whole (an identifier is one idea, however many words).
+    pub concept: f32,
 }
 
 /// The analysed query: distinct terms, heaviest first once IDF is known.
@@ -51,12 +64,37 @@ pub struct Query {
 
 impl Query {
     pub fn parse(text: &str) -> Self {
+        let analysed = analyse(text);
         let mut terms: Vec<QueryTerm> = Vec::new();
-        for t in analyse(text) {
-            let weight = if t.strong { STRONG } else { 1.0 };
+        for t in &analysed {
+            let weight = 1.0;
+            let part_of = analysed
+                .iter()
+                .find(|w| {
+                    w.strong
+                        && w.text != t.text
+                        && w.start <= t.start
+                        && t.end <= w.end
+                        && w.end - w.start > t.end - t.start
+                })
+                .map(|w| w.text.clone());
             match terms.iter_mut().find(|q| q.text == t.text) {
-                Some(q) => q.weight = q.weight.max(weight),
-                None => terms.push(QueryTerm { text: t.text, weight, strong: t.strong, pos: t.pos, idf: 0.0, df: 0 }),
+                Some(q) => {
+                    q.strong |= t.strong;
+                    if part_of.is_none() {
+                        q.part_of = None;
+                    }
+                }
+                None => terms.push(QueryTerm {
+                    text: t.text.clone(),
+                    weight,
+                    strong: t.strong,
+                    pos: t.pos,
+                    idf: 0.0,
+                    df: 0,
+                    part_of,
+                    concept: 0.0,
+                }),
             }
         }
         Self { terms, scan: 0 }
@@ -74,6 +112,22 @@ impl Query {
             t.idf = (1.0 + (n - t.df as f32 + 0.5) / (t.df as f32 + 0.5)).ln();
         }
         self.terms.retain(|t| t.df > 0);
+        // An identifier the bank knows is matched whole; its parts then only add a little (else
+        // `geo-lookup` would count three times against the other words of the question).
+        let known: Vec<String> = self.terms.iter().filter(|t| t.strong).map(|t| t.text.clone()).collect();
+        for t in &mut self.terms {
+            let part = t.part_of.as_ref().is_some_and(|w| known.contains(w));
+            t.concept = if part { 0.0 } else { t.idf };
+            if part {
+                t.weight = PART;
+            } else if t.strong {
+                // Identifiers and numbers outweigh plain words when they are rare (`s1234`, a
+                // port, an error code); a service name on every other memory is just a word.
+                let share = (t.df as f32 / n).max(1e-9);
+                let rare = ((STRONG_UNTIL.ln() - share.ln()) / (STRONG_UNTIL.ln() - STRONG_FULL.ln())).clamp(0.0, 1.0);
+                t.weight = 1.0 + (STRONG - 1.0) * rare;
+            }
+        }
         self.terms.sort_by(|a, b| (b.idf * b.weight).total_cmp(&(a.idf * a.weight)));
         self.terms.truncate(MAX_TERMS);
         let total = self.mass();
@@ -95,6 +149,11 @@ impl Query {
     pub fn mass(&self) -> f32 {
         self.terms.iter().map(|t| t.idf * t.weight).sum()
     }
+
+    /// The question's ideas, weighted (see [`QueryTerm::concept`]).
+    pub fn concepts(&self) -> f32 {
+        self.terms.iter().map(|t| t.concept).sum()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -103,24 +162,6 @@ pub struct Scored {
     pub score: f32,
     /// Bit i set: query term i occurs in the memory.
     pub matched: u32,
-}
-
-impl PartialEq for Scored {
-    fn eq(&self, o: &Self) -> bool {
-        self.score == o.score && self.doc == o.doc
-    }
-}
-impl Eq for Scored {}
-impl PartialOrd for Scored {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Scored {
-    /// Reversed, so a `BinaryHeap` of `Scored` keeps the worst on top (a bounded top-k).
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.score.total_cmp(&self.score).then_with(|| o.doc.cmp(&self.doc))
-    }
 }
 
 /// One term's BM25 contribution for a posting.
@@ -140,13 +181,28 @@ pub fn bm25(query: &Query, lists: &[Vec<Posting>], avgdl: f32, keep: usize) -> V
     let hi = lists.iter().filter_map(|l| l.last()).map(|p| p.doc).max();
     let (Some(lo), Some(hi)) = (lo, hi) else { return Vec::new() };
     let range = (hi - lo + 1) as usize;
-    let mut top: BinaryHeap<Scored> = BinaryHeap::with_capacity(keep + 1);
+    // Candidates are chosen on BM25 weighted by how much of the question they cover, so a memory
+    // matching two of its ideas beats one repeating a single idea (the key is never above the
+    // score, so most memories are passed over on the score alone).
+    let mass: Vec<f32> = query.terms.iter().map(|t| t.concept).collect();
+    let total_mass: f32 = mass.iter().take(lists.len()).sum::<f32>().max(1e-6);
+    let mut top: BinaryHeap<Keyed> = BinaryHeap::with_capacity(keep + 1);
     let mut offer = |doc: i64, score: f32, matched: u32| {
+        if top.len() == keep && top.peek().is_some_and(|w| score <= w.key) {
+            return;
+        }
+        let mut got = 0.0;
+        let mut bits = matched;
+        while bits != 0 {
+            got += mass[bits.trailing_zeros() as usize];
+            bits &= bits - 1;
+        }
+        let key = score * (1.0 - FIRST_COVERAGE + FIRST_COVERAGE * got / total_mass);
         if top.len() < keep {
-            top.push(Scored { doc, score, matched });
-        } else if top.peek().is_some_and(|w| score > w.score) {
+            top.push(Keyed { key, s: Scored { doc, score, matched } });
+        } else if top.peek().is_some_and(|w| key > w.key) {
             top.pop();
-            top.push(Scored { doc, score, matched });
+            top.push(Keyed { key, s: Scored { doc, score, matched } });
         }
     };
     if range <= total.saturating_mul(16).max(4096) {
@@ -180,8 +236,34 @@ pub fn bm25(query: &Query, lists: &[Vec<Posting>], avgdl: f32, keep: usize) -> V
         }
     }
     let mut out = top.into_vec();
-    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| b.doc.cmp(&a.doc)));
-    out
+    out.sort_by(|a, b| b.key.total_cmp(&a.key).then_with(|| b.s.doc.cmp(&a.s.doc)));
+    out.into_iter().map(|k| k.s).collect()
+}
+
+/// How much a candidate's share of the question weighs in choosing candidates.
+const FIRST_COVERAGE: f32 = 0.5;
+
+/// A candidate in the bounded top-k heap, ordered (reversed) by its key.
+struct Keyed {
+    key: f32,
+    s: Scored,
+}
+
+impl PartialEq for Keyed {
+    fn eq(&self, o: &Self) -> bool {
+        self.key == o.key && self.s.doc == o.s.doc
+    }
+}
+impl Eq for Keyed {}
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Keyed {
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.key.total_cmp(&self.key).then_with(|| o.s.doc.cmp(&self.s.doc))
+    }
 }
 
 /// The BM25 share of the terms that were not scanned (too common to be worth their posting
@@ -215,23 +297,24 @@ pub struct Candidate<'a> {
     pub fields: [Vec<Term>; 3],
 }
 
-/// A reranked memory: its final score and, when a later memory on the same subject was found,
-/// that memory's id.
+/// A reranked memory: its final score, when a later memory on the same subject was found that
+/// memory's id, and the other turns of its session that go with it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ranked {
     pub doc: i64,
     pub score: f32,
     pub superseded_by: Option<i64>,
+    /// Other turns of the same session shown with it, oldest first.
+    pub with: Vec<i64>,
 }
 
 /// Share of the query's weight (IDF x strength) a memory covers.
 fn coverage(q: &Query, matched: u32) -> f32 {
-    let total = q.mass();
+    let total = q.concepts();
     if total <= 0.0 {
         return 0.0;
     }
-    let got: f32 =
-        q.terms.iter().enumerate().filter(|(i, _)| matched & (1 << i) != 0).map(|(_, t)| t.idf * t.weight).sum();
+    let got: f32 = q.terms.iter().enumerate().filter(|(i, _)| matched & (1 << i) != 0).map(|(_, t)| t.concept).sum();
     got / total
 }
 
@@ -320,7 +403,7 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
             let prox = proximity(q, &c.fields);
             let age_days = ((now - c.created_at).max(0) as f32) / 86_400.0;
             let recency = 1.0 + RECENCY * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS);
-            let s = (c.bm25 / top_bm25) * (0.7 + 0.3 * cov) * (1.0 + 0.3 * prox) * recency;
+            let s = (c.bm25 / top_bm25) * (1.0 - COVERAGE + COVERAGE * cov) * (1.0 + PROXIMITY * prox) * recency;
             (i, s)
         })
         .collect();
@@ -331,7 +414,7 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
     // Supersession: two candidates on the same subject, the later first. Either the later one
     // restates the earlier (both cover nearly the same words of the question, at least half of
     // it, and say much the same otherwise), or it says it revises something (`actually`,
-    // `switch`, `instead`, …), answers at least half of the question, and shares an identifier of
+    // `switch`, `instead`, …), answers a good part of the question, and shares an identifier of
     // the question or half of it with the earlier one, and some of its wording.
     let mut superseded_by: HashMap<usize, usize> = HashMap::default();
     for (ai, (a, _)) in scored.iter().enumerate() {
@@ -347,7 +430,7 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
             let strong_shared = q.terms.iter().enumerate().any(|(i, t)| t.strong && shared & (1 << i) != 0);
             let cn = &candidates[newer];
             let revision = revises(&cn.fields)
-                && coverage(q, cn.matched) >= 0.5
+                && coverage(q, cn.matched) >= 0.4
                 && (strong_shared || on_shared >= 0.5)
                 && overlap >= 0.12;
             if restates || revision {
@@ -356,21 +439,22 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
         }
     }
 
-    // Selection: near-duplicates out, sessions taken in turn, supersessions honoured.
-    let mut picked: Vec<usize> = Vec::new();
-    let mut seen_sessions: HashSet<&str> = HashSet::default();
+    // Selection: near-duplicates out, sessions taken in turn (a session's other good turns go
+    // with its best one, in the same item, so a follow-up is shown with the turn that gives it
+    // its meaning), supersessions honoured.
     let order: Vec<usize> = scored.iter().map(|(i, _)| *i).collect();
     let score_of: HashMap<usize, f32> = scored.iter().copied().collect();
+    let mut sel = Selection { picked: Vec::new(), used: HashSet::default(), seen: HashSet::default() };
     for pass in 0..2 {
         for &i in &order {
-            if picked.len() >= limit {
+            if sel.picked.len() >= limit {
                 break;
             }
-            if picked.contains(&i) || picked.iter().any(|&p| jaccard(&sets[p], &sets[i]) >= 0.85) {
+            if sel.used.contains(&i) || sel.used.iter().any(|&p| jaccard(&sets[p], &sets[i]) >= 0.85) {
                 continue;
             }
             let session = candidates[i].session;
-            if pass == 0 && session.is_some_and(|s| seen_sessions.contains(s)) {
+            if pass == 0 && session.is_some_and(|s| sel.seen.contains(s)) {
                 continue;
             }
             // Later memories on this subject go first, newest first (and take the last slot if
@@ -385,29 +469,75 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
                 at = newer;
             }
             for &newer in chain.iter().rev() {
-                if picked.len() < limit && !picked.contains(&newer) {
-                    picked.push(newer);
-                    if let Some(s) = candidates[newer].session {
-                        seen_sessions.insert(s);
-                    }
+                if sel.picked.len() < limit && !sel.used.contains(&newer) {
+                    sel.pick(newer, candidates, &order, &score_of, &sets);
                 }
             }
-            if picked.len() < limit {
-                picked.push(i);
-                if let Some(s) = session {
-                    seen_sessions.insert(s);
-                }
+            if sel.picked.len() < limit {
+                sel.pick(i, candidates, &order, &score_of, &sets);
             }
         }
     }
-    picked
+    sel.picked
         .into_iter()
-        .map(|i| Ranked {
+        .map(|(i, with)| Ranked {
             doc: candidates[i].doc,
             score: score_of.get(&i).copied().unwrap_or(0.0),
             superseded_by: superseded_by.get(&i).map(|&n| candidates[n].doc),
+            with: with.into_iter().map(|j| candidates[j].doc).collect(),
         })
         .collect()
+}
+
+/// A session's other turns shown with its best one score at least this share of it (a short
+/// follow-up, this share of that).
+const COMPANION: f32 = 0.6;
+const FOLLOW_UP: f32 = 0.4;
+/// At most this many of them.
+const COMPANIONS: usize = 2;
+
+struct Selection<'a> {
+    /// Items: a candidate and the other turns of its session shown with it.
+    picked: Vec<(usize, Vec<usize>)>,
+    used: HashSet<usize>,
+    seen: HashSet<&'a str>,
+}
+
+impl<'a> Selection<'a> {
+    fn pick(
+        &mut self,
+        i: usize,
+        candidates: &'a [Candidate],
+        order: &[usize],
+        score_of: &HashMap<usize, f32>,
+        sets: &[HashSet<&str>],
+    ) {
+        self.used.insert(i);
+        let mut with = Vec::new();
+        if let Some(session) = candidates[i].session {
+            self.seen.insert(session);
+            let floor = score_of.get(&i).copied().unwrap_or(0.0) * COMPANION;
+            for &j in order {
+                if with.len() == COMPANIONS {
+                    break;
+                }
+                // A turn that stands on its own must be nearly as good; a short follow-up ("rerun?",
+                // "then drop it"), found through its session's topic, only needs to be relevant.
+                let score = score_of.get(&j).copied().unwrap_or(0.0);
+                let follow_up = candidates[j].fields[0].len() <= 4 && !candidates[j].fields[2].is_empty();
+                let fits = candidates[j].session == Some(session)
+                    && !self.used.contains(&j)
+                    && (score >= floor || follow_up && score >= floor * FOLLOW_UP)
+                    && !self.used.iter().any(|&p| jaccard(&sets[p], &sets[j]) >= 0.85);
+                if fits {
+                    self.used.insert(j);
+                    with.push(j);
+                }
+            }
+            with.sort_by_key(|&j| (candidates[j].created_at, candidates[j].doc));
+        }
+        self.picked.push((i, with));
+    }
 }
 
 #[cfg(test)]
