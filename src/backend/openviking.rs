@@ -211,7 +211,7 @@ impl OpenViking {
         };
         let context = self.request(
             Method::GET,
-            &format!("/api/v1/sessions/{sid}/context?token_budget=0"),
+            &format!("/api/v1/sessions/{sid}/context?token_budget=100000000"),
             None,
             "reading a session",
             deadline,
