@@ -91,11 +91,11 @@ extern "C" fn stop_servers() {
 
 fn start() -> Result<Lab, String> {
     for name in ["hindsight", "openviking"] {
-        let record = servers_dir().join(name).join("installed.txt");
-        if !record.exists() {
+        let dir = servers_dir().join(name);
+        if !dir.join("installed.txt").exists() {
             return Err(format!(
-                "{} is not installed (run `bash tests/servers/install.sh`, which installs the pinned servers)",
-                record.display()
+                "{name} is not installed in {} (run `bash tests/servers/install.sh`, which installs the pinned servers)",
+                dir.display()
             ));
         }
     }

@@ -47,6 +47,8 @@ SERVERS_DIR = os.environ.get("OVMEM_SERVERS_DIR") or os.path.join(os.path.expand
 HS_VENV = os.path.join(SERVERS_DIR, "hindsight", "venv")
 OV_VENV = os.path.join(SERVERS_DIR, "openviking", "venv")
 START_TIMEOUT = float(os.environ.get("OVMEM_SERVERS_START_TIMEOUT", "180"))
+# Seconds a server gets to exit after SIGTERM before SIGKILL (test data needs no clean shutdown).
+STOP_GRACE = float(os.environ.get("OVMEM_SERVERS_STOP_GRACE", "5"))
 
 
 class StartError(Exception):
@@ -126,11 +128,17 @@ class Lab:
         except OSError:
             return "(no log)"
 
+    def owner_alive(self):
+        owner = self.state.get("owner")
+        return owner is None or proc_start_time(owner["pid"]) == owner["start"]
+
     def wait_healthy(self, waits):
         """waits: list of (name, Popen, url). Returns once every url answers 200."""
         deadline = time.monotonic() + START_TIMEOUT
         pending = list(waits)
         while pending:
+            if not self.owner_alive():
+                raise StartError("the process that asked for the servers is gone")
             for item in list(pending):
                 name, proc, url = item
                 if proc is not None and proc.poll() is not None:
@@ -345,6 +353,7 @@ def provision_openviking(lab, root_key, users):
 
 
 def stop(lab):
+    t0 = time.monotonic()
     problems = []
     for proc in reversed(lab.state.get("processes", [])):
         pid = proc["pid"]
@@ -357,7 +366,7 @@ def stop(lab):
         except PermissionError as e:
             problems.append(f"{proc['name']} ({pid}): {e}")
             continue
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + STOP_GRACE
     for proc in reversed(lab.state.get("processes", [])):
         pid = proc["pid"]
         while proc_start_time(pid) == proc["start"] and time.monotonic() < deadline:
@@ -395,6 +404,7 @@ def stop(lab):
     lab.save()
     for msg in problems:
         log(msg)
+    log(f"stopped in {time.monotonic() - t0:.1f}s")
     return 0 if not problems else 1
 
 
@@ -414,7 +424,8 @@ def pids_with_cwd_or_arg(path):
 
 
 def watchdog(state_dir, owner):
-    """Forked child: waits for the owner to go, then stops everything."""
+    """Forked child: waits for the owner to go, then ends a start still under way and stops
+    everything."""
     child = os.fork()
     if child != 0:
         os.waitpid(child, 0)
@@ -430,6 +441,17 @@ def watchdog(state_dir, owner):
         time.sleep(0.5)
         if Lab(state_dir).state.get("stopped"):
             os._exit(0)
+    lab = Lab(state_dir)
+    starter = lab.state.get("starter")
+    if starter and proc_start_time(starter["pid"]) == starter["start"]:
+        try:
+            os.kill(starter["pid"], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        for _ in range(100):
+            if proc_start_time(starter["pid"]) != starter["start"]:
+                break
+            time.sleep(0.1)
     stop(Lab(state_dir))
     os._exit(0)
 
@@ -437,12 +459,19 @@ def watchdog(state_dir, owner):
 # ---------------------------------------------------------------------------------------------
 
 
+def on_sigterm(signum, frame):
+    raise StartError("interrupted (SIGTERM)")
+
+
 def cmd_start(args):
+    signal.signal(signal.SIGTERM, on_sigterm)
     os.makedirs(args.state, exist_ok=True)
     lab = Lab(args.state)
     if lab.state.get("processes") and not lab.state.get("stopped"):
         stop(lab)
-    lab.state = {"processes": [], "pg0": None, "dir": lab.dir}
+    lab.state = {"processes": [], "pg0": None, "dir": lab.dir, "starter": {"pid": os.getpid(), "start": proc_start_time(os.getpid())}}
+    if args.owner_pid:
+        lab.state["owner"] = {"pid": args.owner_pid, "start": proc_start_time(args.owner_pid)}
     lab.save()
     lab.t0 = time.monotonic()
     if args.owner_pid:
