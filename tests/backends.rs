@@ -615,7 +615,7 @@ fn a_server_that_accepts_but_never_answers_fails_within_the_budget() {
     let budget = Duration::from_millis(400);
     let t = Instant::now();
     let n =
-        all_calls_fail_within(&url, budget, Duration::from_millis(250), |e| matches!(e, RemoteError::Timeout { .. }));
+        all_calls_fail_within(&url, budget, Duration::from_millis(600), |e| matches!(e, RemoteError::Timeout { .. }));
     note(&format!(
         "failure: {n} calls to a silent server timed out at {} ms each ({} ms in all)",
         budget.as_millis(),

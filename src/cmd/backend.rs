@@ -18,6 +18,7 @@ use crate::output::{self, Printer};
 pub enum BackendCommand {
     /// What is configured, and where each value comes from
     Show {
+        /// Report as JSON on stdout
         #[arg(long)]
         json: bool,
     },
@@ -26,6 +27,7 @@ pub enum BackendCommand {
         /// The bank to recall from (Hindsight; default: the configured bank, else this directory's)
         #[arg(long)]
         bank: Option<String>,
+        /// Report as JSON on stdout
         #[arg(long)]
         json: bool,
     },
