@@ -510,6 +510,7 @@ fn openviking_sessions_commit_recall_replay_and_identity() {
     let mut fresh = T::new("", "trae-cli", "never sent", "");
     fresh.session = fact.session.clone();
     assert!(!dev.has_turn(&sid, &fresh.doc, 5 * SECOND).unwrap());
+    assert!(!dev.has_turn(&unique("ovmem-no-such-session"), &fresh.doc, 5 * SECOND).unwrap());
 
     // api_key mode: the key decides the user; bob sees none of alice's memories.
     let found = alice.recall("", "s", "where is the staging database", 5, 5 * SECOND).unwrap();
@@ -602,13 +603,20 @@ fn a_dead_server_fails_at_once() {
 fn a_server_that_accepts_but_never_answers_fails_within_the_budget() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    // Accepts every connection and reads forever, answering nothing.
+    let (heads_tx, heads) = std::sync::mpsc::channel::<String>();
+    // Accepts every connection and reads forever, answering nothing; passes on what it read.
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
+            let tx = heads_tx.clone();
             std::thread::spawn(move || {
                 let mut conn = conn;
                 let mut buf = [0u8; 4096];
-                while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+                }
             });
         }
     });
@@ -623,6 +631,15 @@ fn a_server_that_accepts_but_never_answers_fails_within_the_budget() {
     ));
     let msg = hs(&url, None, None).health(budget).unwrap_err().to_string();
     assert_eq!(msg, format!("Hindsight at {url} did not answer within 400 ms"));
+    // What the clients sent: ovmem's User-Agent on every request, and each server's credential.
+    let seen: Vec<String> = heads.try_iter().collect();
+    let requests: Vec<&String> = seen.iter().filter(|h| h.contains(" HTTP/1.1\r\n")).collect();
+    assert!(requests.len() >= 11, "{} requests seen", requests.len());
+    let agent = format!("user-agent: ovmem/{}\r\n", env!("CARGO_PKG_VERSION"));
+    assert!(requests.iter().all(|h| h.to_lowercase().contains(&agent)), "{requests:#?}");
+    let lower: Vec<String> = requests.iter().map(|h| h.to_lowercase()).collect();
+    assert!(lower.iter().any(|h| h.contains("authorization: bearer t\r\n")), "Hindsight sends its token as Bearer");
+    assert!(lower.iter().any(|h| h.contains("x-api-key: k\r\n") && h.contains("x-openviking-user: u\r\n")));
 }
 
 // ------------------------------------------------------------------------------------------------

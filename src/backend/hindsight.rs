@@ -4,7 +4,7 @@
 //! - Banks are ensured before their first retain: created with a name if missing, and given
 //!   ovmem's retain and reflect missions once, only where the bank has none of its own (a team
 //!   that wrote its missions keeps them). A marker file per bank under the state directory means
-//!   later hooks skip this.
+//!   later hooks skip this. A server that refuses the bank config API still gets the turn.
 //! - Retain is asynchronous (`async: true`, answered in a few ms; the fact is recallable after a
 //!   worker picks it up, ~0.3-2 s). Each turn is one document with a stable `document_id`: the
 //!   server replaces a document retained again, and an unchanged one keeps its memories, so a
@@ -167,7 +167,8 @@ impl Hindsight {
         self.remember(bank);
         if let Some(m) = marker {
             if let Some(dir) = m.parent() {
-                let _ = std::fs::create_dir_all(dir);
+                use std::os::unix::fs::DirBuilderExt;
+                let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
             }
             let _ = std::fs::write(&m, format!("{bank}\n"));
         }
@@ -200,7 +201,12 @@ impl Hindsight {
     /// Retains a turn and returns the operation id (deterministic for the turn's content).
     pub fn retain_turn(&self, turn: &Turn, budget: Duration) -> Result<String> {
         let deadline = Deadline::after(budget);
-        self.ensure_bank_within(turn.bank, turn.project, &deadline)?;
+        match self.ensure_bank_within(turn.bank, turn.project, &deadline) {
+            // Missions are a nicety: a server without the bank config API (or a token not allowed
+            // to use it) still takes the turn, and retain creates a missing bank by itself.
+            Err(RemoteError::Status { .. }) => self.remember(turn.bank),
+            other => other?,
+        }
         let content = turn_text(turn);
         let op = operation_id(turn.bank, turn.doc_id, &content);
         let mut tags =
