@@ -36,6 +36,8 @@ pub struct Config {
     pub deadline_ms: u64,
     /// Deadline for tool guards, which sit in front of every tool call.
     pub guard_deadline_ms: u64,
+    /// `[backend]`: where memories go beyond the local store (see `backend::settings`).
+    pub backend: crate::backend::BackendConfig,
 }
 
 impl Default for Config {
@@ -48,6 +50,7 @@ impl Default for Config {
             max_memory_chars: 4000,
             deadline_ms: 4000,
             guard_deadline_ms: 1500,
+            backend: crate::backend::BackendConfig::default(),
         }
     }
 }

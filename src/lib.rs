@@ -1,6 +1,7 @@
 //! ovmem's library: everything the `ovmem` binary does, so that benches and integration tests
 //! can reach the store, the editors and the runtime directly.
 
+pub mod backend;
 pub mod cli;
 pub mod cmd;
 pub mod config;

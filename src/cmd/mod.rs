@@ -1,5 +1,6 @@
 //! One module per verb. Shared here: the refusal error (exit 2) and harness selection.
 
+pub mod backend;
 pub mod check;
 pub mod demo;
 pub mod install;
