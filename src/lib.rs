@@ -12,6 +12,7 @@ pub mod integrate;
 pub mod legacy;
 pub mod mcp;
 pub mod output;
+pub mod project;
 pub mod receipt;
 pub mod runtime;
 pub mod shell;

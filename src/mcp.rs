@@ -120,7 +120,7 @@ pub fn serve() -> Result<i32> {
         .find_map(|k| env.var(k).map(PathBuf::from))
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
-    let bank = runtime::bank_for(cfg.bank, &dir, "mcp", "mcp");
+    let bank = crate::project::bank(cfg.bank, &dir, "mcp", "mcp");
     let server = Server { env, cfg, bank };
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();

@@ -8,7 +8,7 @@ use crate::cli::{BankArgs, MemoryCommand};
 use crate::config::{BankMode, Config};
 use crate::env::Env;
 use crate::output::{self, Printer};
-use crate::runtime::{format_date, wire};
+use crate::runtime::format_date;
 use crate::store::{self, Memory, Store};
 
 fn open(env: &Env) -> Result<Store> {
@@ -24,7 +24,7 @@ fn bank(env: &Env, args: &BankArgs) -> Result<String> {
     let cfg = Config::load(env)?;
     Ok(match cfg.bank {
         BankMode::User => "user".into(),
-        _ => format!("project:{}", wire::project_root(&dir).display()),
+        _ => crate::project::bank(BankMode::Project, &dir, "cli", "cli"),
     })
 }
 

@@ -257,15 +257,9 @@ impl Ctx<'_> {
     }
 }
 
-/// The bank a hook reads and writes, by the configured mode.
+/// The bank a hook reads and writes, by the configured mode (the rule is [`crate::project::bank`]).
 pub fn bank_for(mode: BankMode, cwd: &Path, harness: &str, session: &str) -> String {
-    let project = wire::project_root(cwd);
-    match mode {
-        BankMode::Project => format!("project:{}", project.display()),
-        BankMode::Agent => format!("agent:{harness}:{}", project.display()),
-        BankMode::Session => format!("session:{harness}:{session}"),
-        BankMode::User => "user".to_string(),
-    }
+    crate::project::bank(mode, cwd, harness, session)
 }
 
 pub const PREAMBLE: &str =
