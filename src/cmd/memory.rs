@@ -45,6 +45,13 @@ fn print_memories(ms: &[Memory]) {
 
 pub fn run(cmd: MemoryCommand) -> Result<i32> {
     let env = Env::from_process()?;
+    crate::home::private_umask();
+    crate::home::prepare(&env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
+    if let Ok(cfg) = Config::load(&env) {
+        for problem in crate::redact::configure(&cfg.redact_patterns) {
+            eprintln!("ovmem: {problem}");
+        }
+    }
     match cmd {
         MemoryCommand::Search { query, bank: b, limit, json } => {
             let bank = bank(&env, &b)?;
@@ -59,7 +66,8 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
         }
         MemoryCommand::Add { text, bank: b } => {
             let bank = bank(&env, &b)?;
-            let text = text.trim();
+            let text = crate::redact::scrub(&text).trim().to_string();
+            let text = text.as_str();
             if text.is_empty() {
                 bail!("nothing to add: the text is empty");
             }
@@ -126,7 +134,8 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 }
                 let m: Memory = serde_json::from_str(&line)
                     .with_context(|| format!("line {} of `{}` is not an exported memory", i + 1, file.display()))?;
-                match store.add(&m.bank, &m.content, m.harness.as_deref(), m.session.as_deref(), m.created_at)? {
+                let content = crate::redact::scrub(&m.content);
+                match store.add(&m.bank, &content, m.harness.as_deref(), m.session.as_deref(), m.created_at)? {
                     Some(_) => added += 1,
                     None => dup += 1,
                 }

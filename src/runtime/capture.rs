@@ -111,10 +111,12 @@ pub fn last_turn(path: &Path) -> (Option<String>, Option<String>) {
     (user, assistant)
 }
 
-/// The memory text for a turn, or `None` when nothing of substance is left.
+/// The memory text for a turn (injected blocks stripped, secrets scrubbed before anything is
+/// cut to length), or `None` when nothing of substance is left.
 pub fn memory_text(prompts: &[String], reply: Option<&str>, max: usize) -> Option<String> {
-    let prompt = prompts.iter().map(|p| strip_injected(p)).filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n");
-    let reply = reply.map(strip_injected).filter(|r| !r.is_empty());
+    let clean = |t: &str| crate::redact::scrub(&strip_injected(t)).trim().to_string();
+    let prompt = prompts.iter().map(|p| clean(p)).filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n");
+    let reply = reply.map(clean).filter(|r| !r.is_empty());
     let half = max / 2;
     let text = match (prompt.is_empty(), reply) {
         (true, None) => return None,

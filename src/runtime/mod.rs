@@ -7,6 +7,7 @@
 pub mod capture;
 pub mod encode;
 pub mod guard;
+pub mod logfile;
 pub mod wire;
 
 use std::io::{Read, Write};
@@ -30,9 +31,13 @@ pub const STDIN_CAP: usize = 8 << 20;
 /// Runs a hook and returns the process exit code (always 0).
 pub fn main(args: &[String]) -> i32 {
     let started = Instant::now();
+    crate::home::private_umask();
     let harness_id = args.first().map(String::as_str).unwrap_or("");
     let native = args.get(1).map(String::as_str).unwrap_or("");
     let env = Env::from_process().ok();
+    if let Some(Err(e)) = env.as_ref().map(crate::home::prepare) {
+        log(env.as_ref(), harness_id, native, "error", &format!("could not prepare OVMEM_HOME: {e}"), started);
+    }
     let adapter = match harness::adapter_for(harness_id) {
         Some(Ok(a)) => a,
         _ => {
@@ -50,6 +55,9 @@ pub fn main(args: &[String]) -> i32 {
         }
         None => Config::default(),
     };
+    for problem in crate::redact::configure(&cfg.redact_patterns) {
+        log(env.as_ref(), harness_id, native, "error", &problem, started);
+    }
     let guard_event = adapter.events.get(native) == Some(&Canonical::PreTool);
     let deadline = Duration::from_millis(if guard_event { cfg.guard_deadline_ms } else { cfg.deadline_ms });
 
@@ -188,7 +196,7 @@ impl Ctx<'_> {
 
     fn prompt(&self) -> RunResult {
         let Some(prompt) = self.event.prompt.as_deref() else { return Ok((Outcome::default(), None)) };
-        let clean = capture::strip_injected(prompt);
+        let clean = crate::redact::scrub(&capture::strip_injected(prompt)).into_owned();
         let bank = self.bank();
         let store = self.open()?;
         if !clean.is_empty() {
@@ -299,24 +307,11 @@ pub fn format_date(secs: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// Appends a JSON line to `$OVMEM_HOME/logs/hook.log`, rotating it past 1 MiB.
+/// Appends a JSON line (message scrubbed of secrets) to `$OVMEM_HOME/logs/hook.log`.
 fn log(env: Option<&Env>, harness: &str, event: &str, level: &str, msg: &str, started: Instant) {
     let Some(env) = env else { return };
-    let dir = env.ovmem_home().join("logs");
-    if std::fs::create_dir_all(&dir).is_err() {
-        return;
-    }
-    let path = dir.join("hook.log");
-    if std::fs::metadata(&path).map(|m| m.len() > 1 << 20).unwrap_or(false) {
-        let _ = std::fs::rename(&path, dir.join("hook.log.1"));
-    }
-    let line = json!({
-        "ts": store::now(), "level": level, "harness": harness, "event": event,
-        "ms": started.elapsed().as_secs_f64() * 1000.0, "msg": msg,
-    });
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
-        let _ = writeln!(f, "{line}");
-    }
+    let line = logfile::line(level, harness, event, started.elapsed(), msg);
+    logfile::append(&env.ovmem_home().join("logs"), &line, logfile::ROTATE_AT);
 }
 
 fn spool_dir(env: &Env) -> PathBuf {
@@ -327,6 +322,8 @@ fn spool_dir(env: &Env) -> PathBuf {
 fn spool(env: &Env, bank: &str, harness: &str, session: &str, prompts: &[String], reply: Option<&str>) -> Result<()> {
     let dir = spool_dir(env);
     std::fs::create_dir_all(&dir).with_context(|| format!("could not create `{}`", dir.display()))?;
+    let prompts: Vec<String> = prompts.iter().map(|p| crate::redact::scrub(p).into_owned()).collect();
+    let reply = reply.map(|r| crate::redact::scrub(r).into_owned());
     let item = json!({"bank": bank, "harness": harness, "session": session, "prompts": prompts, "reply": reply, "at": store::now()});
     let name = format!(
         "{}-{}-{}.json",
