@@ -182,8 +182,7 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(text.len() + 16);
     let mut prev: Option<char> = None;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
+    for (i, c) in text.char_indices() {
         if is_lt(c) && tag_like(text, i + c.len_utf8(), prev) {
             out.push_str("&lt;");
         } else {
