@@ -184,6 +184,25 @@ static RULES: &[Rule] = &[
         },
     },
     Rule {
+        id: "aws-secret-key",
+        keywords: &[],
+        // The shape alone (40 base64 characters with `/` or `+`, both cases, digits, random),
+        // outside URLs.
+        pattern: r"(?:^|[^A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
+        fold: false,
+        group: Group::At(1),
+        check: |t, c| {
+            let m = c.get(1).expect("group 1");
+            let s = gi(t, c, 1);
+            let token_start = t[..m.start()].rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            let token_end = t[m.end()..].find(char::is_whitespace).map_or(t.len(), |i| m.end() + i);
+            let in_url = t[token_start..token_end].contains("://");
+            verdict(
+                !in_url && has_upper(s) && has_lower(s) && has_digit(s) && s.contains(['/', '+']) && entropy(s) >= 4.0,
+            )
+        },
+    },
+    Rule {
         id: "npm-token",
         keywords: &["npm_"],
         pattern: r"\bnpm_[A-Za-z0-9]{36}\b",
@@ -407,6 +426,15 @@ static RULES: &[Rule] = &[
         check: |t, c| verdict(!is_placeholder(gi(t, c, 1))),
     },
     Rule {
+        id: "password",
+        keywords: &["mysql", "mariadb"],
+        // `mysql -pSECRET` (the password glued to `-p`).
+        pattern: r#"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p([^\s'"-][^\s'"]{2,})"#,
+        fold: false,
+        group: Group::At(1),
+        check: |t, c| verdict(!is_reference(gi(t, c, 1))),
+    },
+    Rule {
         id: "secret-flag",
         keywords: &["--"],
         pattern: r#"(?:^|\s)--(?:[a-z0-9]+[-_])*(?:password|passwd|pass|pwd|token|secret|api[-_]?key|apikey|access[-_]?key|secret[-_]?key|private[-_]?key|client[-_]?secret)(?:=|\s+)["']?([^\s"']+)"#,
@@ -498,9 +526,10 @@ fn assignment(text: &str, c: &Captures) -> Verdict {
     let last = words.last().map(String::as_str).unwrap_or_default();
     let prev = words.len().checked_sub(2).map(|i| words[i].as_str()).unwrap_or_default();
     let joined = format!("{prev}{last}");
-    let strong = STRONG_LAST.contains(&last)
-        || STRONG_LAST.contains(&joined.as_str())
-        || (matches!(last, "key" | "keys") && STRONG_BEFORE_KEY.contains(&prev));
+    // `PGPASSWORD`, `dbPassword`, `MYSECRET`: a long keyword may end a word it is glued into.
+    let is_strong = |w: &str| STRONG_LAST.iter().any(|k| w == *k || (k.len() >= 6 && w.ends_with(k)));
+    let strong =
+        is_strong(last) || is_strong(&joined) || (matches!(last, "key" | "keys") && STRONG_BEFORE_KEY.contains(&prev));
     if strong {
         if last == "pwd" && is_path(val) {
             return Verdict::Keep;
@@ -516,8 +545,15 @@ fn assignment(text: &str, c: &Captures) -> Verdict {
         }
         return Verdict::RedactAs(label_for(last));
     }
-    if matches!(last, "key" | "keys" | "auth" | "sig" | "signature" | "salt" | "cookie") && looks_random(val, 8) {
+    let long_hex = val.len() >= 16 && is_hex(val);
+    if matches!(last, "key" | "keys" | "auth" | "sig" | "signature" | "salt" | "cookie")
+        && (looks_random(val, 8) || long_hex)
+    {
         return Verdict::RedactAs(if last == "auth" { "secret" } else { "key" });
+    }
+    // `SECRET_KEY_BASE`, `TOKEN_SECRET_VALUE`: a secret word inside the key and a generated value.
+    if words.iter().any(|w| is_strong(w)) && (long_hex || looks_random(val, 16)) {
+        return Verdict::RedactAs("secret");
     }
     if high_entropy(val) {
         return Verdict::RedactAs("high-entropy");
@@ -526,11 +562,15 @@ fn assignment(text: &str, c: &Captures) -> Verdict {
 }
 
 fn label_for(last: &str) -> &'static str {
-    match last {
-        "password" | "passwd" | "passphrase" | "pwd" | "pass" => "password",
-        "token" | "authtoken" | "pat" => "token",
-        "key" | "keys" | "apikey" | "privatekey" | "secretkey" | "accesskey" => "key",
-        _ => "secret",
+    let ends = |ks: &[&str]| ks.iter().any(|k| last.ends_with(k));
+    if ends(&["password", "passwd", "passphrase", "pwd", "pass"]) {
+        "password"
+    } else if ends(&["token", "pat"]) {
+        "token"
+    } else if ends(&["key", "keys"]) {
+        "key"
+    } else {
+        "secret"
     }
 }
 
@@ -622,6 +662,7 @@ fn is_placeholder(v: &str) -> bool {
             | "masked"
             | "empty"
             | "unset"
+            | "inherit"
             | "env"
     )
 }
@@ -1068,6 +1109,15 @@ mod tests {
             ("the password is {} for now".into(), "hunter2".into(), "password"),
             ("session_cookie_signer = \"{}\"".into(), "Xk9fR2mQ7vL3pW8nZ4tB6cY1".into(), "high-entropy"),
             ("<password>{}</password>".into(), "hunter2x".into(), "secret"),
+            ("PGPASSWORD={} psql -h db".into(), "hunter2".into(), "password"),
+            (
+                "use {} for the bucket".into(),
+                ["wJalrXUtnFEMI/K7MDENG/", "bPxRfiCY9a8b7c6d5e"].concat(),
+                "aws-secret-key",
+            ),
+            ("mysql -u root -p{} app".into(), "S3cretPass".into(), "password"),
+            ("SECRET_KEY_BASE={}".into(), "8a3f0e6d2b9c1f7e4a5d8b2c9e6f1a3d7b4c8e2f5a9d1b6c".into(), "secret"),
+            ("DATADOG_KEY={}".into(), "3f9c2e1d8b7a6f5e4d3c2b1a0f9e8d7c".into(), "key"),
         ]
     }
 
@@ -1113,6 +1163,8 @@ mod tests {
             "Use `ovmem memory add` to remember that the API is at https://api.example.com/v2.",
             "git@github.com:acme/widgets.git and https://github.com/acme/widgets",
             "ports: 5432:5432, retries=3, timeout: 30s",
+            "jobs:\n  deploy:\n    secrets: inherit\n    token_type: bearer\n    secret_name: app-tls",
+            "password_min_length: 12\ntoken_count: 5\nbypass: true",
         ] {
             assert_eq!(r(text), text);
         }

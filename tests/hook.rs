@@ -906,3 +906,22 @@ fn concurrent_hooks_write_whole_json_log_lines_and_rotation_loses_none() {
     assert_eq!(lines.len(), n_fill + fired, "no line lost");
     assert_eq!(fired, n, "one debug line per hook");
 }
+
+#[test]
+fn a_secret_stored_before_redaction_existed_is_never_injected() {
+    let lab = Lab::new();
+    let db = lab.home().join(".ovmem/memory.db");
+    let store = ovmem::store::Store::open(&db, std::time::Duration::from_secs(5)).unwrap();
+    let token = secrets()[0].clone();
+    let bank = format!("project:{}", lab.proj.display());
+    let text = format!("User: the CI deploy token is {token}\nAssistant: Noted, the CI deploy token.");
+    store.add(&bank, &text, Some("claude-code"), None, ovmem::store::now()).unwrap();
+    drop(store);
+    let p = lab.proj.to_str().unwrap();
+    for h in ["claude-code", "codex", "cursor", "cline", "trae-cli", "gemini-cli"] {
+        let ev = native_prompt_event(h);
+        let out = lab.hook(h, ev, &payload(h, ev, &[("P", p), ("PROMPT", "What is the CI deploy token?")]));
+        let ctx = injected(h, &out).unwrap_or_else(|| panic!("{h}: nothing injected"));
+        assert!(ctx.contains("[REDACTED:github-token]") && !ctx.contains(&token), "{h}: {ctx}");
+    }
+}

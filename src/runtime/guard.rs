@@ -26,7 +26,11 @@ fn classify(tool: &str) -> ToolKind {
     let t = tool.trim().to_ascii_lowercase();
     if t.contains("patch") {
         ToolKind::Patch
-    } else if ["bash", "shell", "command", "exec", "terminal", "run", "sh"].iter().any(|k| t.contains(k)) {
+    } else if ["bash", "shell", "command", "exec", "terminal"].iter().any(|k| t.contains(k))
+        || t == "sh"
+        || t == "run"
+        || t.starts_with("run_")
+    {
         ToolKind::Shell
     } else if t.contains("glob") {
         ToolKind::Glob
@@ -90,7 +94,24 @@ pub fn check(tool: &str, input: Option<&Value>, schemes: &[String], guarded: &[S
         return None;
     }
     let input = input?;
-    let uri = match classify(tool) {
+    let kind = classify(tool);
+    // Some harnesses pass the arguments as a JSON string; a shell tool may get the bare command.
+    let parsed;
+    let input = match input {
+        Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Ok(v) if v.is_object() || v.is_array() => {
+                parsed = v;
+                &parsed
+            }
+            _ if kind == ToolKind::Shell => {
+                parsed = serde_json::json!({ "command": s });
+                &parsed
+            }
+            _ => input,
+        },
+        _ => input,
+    };
+    let uri = match kind {
         ToolKind::Shell => shell_input(input, schemes),
         ToolKind::Patch => patch_input(input, schemes),
         kind => path_input(input, kind, schemes, 0),
@@ -117,6 +138,10 @@ fn path_input(v: &Value, kind: ToolKind, schemes: &[String], depth: usize) -> Op
             }
             match val {
                 Value::Object(_) | Value::Array(_) => path_input(val, kind, schemes, depth + 1),
+                // Arguments nested as a JSON string (`"arguments": "{\"path\": …}"`).
+                Value::String(s) if s.trim_start().starts_with(['{', '[']) => {
+                    serde_json::from_str::<Value>(s).ok().and_then(|v| path_input(&v, kind, schemes, depth + 1))
+                }
                 _ => None,
             }
         }),
@@ -1377,6 +1402,9 @@ mod tests {
                 "shell",
                 json!({"command": ["apply_patch", "*** Begin Patch\n*** Add File: viking://m/b\n+x\n*** End Patch"]}),
             ),
+            ("Read", json!("{\"file_path\": \"viking://m/a\"}")),
+            ("Read", json!({"arguments": "{\"path\": \"viking://m/a\"}"})),
+            ("Bash", json!("cat viking://m/a")),
         ];
         for (tool, input) in cases {
             assert!(deny(tool, input.clone()), "{tool} {input} was allowed");

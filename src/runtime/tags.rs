@@ -217,6 +217,12 @@ fn tag_like(s: &str, at: usize, prev: Option<char>) -> bool {
     !glued && !spaced
 }
 
+/// A memory's text as it is shown inside `<ovmem-memory>`: scrubbed of secrets (memories stored
+/// before redaction existed included), cut to `max` characters, tags escaped.
+pub fn recalled(content: &str, max: usize) -> String {
+    escape(&super::capture::truncate(&crate::redact::scrub(content), max)).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
