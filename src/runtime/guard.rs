@@ -686,7 +686,9 @@ impl<'a> Eval<'a> {
                     None => (a.to_string(), None),
                 }
             } else {
-                (a[..2].to_string(), (a.len() > 2).then(|| a[2..].to_string()))
+                let flag: String = a.chars().take(2).collect();
+                let rest = &a[flag.len()..];
+                (flag, (!rest.is_empty()).then(|| rest.to_string()))
             };
             let takes = [
                 "-E",
@@ -1571,6 +1573,13 @@ mod tests {
         #[test]
         fn check_never_panics(cmd in "[ -~\\n]{0,80}") {
             let _ = bash(&cmd);
+        }
+
+        #[test]
+        fn check_never_panics_on_unicode(cmd in "(\\PC|[-'\"$`\\\\(){}<>|;&]){0,60}") {
+            let _ = bash(&cmd);
+            let _ = bash(&format!("xargs -{cmd} cat"));
+            let _ = deny("Read", json!({ "file_path": cmd, "paths": [cmd] }));
         }
     }
 }
