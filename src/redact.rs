@@ -826,7 +826,7 @@ fn entropy(v: &str) -> f64 {
 }
 
 /// Standard base64 (padding optional); `None` when `s` is not base64.
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn base64_decode(s: &str) -> Option<Vec<u8>> {
     let s = s.trim_end_matches('=');
     let mut out = Vec::with_capacity(s.len() * 3 / 4);
     let (mut acc, mut bits) = (0u32, 0);

@@ -287,7 +287,6 @@ const TEXT_ONLY: &[&str] = &[
     "true",
     "false",
     ":",
-    "read",
     "alias",
     "unalias",
     "set",
@@ -331,6 +330,8 @@ const MAX_STEPS: usize = 4000;
 struct Eval<'a> {
     schemes: &'a [String],
     vars: HashMap<String, String>,
+    /// What each process substitution (`<(…)`) prints, by the `/dev/fd` path it became.
+    fds: HashMap<String, Option<String>>,
     depth: usize,
     steps: usize,
 }
@@ -339,7 +340,9 @@ type Flow = Result<Option<String>, String>;
 
 impl<'a> Eval<'a> {
     fn new(schemes: &'a [String]) -> Self {
-        Self { schemes, vars: HashMap::new(), depth: 0, steps: 0 }
+        // `IFS` splits words on blanks unless a script says otherwise (`cat${IFS}viking://…`).
+        let vars = HashMap::from([("IFS".to_string(), " ".to_string())]);
+        Self { schemes, vars, fds: HashMap::new(), depth: 0, steps: 0 }
     }
 
     fn uri(&self, s: &str) -> Result<(), String> {
@@ -407,6 +410,9 @@ impl<'a> Eval<'a> {
         for r in &cmd.redirects {
             let target = self.expand(&r.target)?;
             match r.kind {
+                Redir::Read if self.fds.contains_key(target.trim()) => {
+                    stdin = self.fds.get(target.trim()).cloned().flatten();
+                }
                 Redir::Read | Redir::Write => self.path(target.trim())?,
                 Redir::HereString => stdin = Some(format!("{target}\n")),
                 Redir::HereDoc => stdin = Some(target),
@@ -452,7 +458,8 @@ impl<'a> Eval<'a> {
                             }
                         }
                         Some((op, word)) if op.contains('+') => {
-                            if value.is_some_and(|v| !v.is_empty() || !op.starts_with(':')) {
+                            // A variable the script never set may be set in the environment.
+                            if value.is_none_or(|v| !v.is_empty() || !op.starts_with(':')) {
                                 out.push_str(&self.expand(word)?);
                             }
                         }
@@ -464,8 +471,10 @@ impl<'a> Eval<'a> {
                     out.push_str(printed.as_deref().unwrap_or_default().trim_end_matches('\n'));
                 }
                 Part::ProcSubst(src) => {
-                    self.script(src, None)?;
-                    out.push_str("/dev/fd/63");
+                    let printed = self.script(src, None)?;
+                    let path = format!("/dev/fd/{}", 63 + self.fds.len());
+                    self.fds.insert(path.clone(), printed);
+                    out.push_str(&path);
                 }
             }
         }
@@ -523,13 +532,47 @@ impl<'a> Eval<'a> {
             "case" | "function" => Ok(None),
             n if TEXT_ONLY.contains(&n) || n.starts_with("openviking") => Ok(None),
             n if SHELLS.contains(&n) => self.shell(&args, stdin),
-            "busybox" => self.words(args, stdin),
+            "busybox" | "toybox" => self.words(args, stdin),
             "eval" => self.script(&args.join(" "), stdin),
-            "source" | "." => {
-                if let Some(f) = args.first() {
-                    self.path(f)?;
+            "source" | "." => match args.first() {
+                Some(f) if self.fds.contains_key(f) => match self.fds.get(f).cloned().flatten() {
+                    Some(script) => self.script(&script, None),
+                    None => Ok(None),
+                },
+                Some(f) => self.path(f).map(|_| None),
+                None => Ok(None),
+            },
+            "read" => {
+                // `read [-r] name…` takes its values from stdin.
+                let names: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+                if let (Some(text), Some(first)) = (stdin.as_deref(), names.first()) {
+                    let line = text.lines().next().unwrap_or_default().trim().to_string();
+                    self.vars.insert(first.to_string(), line);
                 }
                 Ok(None)
+            }
+            "base64" | "basenc" if args.iter().any(|a| a == "-d" || a == "--decode" || a == "-D") => {
+                let files = self.generic(&args, &[])?;
+                let decoded = stdin.filter(|_| files.is_empty()).and_then(|t| {
+                    let clean: String = t.chars().filter(|c| !c.is_whitespace()).collect();
+                    crate::redact::base64_decode(&clean).map(|b| String::from_utf8_lossy(&b).into_owned())
+                });
+                Ok(decoded)
+            }
+            "rev" => {
+                let files = self.generic(&args, &[])?;
+                Ok(stdin.filter(|_| files.is_empty()).map(|t| {
+                    t.lines().map(|l| l.chars().rev().collect::<String>()).collect::<Vec<_>>().join("\n") + "\n"
+                }))
+            }
+            "xxd" if args.iter().any(|a| a == "-r") && args.iter().any(|a| a == "-p" || a == "-ps") => {
+                Ok(stdin.map(|t| {
+                    let hex: String = t.chars().filter(char::is_ascii_hexdigit).collect();
+                    let bytes: Vec<u8> = (0..hex.len() / 2)
+                        .filter_map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok())
+                        .collect();
+                    String::from_utf8_lossy(&bytes).into_owned()
+                }))
             }
             "xargs" => self.xargs(&args, stdin),
             "find" => self.find(&args),
@@ -634,12 +677,22 @@ impl<'a> Eval<'a> {
             break;
         }
         if command {
-            return match args.get(j) {
-                Some(script) => self.script(script, stdin),
-                None => Ok(None),
-            };
+            let Some(script) = args.get(j) else { return Ok(None) };
+            // `sh -c 'script' name arg…`: the arguments are `$0`, `$1`, … and `$@` inside.
+            let params = args.get(j + 1..).unwrap_or_default();
+            for (k, a) in params.iter().enumerate().take(10) {
+                self.vars.insert(k.to_string(), a.clone());
+            }
+            let all = params.get(1..).unwrap_or_default().join(" ");
+            self.vars.insert("@".into(), all.clone());
+            self.vars.insert("*".into(), all);
+            return self.script(script, stdin);
         }
         match args.get(j) {
+            Some(file) if self.fds.contains_key(file) => match self.fds.get(file).cloned().flatten() {
+                Some(script) => self.script(&script, None),
+                None => Ok(None),
+            },
             Some(file) => {
                 self.path(file)?;
                 Ok(None)
@@ -671,6 +724,7 @@ impl<'a> Eval<'a> {
         let mut delim: Option<char> = None;
         let mut lines = false;
         let mut from_file = false;
+        let mut file_input = None;
         while i < args.len() {
             let a = args[i].as_str();
             if !a.starts_with('-') || a == "-" {
@@ -722,8 +776,10 @@ impl<'a> Eval<'a> {
                 "-0" | "--null" => delim = Some('\0'),
                 "-d" | "--delimiter" => delim = value.and_then(|v| v.chars().next()),
                 "-a" | "--arg-file" => {
-                    if let Some(f) = value {
-                        self.path(&f)?;
+                    match value {
+                        Some(f) if self.fds.contains_key(&f) => file_input = self.fds.get(&f).cloned().flatten(),
+                        Some(f) => self.path(&f)?,
+                        None => {}
                     }
                     from_file = true;
                 }
@@ -732,7 +788,7 @@ impl<'a> Eval<'a> {
             i += 1;
         }
         let command: Vec<String> = if i < args.len() { args[i..].to_vec() } else { vec!["echo".into()] };
-        let input = if from_file { None } else { stdin };
+        let input = if from_file { file_input } else { stdin };
         let items: Vec<String> = match (&input, delim) {
             (None, _) => Vec::new(),
             (Some(t), Some(d)) => {
@@ -1165,7 +1221,12 @@ fn wrapped(name: &str, args: &[String]) -> Option<Wrapped> {
             return Some(Wrapped::Script(args.get(i..).unwrap_or_default().join(" ")));
         }
         "su" | "runuser" | "script" | "sudo-sh" => {
-            if let Some(p) = args.iter().position(|a| a == "-c" || a == "--command") {
+            if let Some(s) = args.iter().find_map(|a| a.strip_prefix("--command=")) {
+                return Some(Wrapped::Script(s.to_string()));
+            }
+            let cluster =
+                |a: &String| a == "--command" || (a.starts_with('-') && !a.starts_with("--") && a.contains('c'));
+            if let Some(p) = args.iter().position(cluster) {
                 return args.get(p + 1).map(|s| Wrapped::Script(s.clone()));
             }
             if let Some(p) = args.iter().position(|a| a == "--") {
@@ -1487,6 +1548,25 @@ mod tests {
             "cat --number -- viking://m/a",
             "less viking://m/a",
             "cat <(cat viking://m/a)",
+            "cat${IFS}viking://m/a",
+            "c=cat; $c viking://m/a",
+            "$(echo cat) viking://m/a",
+            "cat ${HOME:+viking://m/a}",
+            "sh -c 'cat \"$1\"' _ viking://m/a",
+            "bash -c 'exec \"$@\"' _ cat viking://m/a",
+            "read u <<< viking://m/a; cat $u",
+            "echo Y2F0IHZpa2luZzovL20vYQ== | base64 -d | sh",
+            "eval \"$(echo Y2F0IHZpa2luZzovL20vYQ== | base64 --decode)\"",
+            "echo a/m//:gnikiv | rev | xargs cat",
+            "bash <(echo 'cat viking://m/a')",
+            "source <(printf 'cat viking://m/a')",
+            "xargs -0 cat < <(printf 'viking://m/a')",
+            "xargs -a <(echo viking://m/a) cat",
+            "script -qc 'cat viking://m/a' /dev/null",
+            "su -lc 'cat viking://m/a' root",
+            "busybox cat viking://m/a",
+            "cat 0<viking://m/a",
+            "< viking://m/a cat",
             "sh -c \"sh -c 'sh -c \\\"cat viking://m/a\\\"'\"",
         ] {
             assert!(bash(cmd), "allowed: {cmd}");
