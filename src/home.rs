@@ -32,6 +32,18 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
         Ok(m) if m.is_dir() => {
             let store_loose = fs::symlink_metadata(home.join("memory.db")).is_ok_and(|s| s.mode() & OTHERS != 0);
             if m.mode() & OTHERS != 0 || store_loose {
+                // A home directory (or `/`) named as OVMEM_HOME is not ovmem's to lock down.
+                let canon = fs::canonicalize(&home)?;
+                if fs::canonicalize(&env.home).unwrap_or_else(|_| env.home.clone()).starts_with(&canon) {
+                    return Err(io::Error::new(
+                        ErrorKind::PermissionDenied,
+                        format!(
+                            "OVMEM_HOME `{}` is your home directory or above it; ovmem will not change modes there. \
+                             Point OVMEM_HOME at a directory of its own (default ~/.ovmem)",
+                            home.display()
+                        ),
+                    ));
+                }
                 repair(&home)?;
             }
         }
@@ -160,6 +172,22 @@ mod tests {
         fs::set_permissions(home.join("memory.db"), fs::Permissions::from_mode(0o644)).unwrap();
         prepare(&env(t.path())).unwrap();
         assert_eq!((mode(&home.join("memory.db")), mode(&home.join("logs/hook.log"))), (0o600, 0o600));
+    }
+
+    #[test]
+    fn a_home_directory_named_as_ovmem_home_is_left_alone() {
+        let t = tempfile::tempdir().unwrap();
+        let mine = t.path().join("notes.txt");
+        fs::write(&mine, "x").unwrap();
+        fs::set_permissions(&mine, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(t.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let vars = HashMap::from([
+            ("HOME".to_string(), t.path().display().to_string()),
+            ("OVMEM_HOME".to_string(), t.path().display().to_string()),
+        ]);
+        let e = prepare(&Env::from_vars(vars).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("home directory"), "{e}");
+        assert_eq!((mode(&mine), mode(t.path())), (0o644, 0o755));
     }
 
     #[test]

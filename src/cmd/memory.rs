@@ -106,7 +106,9 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             let ms = open(&env)?.list(bank.as_deref(), None)?;
             let mut text = String::new();
             for m in ms.iter().rev() {
-                text.push_str(&serde_json::to_string(m)?);
+                // Memories stored before redaction existed leave scrubbed, like everything else.
+                let m = Memory { content: crate::redact::scrub(&m.content).into_owned(), ..m.clone() };
+                text.push_str(&serde_json::to_string(&m)?);
                 text.push('\n');
             }
             match output {

@@ -281,7 +281,7 @@ pub fn render(memories: &[store::Memory], limit: usize) -> Option<String> {
     let mut n = 0;
     for m in memories {
         let date = format_date(m.created_at);
-        let from = m.harness.as_deref().map(|h| format!(", {h}")).unwrap_or_default();
+        let from = m.harness.as_deref().map(|h| format!(", {}", tags::escape(h))).unwrap_or_default();
         let body = tags::recalled(&m.content, 1500).replace('\n', "\n  ");
         let item = format!("\n- [{date}{from}] {body}");
         if s.chars().count() + item.chars().count() + CLOSE.len() > limit {
