@@ -186,3 +186,31 @@ fn malformed_requests_get_json_rpc_errors_and_the_server_keeps_serving() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn the_server_uses_the_same_bank_as_hooks_for_any_spelling_of_the_project() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = home.path().join("app");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    let link = home.path().join("app-link");
+    std::os::unix::fs::symlink(&proj, &link).unwrap();
+    let mut child = Command::new(OVMEM)
+        .arg("mcp")
+        .env_clear()
+        .env("HOME", home.path())
+        .env("CLAUDE_PROJECT_DIR", format!("{}/src/../", link.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let add = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_add", "arguments": {"text": "The linter runs in CI only."}}});
+    writeln!(stdin, "{add}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Remembered"));
+    let list = run(home.path(), &["memory", "list", "--all", "--json"]);
+    let mems: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(mems[0]["bank"], format!("project:{}", std::fs::canonicalize(&proj).unwrap().display()));
+}
