@@ -211,9 +211,10 @@ static RULES: &[Rule] = &[
         check: |t, c| {
             let m = c.get(1).expect("group 1");
             let s = gi(t, c, 1);
-            let token_start = t[..m.start()].rfind(char::is_whitespace).map_or(0, |i| i + 1);
-            let token_end = t[m.end()..].find(char::is_whitespace).map_or(t.len(), |i| m.end() + i);
-            let in_url = t[token_start..token_end].contains("://");
+            let (before, after) = around(t, m.start(), m.end(), 512);
+            let token_start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            let token_end = after.find(char::is_whitespace).unwrap_or(after.len());
+            let in_url = before[token_start..].contains("://") || after[..token_end].contains("://");
             verdict(
                 !in_url && has_upper(s) && has_lower(s) && has_digit(s) && s.contains(['/', '+']) && entropy(s) >= 4.0,
             )
@@ -710,13 +711,17 @@ fn key_words(key: &str) -> Vec<String> {
 /// ends it (or a comment does): a config line (YAML, env, INI), not a sentence.
 fn line_is_config(text: &str, c: &Captures) -> bool {
     let (Some(key), Some(val)) = (c.name("key"), ASSIGNED.get(c)) else { return false };
-    let line_start = text[..key.start()].rfind('\n').map_or(0, |i| i + 1);
-    let before = text[line_start..key.start()].trim_start();
+    let val_end = ceil_char(text, val.end());
+    let (head, tail) = around(text, key.start(), val_end, 256);
+    // A line longer than the window is prose, not a config line.
+    let Some(line_start) = head.rfind('\n').map(|i| i + 1).or((head.len() == key.start()).then_some(0)) else {
+        return false;
+    };
+    let before = head[line_start..].trim_start();
     let before = before.strip_prefix("export ").unwrap_or(before);
     let lead_ok = before.chars().all(|ch| ch.is_whitespace() || "-{,[\"'".contains(ch));
-    let val_end = ceil_char(text, val.end());
-    let line_end = text[val_end..].find('\n').map_or(text.len(), |i| val_end + i);
-    let after = text[val_end..line_end].trim();
+    let line_end = tail.find('\n').unwrap_or(tail.len());
+    let after = tail[..line_end].trim();
     lead_ok && (after.is_empty() || after.starts_with('#') || after.chars().all(|ch| ",}]".contains(ch)))
 }
 
@@ -924,6 +929,14 @@ fn g<'t>(text: &'t str, c: &Captures<'_>, name: &str) -> &'t str {
 /// The text of a numbered capture group.
 fn gi<'t>(text: &'t str, c: &Captures<'_>, i: usize) -> &'t str {
     c.get(i).map_or("", |m| span(text, m))
+}
+
+/// At most `n` bytes of `text` before `start` and after `end` (on character boundaries), so a
+/// check never scans a long line from each of its many matches.
+fn around(text: &str, start: usize, end: usize, n: usize) -> (&str, &str) {
+    let from = ceil_char(text, start.saturating_sub(n));
+    let to = floor_char(text, (end + n).min(text.len()));
+    (&text[from..start], &text[end..to.max(end)])
 }
 
 fn floor_char(s: &str, mut i: usize) -> usize {
@@ -1345,6 +1358,18 @@ mod tests {
         fn scrub_never_panics(s in "(\\PC|[=:'\"<>/ \n-]|password|token|sk-|ghp_|-----BEGIN|PRIVATE KEY|://|@){0,60}") {
             let out = r(&s);
             proptest::prop_assert!(!out.contains("<private"));
+        }
+    }
+
+    #[test]
+    fn pathological_text_stays_linear() {
+        for unit in
+            ["password: a ", "a=b ", "x: y, ", "<private>", "ghp_", "AKIA", "-----BEGIN PRIVATE KEY-----", "aws "]
+        {
+            let text = unit.repeat((1 << 20) / unit.len());
+            let t = std::time::Instant::now();
+            let _ = r(&text);
+            assert!(t.elapsed() < std::time::Duration::from_secs(3), "{unit:?}: {:?}", t.elapsed());
         }
     }
 

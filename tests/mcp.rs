@@ -171,6 +171,11 @@ fn malformed_requests_get_json_rpc_errors_and_the_server_keeps_serving() {
     let r = send(br#"[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"x"},5]"#);
     assert_eq!(r.as_array().map(Vec::len), Some(2), "{r}");
     assert_eq!((r[0]["id"].clone(), code(&r[1])), (json!(7), Some(-32600)));
+    // A line past 16 MiB is drained and answered, not buffered without bound.
+    let mut huge = b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\",\"pad\":\"".to_vec();
+    huge.resize(17 << 20, b'x');
+    let r = send(&huge);
+    assert_eq!((code(&r), &r["id"]), (Some(-32600), &Value::Null), "{r}");
     // CRLF line endings and a BOM are fine, and the tools still work after all that.
     let token = ["gh", "p_", "R8sV2nXq7LmZ4tWc9YbK1dPe6HfJ3gAu0oSi"].concat();
     let add = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "memory_add",

@@ -284,6 +284,17 @@ mod tests {
     }
 
     #[test]
+    fn pathological_text_stays_linear() {
+        for unit in ["<ovmem-memory ", "<ovmem-memory>", "</ovmem-memory>", "<a b=\"", "< ", "<system-reminder x='>"] {
+            let text = unit.repeat((1 << 20) / unit.len());
+            let t = std::time::Instant::now();
+            let _ = strip_injected(&text);
+            let _ = escape(&text);
+            assert!(t.elapsed() < std::time::Duration::from_secs(3), "{unit:?}: {:?}", t.elapsed());
+        }
+    }
+
+    #[test]
     fn code_keeps_its_angle_brackets() {
         for code in [
             "Vec<String>",
