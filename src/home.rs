@@ -1,8 +1,10 @@
 //! `$OVMEM_HOME` (default `~/.ovmem`) holds what ovmem knows about the user's work: the store and
 //! its WAL, logs, spool, receipts, locks, backups and the staged runtime. Only its owner may read
 //! it: the directory and every directory in it are 0700, every file 0600 (0700 if executable).
-//! [`prepare`] makes it so: one `stat` when all is well, a repair of the tree only when the top
-//! directory (or the store) is readable by others, as an older ovmem left it.
+//! [`prepare`] makes it so without walking the tree on every hook: the top directory's entries are
+//! checked (one `readdir`, a `stat` each), the whole tree is repaired when the top directory or
+//! the store is readable by others (as an older ovmem left it), and a sub-directory is walked
+//! only when it changed since the last check (another process, such as the installer, added to it).
 
 use std::fs;
 use std::io::{self, ErrorKind};
@@ -44,7 +46,11 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
                         ),
                     ));
                 }
+                let stamp = std::time::SystemTime::now();
                 repair(&home)?;
+                touch(&home.join(STAMP), stamp);
+            } else {
+                tidy(&home);
             }
         }
         Ok(_) => {
@@ -67,6 +73,44 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
         Err(e) => return Err(e),
     }
     Ok(home)
+}
+
+/// Touched after each check; a sub-directory changed after it is walked again.
+const STAMP: &str = ".private-checked";
+
+fn touch(path: &Path, at: std::time::SystemTime) {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Ok(f) = fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(path) {
+        let _ = f.set_modified(at);
+    }
+}
+
+/// The fast path: private top-level entries, and a walk of each sub-directory changed since the
+/// last check.
+fn tidy(home: &Path) {
+    let stamp_path = home.join(STAMP);
+    let last = fs::metadata(&stamp_path).and_then(|m| m.modified()).ok();
+    let now = std::time::SystemTime::now();
+    let Ok(rd) = fs::read_dir(home) else { return };
+    let mut walked = false;
+    let mut changed = 0;
+    for entry in rd.flatten() {
+        let path = entry.path();
+        let Ok(m) = fs::symlink_metadata(&path) else { continue };
+        if m.file_type().is_symlink() {
+            continue;
+        }
+        if m.mode() & OTHERS != 0 {
+            let _ = fs::set_permissions(&path, fs::Permissions::from_mode(m.mode() & 0o7777 & !OTHERS));
+        }
+        if m.is_dir() && last.is_none_or(|l| m.modified().is_ok_and(|t| t >= l)) {
+            walk(&path, 1, &mut changed);
+            walked = true;
+        }
+    }
+    if walked || last.is_none() {
+        touch(&stamp_path, now);
+    }
 }
 
 /// Removes the group and other bits from everything under `home` and from `home` itself (last,
@@ -167,7 +211,15 @@ mod tests {
         // The top directory is private now: the next call does not walk.
         fs::set_permissions(home.join("logs/hook.log"), fs::Permissions::from_mode(0o644)).unwrap();
         prepare(&env(t.path())).unwrap();
-        assert_eq!(mode(&home.join("logs/hook.log")), 0o644, "no walk on the fast path");
+        assert_eq!(mode(&home.join("logs/hook.log")), 0o644, "an unchanged directory is not walked");
+        // A directory another process added to is walked at the next check.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(home.join("receipts/new.json"), "{}").unwrap();
+        fs::set_permissions(home.join("receipts/new.json"), fs::Permissions::from_mode(0o644)).unwrap();
+        fs::write(home.join("new-top.txt"), "x").unwrap();
+        fs::set_permissions(home.join("new-top.txt"), fs::Permissions::from_mode(0o644)).unwrap();
+        prepare(&env(t.path())).unwrap();
+        assert_eq!((mode(&home.join("receipts/new.json")), mode(&home.join("new-top.txt"))), (0o600, 0o600));
         // A loose store alone triggers a repair too.
         fs::set_permissions(home.join("memory.db"), fs::Permissions::from_mode(0o644)).unwrap();
         prepare(&env(t.path())).unwrap();

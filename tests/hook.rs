@@ -767,6 +767,19 @@ fn ovmem_home_and_everything_in_it_is_private() {
         assert_eq!(mode(&home.join(f)), m, "{f}");
     }
     assert_eq!(mode(&outside), 0o644);
+    // Files another process adds later (an installer's receipt, a lock) are made private by the
+    // next hook too, without a walk of directories nobody changed.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::create_dir_all(home.join("locks")).unwrap();
+    for f in ["receipts/cursor.json", "locks/settings.lock"] {
+        std::fs::write(home.join(f), "{}").unwrap();
+        set(&home.join(f), 0o644);
+    }
+    assert_eq!(lab.hook_with("codex", "SessionStart", stdin.as_bytes(), &[]).1, 0);
+    for f in ["receipts/cursor.json", "locks/settings.lock"] {
+        assert_eq!(mode(&home.join(f)), 0o600, "{f}");
+    }
+    assert_eq!(mode(&outside), 0o644);
 }
 
 #[test]
