@@ -38,6 +38,9 @@ pub struct Config {
     pub guard_deadline_ms: u64,
     /// `[backend]`: where memories go beyond the local store (see `backend::settings`).
     pub backend: crate::backend::BackendConfig,
+    /// Extra secret patterns to redact (regexes, or `{ name, pattern }` tables), on top of the
+    /// built-in rules. A bad one is logged and ignored.
+    pub redact_patterns: Vec<crate::redact::Pattern>,
 }
 
 impl Default for Config {
@@ -51,6 +54,7 @@ impl Default for Config {
             deadline_ms: 4000,
             guard_deadline_ms: 1500,
             backend: crate::backend::BackendConfig::default(),
+            redact_patterns: Vec::new(),
         }
     }
 }

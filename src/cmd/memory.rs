@@ -8,7 +8,7 @@ use crate::cli::{BankArgs, MemoryCommand};
 use crate::config::{BankMode, Config};
 use crate::env::Env;
 use crate::output::{self, Printer};
-use crate::runtime::{format_date, wire};
+use crate::runtime::format_date;
 use crate::store::{self, Exported, Memory, Store};
 
 fn open(env: &Env) -> Result<Store> {
@@ -24,7 +24,7 @@ fn bank(env: &Env, args: &BankArgs) -> Result<String> {
     let cfg = Config::load(env)?;
     Ok(match cfg.bank {
         BankMode::User => "user".into(),
-        _ => format!("project:{}", wire::project_root(&dir).display()),
+        _ => crate::project::bank(BankMode::Project, &dir, "cli", "cli"),
     })
 }
 
@@ -54,6 +54,13 @@ fn confirm(question: &str) -> Result<bool> {
 
 pub fn run(cmd: MemoryCommand) -> Result<i32> {
     let env = Env::from_process()?;
+    crate::home::private_umask();
+    crate::home::prepare(&env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
+    if let Ok(cfg) = Config::load(&env) {
+        for problem in crate::redact::configure(&cfg.redact_patterns) {
+            eprintln!("ovmem: {problem}");
+        }
+    }
     match cmd {
         MemoryCommand::Search { query, bank: b, limit, json } => {
             let bank = bank(&env, &b)?;
@@ -80,7 +87,8 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
         }
         MemoryCommand::Add { text, bank: b } => {
             let bank = bank(&env, &b)?;
-            let text = text.trim();
+            let text = crate::redact::scrub(&text).trim().to_string();
+            let text = text.as_str();
             if text.is_empty() {
                 bail!("nothing to add: the text is empty");
             }
@@ -144,8 +152,12 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             let ms = open(&env)?.list(bank.as_deref(), None)?;
             let mut text = String::new();
             for m in ms.iter().rev() {
+                // Memories stored before redaction existed leave scrubbed, like everything else.
+                let scrub = |s: &str| crate::redact::scrub(s).into_owned();
+                let m =
+                    Memory { prompt: scrub(&m.prompt), reply: scrub(&m.reply), topic: scrub(&m.topic), ..m.clone() };
                 let content = Some(m.content());
-                text.push_str(&serde_json::to_string(&Exported { memory: m.clone(), content })?);
+                text.push_str(&serde_json::to_string(&Exported { memory: m, content })?);
                 text.push('\n');
             }
             match output {

@@ -7,39 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-/// Tags whose blocks are injected context, never user or assistant content.
-const INJECTED_TAGS: &[&str] = &[
-    "ovmem-memory",
-    "hindsight_memories",
-    "hindsight_memory",
-    "relevant_memories",
-    "system-reminder",
-    "openviking-context",
-    "relevant-memories",
-    "hook_context",
-];
-
-/// Removes every `<tag …>…</tag>` block of the injected tags (an unterminated one to the end).
-pub fn strip_injected(text: &str) -> String {
-    let mut s = text.to_string();
-    for tag in INJECTED_TAGS {
-        let open = format!("<{tag}");
-        let close = format!("</{tag}>");
-        let mut from = 0;
-        while let Some(rel) = s[from..].find(&open) {
-            let start = from + rel;
-            let after = s[start + open.len()..].chars().next();
-            if !matches!(after, Some('>') | Some(' ') | Some('\n') | Some('\t') | Some('/')) {
-                from = start + open.len();
-                continue;
-            }
-            let end = s[start..].find(&close).map_or(s.len(), |i| start + i + close.len());
-            s.replace_range(start..end, "");
-            from = start;
-        }
-    }
-    s.trim().to_string()
-}
+pub use super::tags::strip_injected;
 
 /// Cuts `s` to at most `max` characters, on a character boundary, marking the cut.
 pub fn truncate(s: &str, max: usize) -> String {
@@ -123,6 +91,13 @@ pub fn clip(s: &str, max: usize) -> String {
     out
 }
 
+/// What is stored of a prompt or reply: injected memory blocks stripped, secrets and `<private>`
+/// spans scrubbed (before anything is cut, so a cut never leaves half a secret to slip through),
+/// then clipped to `max` characters.
+pub fn clean(text: &str, max: usize) -> String {
+    clip(crate::redact::scrub(&strip_injected(text)).trim(), max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,7 +107,7 @@ mod tests {
         let s = "before <ovmem-memory>\nold fact\n</ovmem-memory> mid <openviking-context source=\"x\">v</openviking-context>\
                  <hindsight_memories>h</hindsight_memories><system-reminder>r</system-reminder> after";
         assert_eq!(strip_injected(s), "before  mid  after");
-        assert_eq!(strip_injected("x <relevant-memories>unterminated"), "x");
+        assert_eq!(strip_injected("x <relevant-memories>unterminated"), "x <relevant-memories>unterminated");
         assert_eq!(strip_injected("<ovmem-memoryless> stays"), "<ovmem-memoryless> stays");
     }
 

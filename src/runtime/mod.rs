@@ -8,8 +8,10 @@
 pub mod capture;
 pub mod encode;
 pub mod guard;
+pub mod logfile;
 pub mod render;
 pub mod spool;
+pub mod tags;
 pub mod wire;
 
 use std::io::{Read, Write};
@@ -18,7 +20,6 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde_json::json;
 
 use crate::config::{BankMode, Config};
 use crate::env::Env;
@@ -39,9 +40,13 @@ type Pending = Arc<Mutex<Option<Spooled>>>;
 /// Runs a hook and returns the process exit code (always 0).
 pub fn main(args: &[String]) -> i32 {
     let started = Instant::now();
+    crate::home::private_umask();
     let harness_id = args.first().map(String::as_str).unwrap_or("");
     let native = args.get(1).map(String::as_str).unwrap_or("");
     let env = Env::from_process().ok();
+    if let Some(Err(e)) = env.as_ref().map(crate::home::prepare) {
+        log(env.as_ref(), harness_id, native, "error", &format!("could not prepare OVMEM_HOME: {e}"), started);
+    }
     let adapter = match harness::adapter_for(harness_id) {
         Some(Ok(a)) => a,
         _ => {
@@ -59,6 +64,9 @@ pub fn main(args: &[String]) -> i32 {
         }
         None => Config::default(),
     };
+    for problem in crate::redact::configure(&cfg.redact_patterns) {
+        log(env.as_ref(), harness_id, native, "error", &problem, started);
+    }
     let guard_event = adapter.events.get(native) == Some(&Canonical::PreTool);
     let deadline = Duration::from_millis(if guard_event { cfg.guard_deadline_ms } else { cfg.deadline_ms });
 
@@ -220,7 +228,7 @@ impl Ctx<'_> {
 
     fn prompt(&self) -> RunResult {
         let Some(prompt) = self.event.prompt.as_deref() else { return Ok((Outcome::default(), None)) };
-        let clean = capture::clip(&capture::strip_injected(prompt), self.cfg.max_memory_chars);
+        let clean = capture::clean(prompt, self.cfg.max_memory_chars);
         let bank = self.bank();
         if !clean.is_empty() {
             let item = Spooled::prompt(&bank, &self.event.harness, &self.event.session, &clean, self.at());
@@ -284,15 +292,9 @@ impl Ctx<'_> {
     }
 }
 
-/// The bank a hook reads and writes, by the configured mode.
+/// The bank a hook reads and writes, by the configured mode (the rule is [`crate::project::bank`]).
 pub fn bank_for(mode: BankMode, cwd: &Path, harness: &str, session: &str) -> String {
-    let project = wire::project_root(cwd);
-    match mode {
-        BankMode::Project => format!("project:{}", project.display()),
-        BankMode::Agent => format!("agent:{harness}:{}", project.display()),
-        BankMode::Session => format!("session:{harness}:{session}"),
-        BankMode::User => "user".to_string(),
-    }
+    crate::project::bank(mode, cwd, harness, session)
 }
 
 pub use render::PREAMBLE;
@@ -312,24 +314,11 @@ pub fn format_date(secs: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// Appends a JSON line to `$OVMEM_HOME/logs/hook.log`, rotating it past 1 MiB.
+/// Appends a JSON line (message scrubbed of secrets) to `$OVMEM_HOME/logs/hook.log`.
 fn log(env: Option<&Env>, harness: &str, event: &str, level: &str, msg: &str, started: Instant) {
     let Some(env) = env else { return };
-    let dir = env.ovmem_home().join("logs");
-    if std::fs::create_dir_all(&dir).is_err() {
-        return;
-    }
-    let path = dir.join("hook.log");
-    if std::fs::metadata(&path).map(|m| m.len() > 1 << 20).unwrap_or(false) {
-        let _ = std::fs::rename(&path, dir.join("hook.log.1"));
-    }
-    let line = json!({
-        "ts": store::now(), "level": level, "harness": harness, "event": event,
-        "ms": started.elapsed().as_secs_f64() * 1000.0, "msg": msg,
-    });
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
-        let _ = writeln!(f, "{line}");
-    }
+    let line = logfile::line(level, harness, event, started.elapsed(), msg);
+    logfile::append(&env.ovmem_home().join("logs"), &line, logfile::ROTATE_AT);
 }
 
 #[cfg(test)]

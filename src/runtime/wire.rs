@@ -140,17 +140,9 @@ pub fn parse_time(v: &Value) -> Option<i64> {
     (946_684_800..4_102_444_800).contains(&secs).then_some(secs)
 }
 
-/// The project root for a directory: the nearest ancestor holding `.git` (a directory, or a
-/// file for worktrees), else the directory itself. No process is spawned.
+/// The project root for a directory (the rule is [`crate::project::root`]).
 pub fn project_root(dir: &Path) -> PathBuf {
-    let mut d = Some(dir);
-    while let Some(cur) = d {
-        if cur.join(".git").exists() {
-            return cur.to_path_buf();
-        }
-        d = cur.parent();
-    }
-    dir.to_path_buf()
+    crate::project::root(dir)
 }
 
 #[cfg(test)]

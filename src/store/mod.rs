@@ -185,6 +185,11 @@ pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
+/// Secrets and `<private>` spans never reach the database, whoever writes.
+fn scrub(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::redact::scrub(s)
+}
+
 /// Whitespace-folded, lowercased: what counts as "the same text" for deduplication.
 fn normalise(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
@@ -328,9 +333,11 @@ impl Store {
     /// Inserts one memory inside a transaction, queueing its postings in `batch`; `None` when
     /// the same memory (or the same turn) is already stored.
     fn insert(c: &Connection, m: &NewMemory, batch: &mut Batch) -> Result<Option<i64>> {
+        let (prompt, reply, topic) = (scrub(m.prompt), scrub(m.reply), scrub(m.topic));
+        let m = NewMemory { prompt: &prompt, reply: &reply, topic: &topic, ..m.clone() };
         let terms = doc_terms(m.prompt, m.reply, m.topic);
         let hash = content_hash(m.kind, m.prompt, m.reply);
-        Self::insert_analysed(c, m, &terms, &hash, batch)
+        Self::insert_analysed(c, &m, &terms, &hash, batch)
     }
 
     /// [`Store::insert`] with the analysis done beforehand (an import analyses on another thread).
@@ -403,7 +410,12 @@ impl Store {
                 let mut chunk: Vec<Analysed> = Vec::with_capacity(batch_size);
                 for m in memories {
                     match m {
-                        Ok(m) => {
+                        Ok(mut m) => {
+                            for field in [&mut m.prompt, &mut m.reply, &mut m.topic] {
+                                if let std::borrow::Cow::Owned(s) = scrub(field) {
+                                    *field = s;
+                                }
+                            }
                             let terms = doc_terms(&m.prompt, &m.reply, &m.topic);
                             let hash = content_hash(m.kind, &m.prompt, &m.reply);
                             chunk.push((m, terms, hash));
@@ -733,6 +745,7 @@ impl Store {
         at: i64,
     ) -> Result<()> {
         let item = (!item.is_empty()).then_some(item);
+        let prompt = &*scrub(prompt);
         self.write(|c| {
             c.prepare_cached(
                 "INSERT OR IGNORE INTO session_prompts (session, bank, harness, prompt, created_at, item_id)
@@ -854,6 +867,21 @@ fn migrate_v1(c: &Connection) -> Result<()> {
         })?;
         rows.collect::<rusqlite::Result<_>>()?
     };
+    // Banks were raw working directories then (`project:/p/`, a symlinked path): each memory goes
+    // to its project's bank under today's rule, so it is recalled there again.
+    let pending: Vec<(i64, String)> = {
+        let mut stmt = c.prepare("SELECT id, bank FROM session_prompts")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (id, bank) in pending {
+        c.execute(
+            "UPDATE session_prompts SET bank = ?2 WHERE id = ?1",
+            params![id, crate::project::migrate_bank(&bank)],
+        )?;
+    }
+    let old: Vec<Memory> =
+        old.into_iter().map(|m| Memory { bank: crate::project::migrate_bank(&m.bank), ..m }).collect();
     let mut batch = Batch::default();
     for m in &old {
         let new = NewMemory {
@@ -1002,7 +1030,7 @@ mod tests {
             c.execute_batch(include_str!("migrations/0001_init.sql")).unwrap();
             c.execute(
                 "INSERT INTO memories (bank, content, hash, bank_key, harness, session, created_at)
-                 VALUES ('project:/p', 'User: which port?\nAssistant: 5433', 'h', 'k', 'codex', 's', 100),
+                 VALUES ('project:/p/', 'User: which port?\nAssistant: 5433', 'h', 'k', 'codex', 's', 100),
                         ('project:/p', 'Releases are cut on Tuesdays', 'h2', 'k', 'cli', NULL, 200)",
                 [],
             )
@@ -1013,6 +1041,7 @@ mod tests {
         let s = Store::open(&path, Duration::from_secs(1)).unwrap();
         let all = s.list(None, None).unwrap();
         assert_eq!(all.len(), 2);
+        assert!(all.iter().all(|m| m.bank == "project:/p"), "banks follow today's rule: {all:?}");
         assert_eq!((all[1].prompt.as_str(), all[1].reply.as_str()), ("which port?", "5433"));
         assert_eq!(all[0].kind, Kind::Fact);
         assert_eq!(s.recall("project:/p", "port", 5).unwrap().len(), 1);
