@@ -44,6 +44,14 @@ pub enum Command {
     /// The memory backend: show what is configured, test that it answers
     #[command(subcommand)]
     Backend(cmd::backend::BackendCommand),
+    /// Store spooled turns and send every memory waiting for the remote backend
+    Sync {
+        /// Give up after this many seconds
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
 }
@@ -224,6 +232,7 @@ pub fn run() -> i32 {
         Command::Mcp => crate::mcp::serve(),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Backend(c) => cmd::backend::run(c),
+        Command::Sync { timeout, json } => cmd::sync::run(timeout, json),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

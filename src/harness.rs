@@ -123,6 +123,9 @@ pub struct Adapter {
     pub inject_events: Vec<String>,
     #[serde(default)]
     pub inject_once_on_tool: bool,
+    /// Stop events that mean the turn was cancelled (sent to a backend as `cancelled`).
+    #[serde(default)]
+    pub cancelled_events: Vec<String>,
     #[serde(default)]
     pub guard_tools: Vec<String>,
     /// How a tool-guard deny is written, where the encoder's default does not fit.

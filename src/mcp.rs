@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::config::Config;
 use crate::env::Env;
 use crate::runtime;
+use crate::runtime::remote;
 use crate::runtime::render::{render, Item};
 use crate::store::{self, Store};
 
@@ -40,6 +41,13 @@ fn tools() -> Value {
             "inputSchema": {"type": "object", "properties": {
                 "limit": {"type": "integer", "description": "At most this many memories (default 5)"}
             }}
+        },
+        {
+            "name": "memory_read",
+            "description": "The full text of one memory from the memory server, by the id or viking:// URI a search showed. Local file tools cannot open viking:// URIs; this tool can.",
+            "inputSchema": {"type": "object", "properties": {
+                "id": {"type": "string", "description": "The memory's id or viking:// URI"}
+            }, "required": ["id"]}
         }
     ])
 }
@@ -48,11 +56,28 @@ struct Server {
     env: Env,
     cfg: Config,
     bank: String,
+    /// The project directory the harness named (for the remote backend's bank).
+    dir: PathBuf,
+    /// The remote backend, when one is configured (looked up once).
+    link: std::cell::OnceCell<Option<remote::Link>>,
 }
 
 impl Server {
     fn store(&self) -> Result<Store> {
         Store::open(&self.env.ovmem_home().join("memory.db"), std::time::Duration::from_secs(2))
+    }
+
+    fn link(&self) -> Option<&remote::Link> {
+        self.link
+            .get_or_init(|| match remote::link(&self.env, &self.cfg) {
+                Some(Ok(l)) => Some(l),
+                Some(Err(e)) => {
+                    eprintln!("ovmem mcp: the remote backend is not usable: {e:#}; using the local store");
+                    None
+                }
+                None => None,
+            })
+            .as_ref()
     }
 
     fn call(&self, name: &str, args: &Value) -> Result<String> {
@@ -62,7 +87,19 @@ impl Server {
             "memory_search" => {
                 let q = args.get("query").and_then(Value::as_str).unwrap_or_default();
                 let hits = self.store()?.recall(&self.bank, q, limit)?;
-                let items: Vec<Item> = hits.iter().map(Item::from).collect();
+                // The memory server first (the team's memory), within its budget; else local only.
+                let server = self.link().and_then(|link| {
+                    let (bank, _) = remote::target(&link.settings, self.cfg.bank, &self.bank, &self.dir);
+                    remote::recall(link, &bank, "mcp", q, limit, link.settings.recall_budget).ok()
+                });
+                let (server, hits) = remote::merge(server.unwrap_or_default(), hits, limit);
+                let terms: Vec<String> =
+                    crate::store::rank::Query::parse(q).terms.into_iter().map(|t| t.text).collect();
+                let items: Vec<Item> = server
+                    .iter()
+                    .map(|m| Item { memory: m, terms: &terms, superseded_by: None, with: &[] })
+                    .chain(hits.iter().map(Item::from))
+                    .collect();
                 Ok(render(&items, 40_000).unwrap_or_else(|| "No memories match.".into()))
             }
             "memory_recent" => {
@@ -77,10 +114,38 @@ impl Server {
                 .trim()
                 .to_string();
                 anyhow::ensure!(!text.is_empty(), "`text` is empty");
-                Ok(match self.store()?.add_fact(&self.bank, &text, Some("mcp"), store::now())? {
+                let store = self.store()?;
+                let fact = store::NewMemory {
+                    bank: &self.bank,
+                    kind: store::Kind::Fact,
+                    prompt: &text,
+                    harness: Some("mcp"),
+                    created_at: store::now(),
+                    ..Default::default()
+                };
+                let added = match self.link() {
+                    Some(link) => {
+                        let (bank, project) = remote::target(&link.settings, self.cfg.bank, &self.bank, &self.dir);
+                        let id = store.add_queued(&fact, &remote::outbound(&bank, &project, "completed"))?;
+                        remote::flush(&store, link, link.settings.send_budget);
+                        id
+                    }
+                    None => store.add(&fact)?,
+                };
+                Ok(match added {
                     Some(id) => format!("Remembered (memory #{id})."),
                     None => "Already remembered.".into(),
                 })
+            }
+            "memory_read" => {
+                let id = args.get("id").and_then(Value::as_str).unwrap_or_default().trim();
+                anyhow::ensure!(!id.is_empty(), "`id` is empty");
+                let Some(link) = self.link() else {
+                    anyhow::bail!("no memory server is configured; `memory_search` shows local memories whole")
+                };
+                let (bank, _) = remote::target(&link.settings, self.cfg.bank, &self.bank, &self.dir);
+                let text = link.remote.read(&bank, id, link.settings.recall_budget)?;
+                Ok(runtime::tags::escape(&crate::redact::scrub(&text)).into_owned())
             }
             other => anyhow::bail!("unknown tool `{other}`"),
         }
@@ -223,7 +288,7 @@ pub fn serve() -> Result<i32> {
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
     let bank = crate::project::bank(cfg.bank, &dir, "mcp", "mcp");
-    let server = Server { env, cfg, bank };
+    let server = Server { env, cfg, bank, dir, link: std::cell::OnceCell::new() };
     let mut input = std::io::stdin().lock();
     let mut out = std::io::stdout().lock();
     let mut buf = Vec::new();

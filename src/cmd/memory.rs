@@ -92,7 +92,35 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             if text.is_empty() {
                 bail!("nothing to add: the text is empty");
             }
-            match open(&env)?.add_fact(&bank, text, Some("cli"), store::now())? {
+            let store = open(&env)?;
+            let fact = store::NewMemory {
+                bank: &bank,
+                kind: store::Kind::Fact,
+                prompt: text,
+                harness: Some("cli"),
+                created_at: store::now(),
+                ..Default::default()
+            };
+            let cfg = Config::load(&env)?;
+            let added = match crate::runtime::remote::link(&env, &cfg) {
+                Some(Ok(link)) => {
+                    let dir = crate::integrate::project_dir(b.project.as_deref())?;
+                    let (rbank, project) = crate::runtime::remote::target(&link.settings, cfg.bank, &bank, &dir);
+                    let id =
+                        store.add_queued(&fact, &crate::runtime::remote::outbound(&rbank, &project, "completed"))?;
+                    let f = crate::runtime::remote::flush(&store, &link, std::time::Duration::from_secs(5));
+                    if let Some(e) = f.error {
+                        Printer::new().warn(&format!("{e}; it stays queued (`ovmem sync` sends it)"));
+                    }
+                    id
+                }
+                Some(Err(e)) => {
+                    Printer::new().warn(&format!("the remote backend is not usable ({e:#}); stored locally only"));
+                    store.add(&fact)?
+                }
+                None => store.add(&fact)?,
+            };
+            match added {
                 Some(id) => eprintln!("added memory #{id} to bank `{bank}`"),
                 None => eprintln!("already remembered in bank `{bank}`"),
             }
@@ -224,6 +252,14 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 if queued > 0 {
                     let age = oldest.map(|t| format!(", oldest from {}", format_date(t))).unwrap_or_default();
                     println!("{queued} item(s) spooled, to be stored at the next session start{age}");
+                }
+                if s.queued > 0 {
+                    let age = s.queued_since.map(|t| format!(", oldest from {}", format_date(t))).unwrap_or_default();
+                    let why = s.last_send_error.as_deref().map(|e| format!("; last error: {e}")).unwrap_or_default();
+                    println!(
+                        "{} memory(ies) waiting to be sent to the remote backend{age}{why} (`ovmem sync` sends them)",
+                        s.queued
+                    );
                 }
             }
         }

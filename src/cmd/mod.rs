@@ -7,6 +7,7 @@ pub mod install;
 pub mod memory;
 pub mod migrate;
 pub mod status;
+pub mod sync;
 pub mod uninstall;
 
 use std::io::IsTerminal;

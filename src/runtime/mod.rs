@@ -9,6 +9,7 @@ pub mod capture;
 pub mod encode;
 pub mod guard;
 pub mod logfile;
+pub mod remote;
 pub mod render;
 pub mod spool;
 pub mod tags;
@@ -153,8 +154,22 @@ fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadlin
     let bytes = read_stdin()?;
     let event = wire::parse(adapter, native, &bytes)?;
     let env = env.context("HOME is not set")?;
-    let ctx = Ctx { env, cfg, adapter, event: &event, busy: deadline.mul_f32(0.8), pending: p };
+    let ctx = Ctx {
+        env,
+        cfg,
+        adapter,
+        event: &event,
+        busy: deadline.mul_f32(0.8),
+        pending: p,
+        ends: Instant::now() + deadline,
+        link: std::cell::OnceCell::new(),
+        remote_until: std::cell::OnceCell::new(),
+        notes: std::cell::RefCell::new(Vec::new()),
+    };
     let (outcome, note) = ctx.act()?;
+    let mut notes = ctx.notes.take();
+    notes.extend(note);
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
     if env.var("OVMEM_LOG") == Some("debug") {
         let what = match (&outcome.deny, &outcome.context) {
             (Some(_), _) => "deny",
@@ -178,9 +193,72 @@ struct Ctx<'a> {
     event: &'a Event,
     busy: Duration,
     pending: &'a Pending,
+    /// When the hook must have answered.
+    ends: Instant,
+    /// The remote backend, looked up once, when an event needs it.
+    link: std::cell::OnceCell<Option<remote::Link>>,
+    /// Until when remote calls may run (set by the first one).
+    remote_until: std::cell::OnceCell<Instant>,
+    /// What happened on the side (a server away, a queue sent), for the log.
+    notes: std::cell::RefCell<Vec<String>>,
 }
 
 impl Ctx<'_> {
+    fn note(&self, n: impl Into<String>) {
+        self.notes.borrow_mut().push(n.into());
+    }
+
+    fn link(&self) -> Option<&remote::Link> {
+        self.link
+            .get_or_init(|| match remote::link(self.env, self.cfg) {
+                None => None,
+                Some(Ok(l)) => Some(l),
+                Some(Err(e)) => {
+                    self.note(format!("the remote backend is not usable: {e:#}; using the local store"));
+                    None
+                }
+            })
+            .as_ref()
+    }
+
+    /// What a remote call may take: the hook's remote calls share one budget (`want`, from the
+    /// first call on), and never run into the time the hook needs to answer.
+    fn budget(&self, want: Duration) -> Duration {
+        let now = Instant::now();
+        let until = *self.remote_until.get_or_init(|| now + want);
+        until
+            .saturating_duration_since(now)
+            .min(self.ends.saturating_duration_since(now).saturating_sub(Duration::from_millis(300)))
+    }
+
+    /// The server's bank and the project's identity for this hook.
+    fn target(&self, link: &remote::Link) -> (String, String) {
+        remote::target(&link.settings, self.cfg.bank, &self.bank(), &self.cwd())
+    }
+
+    /// Sends what waits in the outbox, within the send budget.
+    fn flush(&self, store: &Store) {
+        if let Some(link) = self.link() {
+            let f = remote::flush(store, link, self.budget(link.settings.send_budget));
+            if f.sent > 0 {
+                self.note(format!("sent {} memory(ies) to {}", f.sent, link.remote.kind()));
+            }
+            if let Some(e) = f.error {
+                self.note(format!("{e}; kept queued"));
+            }
+        }
+    }
+
+    /// Tells the server the session (or turn) ended: OpenViking commits it.
+    fn end_session(&self) {
+        if let Some(link) = self.link() {
+            let (bank, _) = self.target(link);
+            let budget = self.budget(link.settings.send_budget);
+            if let Err(e) = link.remote.end_session(&bank, &self.event.harness, &self.event.session, budget) {
+                self.note(format!("could not end the session on {}: {e}", link.remote.kind()));
+            }
+        }
+    }
     fn db_path(&self) -> PathBuf {
         self.env.ovmem_home().join("memory.db")
     }
@@ -208,8 +286,18 @@ impl Ctx<'_> {
             Canonical::Prompt => self.prompt(),
             Canonical::Stop => self.stop(),
             Canonical::PreTool => self.pre_tool(),
-            Canonical::SessionEnd => Ok((Outcome::default(), None)),
+            Canonical::SessionEnd => self.session_end(),
         }
+    }
+
+    fn session_end(&self) -> RunResult {
+        if self.link().is_some() {
+            if let Ok(store) = self.open() {
+                self.flush(&store);
+            }
+            self.end_session();
+        }
+        Ok((Outcome::default(), None))
     }
 
     fn recent_block(&self, store: &Store) -> Result<Option<String>> {
@@ -222,6 +310,7 @@ impl Ctx<'_> {
         let store = self.open()?;
         let replayed = spool::replay(self.env, &store, None);
         let _ = store.prune(7 * 86_400);
+        self.flush(&store);
         let note = (replayed > 0).then(|| format!("stored {replayed} spooled item(s)"));
         Ok((Outcome { context: self.recent_block(&store)?, deny: None }, note))
     }
@@ -245,8 +334,29 @@ impl Ctx<'_> {
         if clean.chars().count() < self.cfg.min_prompt_chars {
             return Ok((Outcome::default(), None));
         }
-        let hits = self.open()?.recall(&bank, &clean, self.cfg.recall_limit)?;
-        let items: Vec<Item> = hits.iter().map(Item::from).collect();
+        let k = self.cfg.recall_limit;
+        let hits = self.open()?.recall(&bank, &clean, k)?;
+        let from_server = self.link().and_then(|link| {
+            let (rbank, _) = self.target(link);
+            let budget = self.budget(link.settings.recall_budget);
+            match remote::recall(link, &rbank, &self.event.session, &clean, k, budget) {
+                Ok(ms) => Some(ms),
+                Err(e) => {
+                    self.note(format!("{e:#}; recalled from the local store"));
+                    None
+                }
+            }
+        });
+        let (server, hits) = match from_server {
+            Some(ms) => remote::merge(ms, hits, k),
+            None => (Vec::new(), hits),
+        };
+        let terms: Vec<String> = crate::store::rank::Query::parse(&clean).terms.into_iter().map(|t| t.text).collect();
+        let items: Vec<Item> = server
+            .iter()
+            .map(|m| Item { memory: m, terms: &terms, superseded_by: None, with: &[] })
+            .chain(hits.iter().map(Item::from))
+            .collect();
         Ok((Outcome { context: render::render(&items, self.adapter.context_limit), deny: None }, None))
     }
 
@@ -256,16 +366,27 @@ impl Ctx<'_> {
         let mut item =
             Spooled::turn(&bank, &ev.harness, &ev.session, ev.prompt.as_deref(), ev.reply.as_deref(), self.at());
         item.transcript = ev.transcript.clone().filter(|_| ev.reply.is_none());
+        item.status = self.event.status.clone();
+        if let Some(link) = self.link() {
+            item.remote = Some(self.target(link));
+        }
         // From here on the turn is ours: if the deadline passes, the main thread spools it.
         set_pending(self.pending, Some(item.clone()));
-        let stored = (|| -> Result<String> {
+        let stored = (|| -> Result<(String, Store)> {
             let store = self.open()?;
             spool::replay(self.env, &store, Some(&ev.session));
-            spool::store_turn(&store, &item, self.cfg.max_memory_chars)
+            Ok((spool::store_turn(&store, &item, self.cfg.max_memory_chars)?, store))
         })();
         set_pending(self.pending, None);
         match stored {
-            Ok(note) => Ok((Outcome::default(), Some(note))),
+            Ok((note, store)) => {
+                // Stored locally: now the server, within what is left of the budget.
+                if self.link().is_some() {
+                    self.flush(&store);
+                    self.end_session();
+                }
+                Ok((Outcome::default(), Some(note)))
+            }
             Err(e) => {
                 // Nothing is lost: the turn waits in the spool for the next session start.
                 spool::write(self.env, &item)?;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::capture;
 use crate::env::Env;
-use crate::store::{self, Store, Turn};
+use crate::store::{self, Outbound, Store, Turn};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -46,6 +46,12 @@ pub struct Spooled {
     pub at: i64,
     /// When the hook took it on (by this machine's clock).
     pub taken_at: i64,
+    /// A turn that ended by cancellation (`cancelled`), else `completed`.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// The remote backend's bank and the project identity, when one was configured.
+    #[serde(default)]
+    pub remote: Option<(String, String)>,
 }
 
 /// A fresh id: no two hooks ever make the same one.
@@ -70,6 +76,8 @@ impl Spooled {
             transcript: None,
             at,
             taken_at: store::now(),
+            status: None,
+            remote: None,
         }
     }
 
@@ -86,6 +94,8 @@ impl Spooled {
             transcript: None,
             at,
             taken_at: store::now(),
+            status: None,
+            remote: None,
         }
     }
 
@@ -150,6 +160,11 @@ pub fn store_turn(store: &Store, item: &Spooled, max_chars: usize) -> Result<Str
         fallback_prompt: fallback,
         buffered_before: item.taken_at,
         at: item.at,
+        outbound: item.remote.as_ref().map(|(bank, project)| Outbound {
+            bank,
+            project,
+            status: item.status.as_deref().unwrap_or("completed"),
+        }),
     };
     Ok(match store.capture(&turn)? {
         Some(id) => format!("captured memory {id}"),

@@ -34,6 +34,8 @@ pub struct Event {
     pub tool_input: Option<Value>,
     /// When the event happened, by the harness's clock (Unix seconds), where it says.
     pub at: Option<i64>,
+    /// How a turn ended, for a stop event: `completed` or `cancelled`.
+    pub status: Option<String>,
     /// Top-level stdin keys, for the debug log.
     pub keys: Vec<String>,
 }
@@ -111,6 +113,9 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
         tool,
         tool_input: first_value(&v, &f.tool_input),
         at: f.timestamp.iter().find_map(|a| lookup(&v, a).and_then(parse_time)),
+        status: (kind == Canonical::Stop).then(|| {
+            if adapter.cancelled_events.iter().any(|e| e == native) { "cancelled" } else { "completed" }.to_string()
+        }),
         keys: v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default(),
     })
 }

@@ -22,7 +22,9 @@ use rank::{Candidate, Query};
 
 /// The schema a new database gets, and older ones are migrated to.
 const SCHEMA: &str = include_str!("schema.sql");
-const VERSION: i64 = 2;
+/// Version 3 added the outbox.
+const OUTBOX: &str = include_str!("outbox.sql");
+const VERSION: i64 = 3;
 
 /// Where a memory came from.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
@@ -160,6 +162,10 @@ pub struct Stats {
     pub pending_prompts: i64,
     pub schema_version: i64,
     pub bytes: u64,
+    /// Memories waiting to be sent to the remote backend, the oldest one's time, the last error.
+    pub queued: i64,
+    pub queued_since: Option<i64>,
+    pub last_send_error: Option<String>,
 }
 
 pub struct Store {
@@ -309,8 +315,12 @@ impl Store {
             let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0))?;
             match version {
                 VERSION => {}
-                0 => c.execute_batch(SCHEMA)?,
-                1 => migrate_v1(c)?,
+                0 => c.execute_batch(&format!("{SCHEMA}\n{OUTBOX}"))?,
+                1 => {
+                    migrate_v1(c)?;
+                    c.execute_batch(OUTBOX)?;
+                }
+                2 => c.execute_batch(OUTBOX)?,
                 v => anyhow::bail!(
                     "the memory store has schema version {v}, newer than this ovmem understands ({VERSION}); upgrade ovmem"
                 ),
@@ -501,8 +511,82 @@ impl Store {
                 &mut batch,
             )?;
             batch.flush(c)?;
+            if let (Some(id), Some(o)) = (id, turn.outbound) {
+                Self::enqueue(c, id, &o)?;
+            }
             Ok(id)
         })
+    }
+
+    fn enqueue(c: &Connection, memory: i64, o: &Outbound) -> Result<()> {
+        c.prepare_cached(
+            "INSERT OR IGNORE INTO outbox (memory_id, bank, project, status, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![memory, o.bank, o.project, o.status, now()])?;
+        Ok(())
+    }
+
+    /// Adds a memory and queues it for the remote backend, in one transaction.
+    pub fn add_queued(&self, m: &NewMemory, o: &Outbound) -> Result<Option<i64>> {
+        self.write(|c| {
+            let mut batch = Batch::default();
+            let id = Self::insert(c, m, &mut batch)?;
+            batch.flush(c)?;
+            if let Some(id) = id {
+                Self::enqueue(c, id, o)?;
+            }
+            Ok(id)
+        })
+    }
+
+    /// The oldest `limit` memories waiting for the remote backend.
+    pub fn outbox(&self, limit: usize) -> Result<Vec<Queued>> {
+        let sql = format!(
+            "SELECT {}, m.turn_id, m.hash, o.bank, o.project, o.status, o.attempts FROM outbox o
+             JOIN memories m ON m.id = o.memory_id JOIN banks b ON b.id = m.bank_id
+             ORDER BY o.created_at, o.memory_id LIMIT ?1",
+            Self::FIELDS
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map([limit as i64], |r| {
+            let turn: Option<String> = r.get(9)?;
+            let hash: Vec<u8> = r.get(10)?;
+            Ok(Queued {
+                memory: Self::row_memory(r)?,
+                doc_id: turn.unwrap_or_else(|| hash.iter().map(|b| format!("{b:02x}")).collect()),
+                bank: r.get(11)?,
+                project: r.get(12)?,
+                status: r.get(13)?,
+                attempts: r.get(14)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The server has the memory: out of the outbox.
+    pub fn sent(&self, memory: i64) -> Result<()> {
+        self.write(|c| Ok(c.execute("DELETE FROM outbox WHERE memory_id = ?1", [memory]).map(|_| ())?))
+    }
+
+    /// A send failed: counted, with why, for `ovmem status`.
+    pub fn send_failed(&self, memory: i64, error: &str) -> Result<()> {
+        self.write(|c| {
+            c.execute(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = ?2 WHERE memory_id = ?1",
+                params![memory, crate::redact::scrub(error)],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Memories waiting for the remote backend: how many, since when, and the last error.
+    pub fn outbox_depth(&self) -> Result<(i64, Option<i64>, Option<String>)> {
+        Ok(self.conn.query_row(
+            "SELECT count(*), min(created_at), (SELECT last_error FROM outbox WHERE last_error IS NOT NULL
+             ORDER BY created_at DESC LIMIT 1) FROM outbox",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?)
     }
 
     /// The topic to store with a turn: the session's first substantial prompt, and for a short
@@ -679,6 +763,7 @@ impl Store {
             let Some((bank, prompt, reply, topic)) = row else { return Ok(false) };
             index::remove(c, bank, id, &doc_terms(&prompt, &reply, &topic))?;
             c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
+            c.execute("DELETE FROM outbox WHERE memory_id = ?1", [id])?;
             Ok(true)
         })
     }
@@ -724,7 +809,17 @@ impl Store {
             c.query_row("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()", [], |r| {
                 r.get(0)
             })?;
-        Ok(Stats { memories, banks, pending_prompts, schema_version, bytes: bytes as u64 })
+        let (queued, queued_since, last_send_error) = self.outbox_depth()?;
+        Ok(Stats {
+            memories,
+            banks,
+            pending_prompts,
+            schema_version,
+            bytes: bytes as u64,
+            queued,
+            queued_since,
+            last_send_error,
+        })
     }
 
     /// Remembers a prompt until the turn's reply arrives, and makes the first substantial prompt
@@ -829,6 +924,31 @@ pub struct Turn<'a> {
     /// the prompts of later turns).
     pub buffered_before: i64,
     pub at: i64,
+    /// Queue the stored turn for the remote backend too (in the same transaction).
+    pub outbound: Option<Outbound<'a>>,
+}
+
+/// Where a memory goes on the remote backend.
+#[derive(Debug, Clone, Copy)]
+pub struct Outbound<'a> {
+    /// The server's bank (Hindsight).
+    pub bank: &'a str,
+    /// The project's identity (normalised git remote or directory name).
+    pub project: &'a str,
+    /// `completed` or `cancelled`.
+    pub status: &'a str,
+}
+
+/// A memory waiting in the outbox.
+#[derive(Debug, Clone)]
+pub struct Queued {
+    pub memory: Memory,
+    /// Stable across replays: the turn's id, or the memory's content hash.
+    pub doc_id: String,
+    pub bank: String,
+    pub project: String,
+    pub status: String,
+    pub attempts: i64,
 }
 
 /// Schema 1 (one FTS5 table over `User: … / Assistant: …` texts) to 2: every memory is split back
@@ -959,6 +1079,7 @@ mod tests {
             fallback_prompt: None,
             buffered_before: now(),
             at: now(),
+            outbound: None,
         };
         let id = s.capture(&t).unwrap().unwrap();
         let m = s.get(id).unwrap().unwrap();
@@ -996,6 +1117,7 @@ mod tests {
                 fallback_prompt: None,
                 buffered_before: now(),
                 at: now(),
+                outbound: None,
             };
             s.capture(&t).unwrap().unwrap()
         };
