@@ -18,8 +18,9 @@ use crate::store::{self, Store};
 
 const PROTOCOL: &str = "2025-06-18";
 
-fn tools() -> Value {
-    json!([
+/// The tools: `memory_read` only when a memory server is configured (it reads from the server).
+fn tools(remote: bool) -> Value {
+    let mut list = json!([
         {
             "name": "memory_search",
             "description": "Search ovmem's long-term memory of earlier sessions in this project (facts, decisions, conventions the user stated). Returns the most relevant memories.",
@@ -41,15 +42,18 @@ fn tools() -> Value {
             "inputSchema": {"type": "object", "properties": {
                 "limit": {"type": "integer", "description": "At most this many memories (default 5)"}
             }}
-        },
-        {
+        }
+    ]);
+    if remote {
+        list.as_array_mut().expect("a list").push(json!({
             "name": "memory_read",
             "description": "The full text of one memory from the memory server, by the id or viking:// URI a search showed. Local file tools cannot open viking:// URIs; this tool can.",
             "inputSchema": {"type": "object", "properties": {
                 "id": {"type": "string", "description": "The memory's id or viking:// URI"}
             }, "required": ["id"]}
-        }
-    ])
+        }));
+    }
+    list
 }
 
 struct Server {
@@ -182,7 +186,7 @@ impl Server {
                 json!({"protocolVersion": version, "capabilities": {"tools": {}},
                        "serverInfo": {"name": "ovmem", "version": env!("CARGO_PKG_VERSION")}})
             }
-            "tools/list" => json!({"tools": tools()}),
+            "tools/list" => json!({"tools": tools(self.link().is_some())}),
             "tools/call" => {
                 let Some(name) = msg.pointer("/params/name").and_then(Value::as_str) else {
                     return Some(error(id, INVALID_PARAMS, "tools/call needs `params.name`"));

@@ -953,8 +953,30 @@ fn ceil_char(s: &str, mut i: usize) -> usize {
     i.min(s.len())
 }
 
-/// Which rules have a keyword in `text` (or none at all): one pass of one automaton.
+/// Which rules have a keyword in `text` (or none at all). A short text (a prompt, a reply: the
+/// hook path) is searched keyword by keyword on its lowercased bytes, with searchers built once:
+/// far cheaper in a fresh hook process than building an automaton. A long text takes one pass of
+/// one automaton.
 fn triggered(text: &str) -> Vec<bool> {
+    const SHORT: usize = 16 << 10;
+    let mut wanted: Vec<bool> = RULES.iter().map(|r| r.keywords.is_empty()).collect();
+    if text.len() <= SHORT {
+        static FINDERS: LazyLock<Vec<(usize, memchr::memmem::Finder<'static>)>> = LazyLock::new(|| {
+            RULES
+                .iter()
+                .enumerate()
+                .flat_map(|(i, r)| r.keywords.iter().map(move |k| (i, k)))
+                .map(|(i, k)| (i, memchr::memmem::Finder::new(k.to_ascii_lowercase().as_bytes()).into_owned()))
+                .collect()
+        });
+        let lower = text.as_bytes().to_ascii_lowercase();
+        for (rule, finder) in FINDERS.iter() {
+            if !wanted[*rule] && finder.find(&lower).is_some() {
+                wanted[*rule] = true;
+            }
+        }
+        return wanted;
+    }
     static KEYWORDS: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
         let (words, owners): (Vec<&str>, Vec<usize>) =
             RULES.iter().enumerate().flat_map(|(i, r)| r.keywords.iter().map(move |k| (*k, i))).unzip();
@@ -962,7 +984,6 @@ fn triggered(text: &str) -> Vec<bool> {
         (ac, owners)
     });
     let (ac, owners) = &*KEYWORDS;
-    let mut wanted: Vec<bool> = RULES.iter().map(|r| r.keywords.is_empty()).collect();
     let mut left = wanted.iter().filter(|w| !**w).count();
     for m in ac.find_overlapping_iter(text) {
         let rule = owners[m.pattern().as_usize()];
@@ -1131,6 +1152,12 @@ pub fn configure(patterns: &[Pattern]) -> Vec<String> {
     let (r, problems) = Redactor::new(patterns);
     let _ = CONFIGURED.set(r);
     problems
+}
+
+/// Whether extra patterns are configured (text stored before they were would not have had them
+/// applied, so recalled text is scrubbed again).
+pub fn has_extra() -> bool {
+    CONFIGURED.get().is_some_and(|r| !r.extra.is_empty())
 }
 
 /// The one function to call on every text before it is stored, logged or sent: `<private>`
