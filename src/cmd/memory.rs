@@ -2,14 +2,75 @@
 
 use std::io::{BufRead, Write};
 
-use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
 
-use crate::cli::{BankArgs, MemoryCommand};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
 use crate::config::{BankMode, Config};
 use crate::env::Env;
 use crate::output::{self, Printer};
 use crate::runtime::{format_date, wire};
 use crate::store::{self, Memory, Store};
+
+#[derive(Subcommand)]
+pub enum MemoryCommand {
+    /// Memories relevant to a query
+    Search {
+        query: String,
+        #[command(flatten)]
+        bank: BankArgs,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a fact by hand
+    Add {
+        text: String,
+        #[command(flatten)]
+        bank: BankArgs,
+    },
+    /// List memories, newest first
+    List {
+        #[command(flatten)]
+        bank: BankArgs,
+        /// Every bank
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete memories by id
+    Forget { ids: Vec<i64> },
+    /// Write memories as JSON lines (stdout, or --output FILE)
+    Export {
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Only this bank
+        #[arg(long)]
+        bank: Option<String>,
+    },
+    /// Read memories from JSON lines (a file, or - for stdin)
+    Import { file: PathBuf },
+    /// Counts per bank
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Clone)]
+pub struct BankArgs {
+    /// The project whose bank to use (default: the current directory's project)
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// A bank id as stored (e.g. `user`), instead of a project
+    #[arg(long, conflicts_with = "project")]
+    pub bank: Option<String>,
+}
 
 fn open(env: &Env) -> Result<Store> {
     Store::open(&env.ovmem_home().join("memory.db"), std::time::Duration::from_secs(5))
@@ -20,7 +81,7 @@ fn bank(env: &Env, args: &BankArgs) -> Result<String> {
     if let Some(b) = &args.bank {
         return Ok(b.clone());
     }
-    let dir = crate::integrate::project_dir(args.project.as_deref())?;
+    let dir = super::project_dir(args.project.as_deref())?;
     let cfg = Config::load(env)?;
     Ok(match cfg.bank {
         BankMode::User => "user".into(),
