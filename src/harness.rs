@@ -82,6 +82,10 @@ pub struct Manifest {
     pub mcp_template: Option<String>,
     pub mcp_key: Option<String>,
     pub project_scope_note: Option<String>,
+    /// The largest `timeout` the harness accepts per event before it clamps it and warns (in the
+    /// manifest's own unit); every hook's timeout must stay within it.
+    #[serde(default)]
+    pub timeout_caps: BTreeMap<String, u32>,
     pub scopes: Scopes,
     pub hooks: Vec<HookSpec>,
 }
@@ -388,6 +392,25 @@ mod tests {
             }
             for e in a.inject_events.iter().chain(a.tool_by_event.keys()).chain(a.noop_by_event.keys()) {
                 assert!(a.events.contains_key(e), "{}: {e} is not an event", h.id());
+            }
+        }
+    }
+
+    /// A timeout over the harness's cap is clamped by it, with a warning on every run.
+    #[test]
+    fn every_timeout_is_within_the_harness_cap() {
+        for h in all() {
+            for hook in &h.manifest.hooks {
+                if let (Some(cap), Some(t)) = (h.manifest.timeout_caps.get(&hook.event), hook.timeout) {
+                    assert!(t <= *cap, "{}: {} timeout {t} is over the cap {cap}", h.id(), hook.event);
+                }
+            }
+            for e in h.manifest.timeout_caps.keys() {
+                assert!(
+                    h.manifest.hooks.iter().any(|x| &x.event == e),
+                    "{}: a cap for `{e}`, which is not installed",
+                    h.id()
+                );
             }
         }
     }

@@ -138,6 +138,9 @@ fn print_result(p: &Printer, env: &Env, r: &HarnessResult, dry_run: bool) {
             "pending" => p.warn(&format!("trust pending: {}", t.message)),
             _ => {}
         }
+        for w in &t.problems {
+            p.warn(&format!("{} reported: {w}", r.harness));
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use crate::fsx::journal::{Change, Kind, Mode, Tx};
 use crate::fsx::{self, InstallLock};
 use crate::harness::{self, Harness};
 use crate::install::plan::{self, FilePlan};
-use crate::install::{Options, Refused, Verb};
+use crate::install::{Options, Verb};
 use crate::legacy::{self, Kind as FindingKind, Scan};
 use crate::output::{self, Printer};
 
@@ -30,8 +30,16 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
     let (scope, project) = scope_and_project(sel)?;
     let scan = Scan { env, project: project.as_deref() };
     let report = legacy::scan(&scan, false);
-    if let Some(e) = report.errors.first() {
-        return Err(Refused::Unparseable { path: e.file.clone(), detail: e.error.clone() }.into());
+    if !report.errors.is_empty() {
+        let p = Printer::new();
+        for e in &report.errors {
+            eprintln!("{} `{}`: {}", p.red("error:"), tilde(env, &e.file), e.error);
+        }
+        return Err(Refusal(format!(
+            "{} file(s) could not be read or parsed (above), so nothing was changed; fix or move them and run again",
+            report.errors.len()
+        ))
+        .into());
     }
     let wanted: Option<Vec<String>> = match sel.harness.as_deref() {
         None | Some("all") => None,

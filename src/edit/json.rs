@@ -123,9 +123,13 @@ impl Document {
         })
     }
 
-    /// The text between a container's brackets.
+    /// The text between a container's brackets (empty for anything else).
     pub fn inner(&self, node: &Node) -> &str {
-        &self.text[node.start + 1..node.end - 1]
+        if node.is_object() || node.is_array() {
+            &self.text[node.start + 1..node.end - 1]
+        } else {
+            ""
+        }
     }
 
     /// Replaces the text between the brackets of the (empty) container at `path`: how the

@@ -128,6 +128,8 @@ pub struct Tx {
     done: bool,
     /// Another program wrote one of the files during this transaction.
     contended: bool,
+    /// Journal writes not flushed yet (see [`Tx::note_journal`]).
+    unsynced: Vec<File>,
     pub warnings: Vec<String>,
 }
 
@@ -223,13 +225,6 @@ fn unsupported(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP))
 }
 
-/// Reads what was displaced to `p` (a temp name ovmem owns), then removes it.
-fn take_displaced(p: &Path) -> Result<Option<Vec<u8>>> {
-    let bytes = read_opt(p)?;
-    let _ = fs::remove_file(p);
-    Ok(bytes)
-}
-
 impl Tx {
     /// A new transaction. The caller holds the [`super::InstallLock`] and ran [`recover`].
     pub fn begin(ovmem_home: &Path, command: &str) -> Self {
@@ -249,6 +244,7 @@ impl Tx {
             copies: 0,
             done: false,
             contended: false,
+            unsynced: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -279,11 +275,25 @@ impl Tx {
         let bytes = serde_json::to_vec_pretty(&self.j).expect("journals serialise");
         let tmp = temp_beside(&path, &bytes, 0o600, None)?;
         let tmp_file = tmp.as_file().try_clone()?;
+        extra.append(&mut self.unsynced);
         extra.push(tmp_file);
         let refs: Vec<&File> = extra.iter().collect();
         sync_files(&refs)?;
         tmp.persist(&path).map_err(|e| e.error).with_context(|| format!("could not write `{}`", path.display()))?;
         sync_dirs(std::slice::from_ref(&self.dir))
+    }
+
+    /// A journal update while another program is writing the same file: in place at once (it
+    /// survives the process being killed), flushed with the next durable write, so that ovmem's
+    /// retries stay fast enough to catch up with the other writer.
+    fn note_journal(&mut self, extra: Vec<File>) -> Result<()> {
+        let path = self.dir.join("journal.json");
+        let bytes = serde_json::to_vec_pretty(&self.j).expect("journals serialise");
+        let tmp = temp_beside(&path, &bytes, 0o600, None)?;
+        self.unsynced.extend(extra);
+        self.unsynced.push(tmp.as_file().try_clone()?);
+        tmp.persist(&path).map_err(|e| e.error).with_context(|| format!("could not write `{}`", path.display()))?;
+        Ok(())
     }
 
     /// Keeps a copy of `bytes` in the journal; the file is returned unflushed.
@@ -357,122 +367,118 @@ impl Tx {
         let files: Vec<&File> = staged.iter().flatten().map(Staged::file).collect();
         sync_files(&files)?;
         for (k, &i) in idx.iter().enumerate() {
-            interrupt::check()?;
             if changes[i].kind != Kind::Own {
                 fault_point("between-files")?;
             }
-            self.place(base + k, &mut changes[i], staged[k].take())?;
+            interrupt::check()?;
+            self.place(base + k, &mut changes[i], staged[k].take(), false)?;
         }
         let mut dirs: Vec<PathBuf> =
             idx.iter().filter_map(|&i| changes[i].path.parent().map(Path::to_path_buf)).collect();
         dirs.extend(new_dirs.iter().filter_map(|d| d.parent().map(Path::to_path_buf)));
         sync_dirs(&dirs)?;
-        self.verify(changes, &idx, base)
+        self.verify(changes, &idx, base)?;
+        if !self.unsynced.is_empty() {
+            let files = std::mem::take(&mut self.unsynced);
+            sync_files(&files.iter().collect::<Vec<_>>())?;
+            sync_dirs(std::slice::from_ref(&self.dir))?;
+        }
+        // Files that were redone on another program's bytes are flushed again.
+        let files: Vec<File> = idx.iter().filter_map(|&i| File::open(&changes[i].path).ok()).collect();
+        if self.contended {
+            sync_files(&files.iter().collect::<Vec<_>>())?;
+        }
+        Ok(())
     }
 
-    /// Puts one change in place, redoing it while another program keeps writing the file.
-    fn place(&mut self, k: usize, c: &mut Change, mut staged: Option<Staged>) -> Result<()> {
-        // What ovmem expects to replace: the bytes its edit was computed from, and after a redo,
-        // its own previous bytes.
+    /// Puts one change in place, redoing it while another program keeps writing the file. The
+    /// file is read right before each rename, and the rename *exchanges* the two files, so ovmem
+    /// sees exactly what it replaced: when another program got a write into that instant, its
+    /// bytes go straight back in place and ovmem's edit is redone on them. `wrote`: ovmem already
+    /// wrote this file in this transaction (so what is there may hold its edit).
+    fn place(&mut self, k: usize, c: &mut Change, mut staged: Option<Staged>, wrote: bool) -> Result<()> {
+        let shared = c.kind != Kind::Own && c.redo.is_some();
         let mut expect = c.before.clone();
-        let mut expect_ours = false;
-        for _ in 0..16 {
+        for _ in 0..64 {
             if c.kind != Kind::Own {
                 fault_point("before-rename")?;
             }
-            let displaced = match staged.take() {
-                Some(s) => {
-                    let tmp = s.link(&c.path)?;
-                    if fs::symlink_metadata(&c.path).is_ok() {
-                        match renameat2(&tmp, &c.path, libc::RENAME_EXCHANGE) {
-                            Ok(()) => take_displaced(&tmp)?,
-                            Err(e) if unsupported(&e) => {
-                                let now = read_opt(&c.path)?;
-                                fs::rename(&tmp, &c.path)
-                                    .with_context(|| format!("could not replace `{}`", c.path.display()))?;
-                                now
-                            }
-                            Err(e) => {
-                                return Err(e).with_context(|| format!("could not replace `{}`", c.path.display()))
-                            }
-                        }
-                    } else {
-                        match renameat2(&tmp, &c.path, libc::RENAME_NOREPLACE) {
-                            Ok(()) => None,
-                            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                                // Created meanwhile by someone else: theirs stays, ovmem redoes.
-                                let theirs = read_opt(&c.path)?;
-                                drop(tmp);
-                                if !self.redo(k, c, theirs.clone(), expect_ours)? {
-                                    return Ok(());
-                                }
-                                expect = theirs;
-                                expect_ours = false;
-                                staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
-                                continue;
-                            }
-                            Err(e) if unsupported(&e) => {
-                                fs::rename(&tmp, &c.path)
-                                    .with_context(|| format!("could not write `{}`", c.path.display()))?;
-                                None
-                            }
-                            Err(e) => return Err(e).with_context(|| format!("could not write `{}`", c.path.display())),
-                        }
-                    }
-                }
-                None => {
-                    // A deletion: move the file aside first, so ovmem sees what it removes.
-                    if fs::symlink_metadata(&c.path).is_err() {
-                        return Ok(());
-                    }
-                    let aside = temp_name(&c.path);
-                    renameat2(&c.path, &aside, libc::RENAME_NOREPLACE)
-                        .or_else(|e| if unsupported(&e) { fs::rename(&c.path, &aside) } else { Err(e) })
-                        .with_context(|| format!("could not remove `{}`", c.path.display()))?;
-                    let gone = read_opt(&aside)?;
-                    if c.kind == Kind::Own || gone == expect {
-                        let _ = fs::remove_file(&aside);
-                        return Ok(());
-                    }
-                    // Written meanwhile: put it back and redo on it.
-                    if renameat2(&aside, &c.path, libc::RENAME_NOREPLACE).is_err() {
-                        let _ = fs::remove_file(&aside);
-                    }
-                    let now = read_opt(&c.path)?;
-                    if !self.redo(k, c, now.clone(), expect_ours)? {
+            if shared {
+                let now = read_opt(&c.path)?;
+                if now != expect {
+                    // Written since ovmem read it: redo on what is there, before replacing anything.
+                    if !self.redo(k, c, now.clone(), wrote)? {
                         return Ok(());
                     }
                     expect = now;
-                    expect_ours = false;
                     staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
                     continue;
                 }
-            };
-            if c.kind == Kind::Own || displaced == expect {
-                return Ok(());
             }
-            // Another program wrote the file between ovmem's read and its rename: its bytes are
-            // kept (the journal now restores those), ovmem's edit is redone on them. ovmem's
-            // bytes are in place now, so the redone ones are written even when they equal theirs.
-            let ours = c.after.clone();
-            if c.redo.is_none() {
-                return Ok(());
-            }
-            self.redo(k, c, displaced, expect_ours)?;
-            expect = ours;
-            expect_ours = true;
-            staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
-            if staged.is_none() {
-                // The redo deletes the file: what is there now is ovmem's previous version.
+            let Some(s) = staged.take() else {
+                // A deletion: move the file aside first, so ovmem sees what it removes.
+                if fs::symlink_metadata(&c.path).is_err() {
+                    return Ok(());
+                }
+                let aside = temp_name(&c.path);
+                renameat2(&c.path, &aside, libc::RENAME_NOREPLACE)
+                    .or_else(|e| if unsupported(&e) { fs::rename(&c.path, &aside) } else { Err(e) })
+                    .with_context(|| format!("could not remove `{}`", c.path.display()))?;
+                let gone = read_opt(&aside)?;
+                if !shared || gone == expect {
+                    let _ = fs::remove_file(&aside);
+                    return Ok(());
+                }
+                // Written in that instant: it goes back (unless a newer file is there already).
+                if renameat2(&aside, &c.path, libc::RENAME_NOREPLACE).is_err() {
+                    let _ = fs::remove_file(&aside);
+                }
                 continue;
+            };
+            let tmp = s.link(&c.path)?;
+            if !shared {
+                fs::rename(&tmp, &c.path).with_context(|| format!("could not write `{}`", c.path.display()))?;
+                return Ok(());
             }
+            if fs::symlink_metadata(&c.path).is_err() {
+                match renameat2(&tmp, &c.path, libc::RENAME_NOREPLACE) {
+                    Ok(()) => return Ok(()),
+                    // Created in that instant by someone else: theirs stays, ovmem redoes.
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                    Err(e) if unsupported(&e) => {
+                        fs::rename(&tmp, &c.path).with_context(|| format!("could not write `{}`", c.path.display()))?;
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e).with_context(|| format!("could not write `{}`", c.path.display())),
+                }
+            }
+            match renameat2(&tmp, &c.path, libc::RENAME_EXCHANGE) {
+                Ok(()) => {}
+                Err(e) if unsupported(&e) => {
+                    fs::rename(&tmp, &c.path).with_context(|| format!("could not replace `{}`", c.path.display()))?;
+                    return Ok(());
+                }
+                Err(e) => return Err(e).with_context(|| format!("could not replace `{}`", c.path.display())),
+            }
+            let displaced = read_opt(&tmp)?;
+            if displaced == expect {
+                return Ok(());
+            }
+            // Another program wrote between ovmem's read and its rename: its bytes go back at once
+            // (and if it wrote yet again in between, that newest write does).
+            renameat2(&tmp, &c.path, libc::RENAME_EXCHANGE)
+                .with_context(|| format!("could not put `{}` back", c.path.display()))?;
+            if read_opt(&tmp)? != c.after {
+                let _ = renameat2(&tmp, &c.path, libc::RENAME_EXCHANGE);
+            }
+            staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
         }
         anyhow::bail!("`{}` kept changing while ovmem wrote it; nothing was changed, try again", c.path.display())
     }
 
     /// Redoes `c` on `current` (another program's bytes). `false` when nothing is left to write.
     fn redo(&mut self, k: usize, c: &mut Change, current: Option<Vec<u8>>, over_ours: bool) -> Result<bool> {
-        self.contended = true;
+        self.contended(&c.path);
         let Some(r) = c.redo.as_mut() else { return Ok(false) };
         let after = r.redo(current.as_deref(), over_ours)?;
         let before = match &current {
@@ -487,7 +493,7 @@ impl Tx {
             }
         };
         self.j.files[k].afters.push(after.as_deref().map(sha256_hex));
-        self.write_journal(before.into_iter().collect())?;
+        self.note_journal(before.into_iter().collect())?;
         c.before = current;
         let same = c.before == after;
         c.after = after;
@@ -520,7 +526,7 @@ impl Tx {
                 }
                 // Redo on their bytes, exactly as if they had written before ovmem's rename.
                 c.before = expect.clone();
-                self.contended = true;
+                self.contended(&c.path);
                 c.after = redone;
                 let before = match &expect {
                     Some(b) => {
@@ -531,9 +537,9 @@ impl Tx {
                     None => None,
                 };
                 self.j.files[base + k].afters.push(c.after.as_deref().map(sha256_hex));
-                self.write_journal(before.into_iter().collect())?;
+                self.note_journal(before.into_iter().collect())?;
                 let staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
-                self.place(base + k, c, staged)?;
+                self.place(base + k, c, staged, true)?;
             }
             if !moved && (round > 0 || !self.contended) {
                 return Ok(());
@@ -543,6 +549,17 @@ impl Tx {
             }
         }
         Ok(())
+    }
+
+    fn contended(&mut self, path: &Path) {
+        self.contended = true;
+        let msg = format!(
+            "`{}` was written by another program while ovmem changed it; that write was kept and ovmem's edit redone on it",
+            path.display()
+        );
+        if !self.warnings.contains(&msg) {
+            self.warnings.push(msg);
+        }
     }
 
     /// Commits: marks the journal, runs the finishing steps, removes the journal.
@@ -568,15 +585,17 @@ fn stage(c: &Change, after: &[u8]) -> Result<Staged> {
     Staged::new(&c.path, after, mode, old)
 }
 
-/// The finishing steps of a committed transaction, then the journal goes.
+/// The finishing steps of a committed transaction, then the journal goes (and last, the
+/// directories that only held the journal).
 fn finish(dir: &Path, post: &Post, journal: bool) {
     for f in &post.remove_files {
         let _ = fs::remove_file(f);
     }
+    super::remove_empty_dirs(&post.remove_empty_dirs);
     if journal {
         let _ = fs::remove_dir_all(dir);
+        super::remove_empty_dirs(&post.remove_empty_dirs);
     }
-    super::remove_empty_dirs(&post.remove_empty_dirs);
 }
 
 impl Drop for Tx {

@@ -370,12 +370,27 @@ pub(crate) fn fault_point(point: &str) -> Result<()> {
         Some(rest) => (true, rest.to_string()),
         None => (false, spec),
     };
+    // `sleep:<point>:<n>` waits there (up to 5 s, less once a signal came in), so a test can
+    // signal the process at that exact step.
+    let (sleep, spec) = match spec.strip_prefix("sleep:") {
+        Some(rest) => (true, rest.to_string()),
+        None => (false, spec),
+    };
     let Some((p, n)) = spec.split_once(':') else { return Ok(()) };
     if p != point {
         return Ok(());
     }
     let hit = HITS.fetch_add(1, Ordering::SeqCst) + 1;
     if n.parse::<usize>().ok() == Some(hit) {
+        if sleep {
+            for _ in 0..100 {
+                if crate::interrupt::check().is_err() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            return Ok(());
+        }
         if abort {
             std::process::abort();
         }

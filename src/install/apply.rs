@@ -41,6 +41,9 @@ pub struct TrustReport {
     /// trusted (now), already-trusted, or pending
     pub state: String,
     pub message: String,
+    /// What the harness itself warned about when it listed the hooks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -87,6 +90,10 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
         check_runtime_path(env)?;
     }
     let home = env.ovmem_home();
+    if !opts.dry_run {
+        // From here on a signal is answered by rolling back, never by dying half-way.
+        interrupt::arm();
+    }
     let _lock = if opts.dry_run { None } else { Some(InstallLock::acquire(&home)?) };
     let mut out = Outcome::default();
     let mut plans: Vec<Option<TargetPlan>> = Vec::new();
@@ -118,7 +125,33 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
         out.code = out.results.iter().map(|r| r.code).max().unwrap_or(0);
         return Ok(out);
     }
-    interrupt::arm();
+    let done = transact(env, &mut plans, &mut out, verb, opts);
+    // With nothing installed (a failed first install, a refusal), nothing of ovmem's stays
+    // behind, not even its lock.
+    if receipt::paths(&home).is_empty() {
+        let _ = std::fs::remove_file(home.join("locks").join("ovmem.lock"));
+        fsx::remove_empty_dirs(&[
+            env.runtime_bin().parent().expect("bin dir").to_path_buf(),
+            receipt::dir(&home),
+            home.join("locks"),
+            journal::dir(&home),
+            home.clone(),
+        ]);
+    }
+    done?;
+    for (p, r) in plans.iter().zip(&mut out.results) {
+        if let Some(p) = p {
+            r.report = Some(report(p, false));
+        }
+    }
+    out.code = out.results.iter().map(|r| r.code).max().unwrap_or(0);
+    Ok(out)
+}
+
+/// The transaction of a run: everything planned, applied and committed, or nothing.
+fn transact(env: &Env, plans: &mut [Option<TargetPlan>], out: &mut Outcome, verb: Verb, opts: Options) -> Result<()> {
+    let home = env.ovmem_home();
+    interrupt::check()?;
     let mut tx = Tx::begin(&home, verb.as_str());
     let any = plans.iter().any(Option::is_some);
     // 1. The runtime first (so no hook ever points at a missing one), then backups, then files.
@@ -161,7 +194,7 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
     drop(changes);
     // 2. Trust, now that the hooks are where the harness looks.
     let mut trusts: Vec<(Vec<TrustRecord>, Option<TrustConfig>)> = Vec::new();
-    for (p, r) in plans.iter_mut().zip(&mut out.results) {
+    for (p, r) in plans.iter_mut().zip(out.results.iter_mut()) {
         let Some(p) = p else {
             trusts.push((Vec::new(), None));
             continue;
@@ -176,7 +209,7 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
     }
     // 3. Receipts.
     let mut receipts: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
-    for ((p, r), (records, config)) in plans.iter().zip(&mut out.results).zip(trusts) {
+    for ((p, r), (records, config)) in plans.iter().zip(out.results.iter_mut()).zip(trusts) {
         let Some(p) = p else { continue };
         let path = p.target.receipt_path();
         let next = next_receipt(p, records, config);
@@ -227,13 +260,7 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
         tx.post(post);
     }
     out.warnings.extend(tx.commit()?);
-    for (p, r) in plans.iter().zip(&mut out.results) {
-        if let Some(p) = p {
-            r.report = Some(report(p, false));
-        }
-    }
-    out.code = out.results.iter().map(|r| r.code).max().unwrap_or(0);
-    Ok(out)
+    Ok(())
 }
 
 fn report(p: &TargetPlan, with_diff: bool) -> Report {
@@ -301,7 +328,7 @@ fn next_receipt(p: &TargetPlan, new_trust: Vec<TrustRecord>, trust_config: Optio
 }
 
 fn pending(message: String) -> Option<TrustReport> {
-    Some(TrustReport { state: "pending".into(), message })
+    Some(TrustReport { state: "pending".into(), message, problems: Vec::new() })
 }
 
 type TrustOut = (Option<TrustReport>, Vec<TrustRecord>, Option<TrustConfig>);
@@ -339,12 +366,6 @@ fn trust_step(tx: &mut Tx, p: &TargetPlan, opts: Options) -> Result<TrustOut> {
         Err(e) => return Ok((pending(format!("trusting failed: {e:#}. {}", trust::manual_step(t))), Vec::new(), None)),
     };
     let problems = std::mem::take(&mut pend.problems);
-    let with_problems = |mut msg: String| {
-        if !problems.is_empty() {
-            msg.push_str(&format!(" ({} reported: {})", h.manifest.name, problems.join("; ")));
-        }
-        msg
-    };
     if pend.listed == 0 {
         let msg = if t.scope == Scope::Project {
             format!(
@@ -355,14 +376,17 @@ fn trust_step(tx: &mut Tx, p: &TargetPlan, opts: Options) -> Result<TrustOut> {
                 h.manifest.name
             )
         } else {
-            with_problems(format!("{} lists none of ovmem's hooks. {}", h.manifest.name, trust::manual_step(t)))
+            format!("{} lists none of ovmem's hooks. {}", h.manifest.name, trust::manual_step(t))
         };
-        return Ok((pending(msg), Vec::new(), None));
+        let mut report = pending(msg).expect("a report");
+        report.problems = problems;
+        return Ok((Some(report), Vec::new(), None));
     }
     if pend.todo.is_empty() {
         let report = TrustReport {
             state: "already-trusted".into(),
             message: format!("{} ovmem hook(s) already trusted in {}", pend.already, h.manifest.name),
+            problems,
         };
         return Ok((Some(report), Vec::new(), None));
     }
@@ -400,11 +424,13 @@ fn trust_step(tx: &mut Tx, p: &TargetPlan, opts: Options) -> Result<TrustOut> {
         TrustReport {
             state: "trusted".into(),
             message: format!("trusted {} ovmem hook(s) in {}", records.len().min(trusted), h.manifest.name),
+            problems,
         }
     } else {
         TrustReport {
             state: "pending".into(),
-            message: with_problems(format!("{left} ovmem hook(s) still pending trust. {}", trust::manual_step(t))),
+            message: format!("{left} ovmem hook(s) still pending trust. {}", trust::manual_step(t)),
+            problems,
         }
     };
     Ok((Some(report), records, Some(config_record)))

@@ -331,6 +331,13 @@ impl Editor for Uninstall {
                             home.display(),
                             h.id()
                         )),
+                        Owner::Other { home, live: false, .. } if !self.force => warnings.push(format!(
+                            "`{}`: the {event} hook of an ovmem home that no longer exists (`{}`) was left in place; \
+                             it fails on every run: `ovmem uninstall --harness {} --yes --force` removes it",
+                            self.path.display(),
+                            home.display(),
+                            h.id()
+                        )),
                         _ => mine.push(f),
                     }
                 }

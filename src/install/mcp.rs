@@ -175,7 +175,7 @@ impl Editor for Uninstall {
             match marker::mcp_runtime(&current).map(|r| marker::owner(&r, &self.ours)) {
                 // Someone else's server under the same name, never ovmem's: not touched.
                 None if !(self.force && record.is_some()) => {}
-                Some(Owner::Other { home, live: true, .. }) if !self.force => warnings.push(format!(
+                Some(Owner::Other { home, .. }) if !self.force => warnings.push(format!(
                     "`{}`: the `{NAME}` MCP server of another ovmem home (`{}`) was left in place",
                     self.path.display(),
                     home.display()

@@ -194,10 +194,10 @@ impl Editor for Uninstall {
             )));
         };
         match marker::owner(&runtime, &self.ours) {
-            Owner::Other { home, live: true, .. } if !self.force => Ok(Edit {
+            Owner::Other { home, .. } if !self.force => Ok(Edit {
                 after: Some(t.to_string()),
                 warnings: vec![format!(
-                    "`{}` belongs to another ovmem home (`{}`) and was left in place",
+                    "`{}` belongs to another ovmem home (`{}`) and was left in place (--force removes it)",
                     self.path.display(),
                     home.display()
                 )],
