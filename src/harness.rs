@@ -75,7 +75,7 @@ pub struct Manifest {
     pub root_defaults: toml::Table,
     /// How hooks get trusted after install, when the harness gates them.
     pub trust: Option<String>,
-    /// The config file the trust records are written to (snapshotted before the first one).
+    /// The config file trust records go in, when the harness's app-server does not name it.
     pub trust_config: Option<String>,
     /// The `ovmem mcp` server entry (a JSON value) and the object it goes in, for scopes that
     /// name an `mcp_file`.

@@ -12,8 +12,8 @@ use clap::Args;
 
 use super::{interactive, parse_harnesses, scope_and_project, tilde, Refusal, Selection};
 use crate::env::Env;
+use crate::fsx;
 use crate::fsx::journal::{Change, Kind, Mode, Tx};
-use crate::fsx::{self, InstallLock};
 use crate::harness::{self, Harness};
 use crate::install::plan::{self, FilePlan};
 use crate::install::{Options, Verb};
@@ -63,7 +63,7 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
         }
     }
     let p = Printer::new();
-    let _lock = if sel.dry_run { None } else { Some(InstallLock::acquire(&env.ovmem_home())?) };
+    let _lock = if sel.dry_run { None } else { Some(crate::install::apply::lock(&env.ovmem_home())?) };
     let removal = legacy::plan_removal(&scan, &selected)?;
     let mut files: Vec<FilePlan> = Vec::new();
     for strip in removal.edits {

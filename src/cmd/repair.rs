@@ -38,6 +38,9 @@ pub fn run(args: RepairArgs, env: &Env) -> Result<i32> {
         let rpath = t.receipt_path();
         match (&r.error, &r.repaired) {
             (Some(e), _) => eprintln!("{} {}: {e}", p.red("✗"), p.bold(&r.harness)),
+            (None, Some(path)) if opts.dry_run => {
+                eprintln!("{} {}: would rebuild `{}`", p.green("✓"), p.bold(&r.harness), tilde(env, path));
+            }
             (None, Some(path)) => {
                 let files = receipt::load(path).ok().flatten().map(|r| r.files).unwrap_or_default();
                 eprintln!("{} {}: rebuilt `{}`", p.green("✓"), p.bold(&r.harness), tilde(env, path));
@@ -46,7 +49,7 @@ pub fn run(args: RepairArgs, env: &Env) -> Result<i32> {
                     eprintln!("    {} `{}`: {}", p.dim("·"), tilde(env, &f.path), events.join(", "));
                 }
             }
-            (None, None) if rpath.exists() && !opts.dry_run => {
+            (None, None) if rpath.exists() => {
                 eprintln!("{} {}: the receipt is fine (`{}`)", p.dim("="), p.bold(&r.harness), tilde(env, &rpath));
             }
             (None, None) => eprintln!("{} {}: nothing of ovmem's found", p.dim("·"), p.bold(&r.harness)),

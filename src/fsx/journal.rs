@@ -259,6 +259,12 @@ impl Tx {
         if self.started {
             return Ok(());
         }
+        if fs::symlink_metadata(self.dir.join("journal.json")).is_ok() {
+            anyhow::bail!(
+                "an unfinished transaction is in `{}`; run `ovmem status` to finish it, then try again",
+                self.dir.display()
+            );
+        }
         let made = super::missing_dirs(&self.dir);
         fs::create_dir_all(&self.dir).with_context(|| format!("could not create `{}`", self.dir.display()))?;
         let _ = fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700));
@@ -701,6 +707,9 @@ impl std::fmt::Display for Recovered {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let what = format!("an `ovmem {}` (pid {}) did not finish", self.command, self.pid);
         match self.outcome {
+            Outcome::Discarded if self.pid == 0 => {
+                write!(f, "an interrupted ovmem had not started changing files; its journal was discarded")
+            }
             Outcome::Discarded => write!(f, "{what} before changing anything; its journal was discarded"),
             Outcome::RolledBack { restored } => {
                 write!(f, "{what}; it was rolled back ({restored} file(s) put back as they were)")

@@ -5,7 +5,7 @@
 //! or signal before the commit rolls all of it back.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -84,6 +84,20 @@ fn runtime_change<'a>(env: &Env) -> Result<Option<Change<'a>>> {
     Ok(Some(Change { path: dest, before, after: Some(bytes), mode: Mode::Set(0o755), kind: Kind::Own, redo: None }))
 }
 
+/// Takes the installer lock, then finishes a transaction a dead process left (it may have died
+/// after start-up looked).
+pub fn lock(home: &Path) -> Result<InstallLock> {
+    let lock = InstallLock::acquire(home)?;
+    if let Some(r) = journal::recover(home)? {
+        let p = crate::output::Printer::new();
+        p.warn(&r.to_string());
+        for w in &r.warnings {
+            p.warn(w);
+        }
+    }
+    Ok(lock)
+}
+
 /// Runs `verb` for every target: plan, then (unless a dry run) one transaction.
 pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<Outcome> {
     if verb == Verb::Install {
@@ -94,7 +108,7 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
         // From here on a signal is answered by rolling back, never by dying half-way.
         interrupt::arm();
     }
-    let _lock = if opts.dry_run { None } else { Some(InstallLock::acquire(&home)?) };
+    let _lock = if opts.dry_run { None } else { Some(lock(&home)?) };
     let mut out = Outcome::default();
     let mut plans: Vec<Option<TargetPlan>> = Vec::new();
     for t in targets {
@@ -120,6 +134,9 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
         for (p, r) in plans.iter().zip(&mut out.results) {
             if let Some(p) = p {
                 r.report = Some(report(p, true));
+                if verb == Verb::Repair && p.old.is_none() && p.base.is_some() {
+                    r.repaired = Some(p.target.receipt_path());
+                }
             }
         }
         out.code = out.results.iter().map(|r| r.code).max().unwrap_or(0);
