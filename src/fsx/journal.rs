@@ -130,7 +130,16 @@ pub struct Tx {
     contended: bool,
     /// Journal writes not flushed yet (see [`Tx::note_journal`]).
     unsynced: Vec<File>,
+    /// Files ovmem replaced in this apply, checked once more for late writes.
+    kept: Vec<Kept>,
     pub warnings: Vec<String>,
+}
+
+/// A file ovmem replaced (now at a temp name), with the bytes it had then.
+struct Kept {
+    k: usize,
+    tmp: tempfile::TempPath,
+    bytes: Option<Vec<u8>>,
 }
 
 /// A staged new file: anonymous (`O_TMPFILE`, invisible until linked in) where the filesystem
@@ -245,6 +254,7 @@ impl Tx {
             done: false,
             contended: false,
             unsynced: Vec::new(),
+            kept: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -409,19 +419,20 @@ impl Tx {
             if c.kind != Kind::Own {
                 fault_point("before-rename")?;
             }
-            if shared {
-                let now = read_opt(&c.path)?;
-                if now != expect {
-                    // Written since ovmem read it: redo on what is there, before replacing anything.
-                    if !self.redo(k, c, now.clone(), wrote)? {
-                        return Ok(());
-                    }
-                    expect = now;
-                    staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
-                    continue;
+            // Named now, so that nothing but a comparison lies between the read and the rename.
+            let tmp = staged.take().map(|s| s.link(&c.path)).transpose()?;
+            let now = if shared { read_opt(&c.path)? } else { None };
+            if shared && now != expect {
+                // Written since ovmem read it: redo on what is there, before replacing anything.
+                drop(tmp);
+                if !self.redo(k, c, now.clone(), wrote)? {
+                    return Ok(());
                 }
+                expect = now;
+                staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
+                continue;
             }
-            let Some(s) = staged.take() else {
+            let Some(tmp) = tmp else {
                 // A deletion: move the file aside first, so ovmem sees what it removes.
                 if fs::symlink_metadata(&c.path).is_err() {
                     return Ok(());
@@ -441,16 +452,18 @@ impl Tx {
                 }
                 continue;
             };
-            let tmp = s.link(&c.path)?;
             if !shared {
                 fs::rename(&tmp, &c.path).with_context(|| format!("could not write `{}`", c.path.display()))?;
                 return Ok(());
             }
-            if fs::symlink_metadata(&c.path).is_err() {
+            if now.is_none() {
                 match renameat2(&tmp, &c.path, libc::RENAME_NOREPLACE) {
                     Ok(()) => return Ok(()),
                     // Created in that instant by someone else: theirs stays, ovmem redoes.
-                    Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                        staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
+                        continue;
+                    }
                     Err(e) if unsupported(&e) => {
                         fs::rename(&tmp, &c.path).with_context(|| format!("could not write `{}`", c.path.display()))?;
                         return Ok(());
@@ -464,10 +477,18 @@ impl Tx {
                     fs::rename(&tmp, &c.path).with_context(|| format!("could not replace `{}`", c.path.display()))?;
                     return Ok(());
                 }
+                Err(e) if e.kind() == ErrorKind::NotFound => {
+                    // Removed in that instant: redo on its absence.
+                    staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
+                    continue;
+                }
                 Err(e) => return Err(e).with_context(|| format!("could not replace `{}`", c.path.display())),
             }
             let displaced = read_opt(&tmp)?;
             if displaced == expect {
+                // The replaced file is kept a moment: a program that opened it before the rename
+                // may still be writing into it (see `verify`).
+                self.kept.push(Kept { k, tmp, bytes: displaced });
                 return Ok(());
             }
             // Another program wrote between ovmem's read and its rename: its bytes go back at once
@@ -510,8 +531,42 @@ impl Tx {
     /// another program since; ovmem's edit is redone on its bytes. While that happens, the files
     /// are checked again a little later, until they stay put.
     fn verify(&mut self, changes: &mut [Change], idx: &[usize], base: usize) -> Result<()> {
-        for round in 0..8 {
+        // Checked soon (an in-place writer's late write lands within moments of its open) and
+        // again a little later; replaced files are kept until the last check.
+        const WAITS_MS: [u64; 8] = [2, 10, 30, 30, 30, 30, 30, 30];
+        let mut held: Vec<Kept> = Vec::new();
+        for wait in WAITS_MS {
+            held.append(&mut self.kept);
+            if !held.is_empty() || self.contended {
+                std::thread::sleep(std::time::Duration::from_millis(wait));
+            }
             let mut moved = false;
+            // A write into a file ovmem had already replaced (a program that writes in place,
+            // and had it open): those bytes go back in place, and the edit is redone on them.
+            let kept = std::mem::take(&mut held);
+            for kf in kept {
+                let late = read_opt(&kf.tmp)?;
+                if late == kf.bytes {
+                    held.push(kf);
+                    continue;
+                }
+                moved = true;
+                let k = kf.k;
+                let c = &mut changes[idx[k - base]];
+                // Only when nothing newer was written at the path since: then that late write is
+                // the newest state of the file. Else it was superseded, and the check below
+                // redoes on what is there now.
+                if read_opt(&c.path)? != c.after {
+                    continue;
+                }
+                renameat2(&kf.tmp, &c.path, libc::RENAME_EXCHANGE)
+                    .with_context(|| format!("could not put `{}` back", c.path.display()))?;
+                drop(kf);
+                if self.redo(k, c, late, false)? {
+                    let staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
+                    self.place(k, c, staged, false)?;
+                }
+            }
             for (k, &i) in idx.iter().enumerate() {
                 let c = &mut changes[i];
                 if c.kind != Kind::Shared || c.redo.is_none() {
@@ -547,13 +602,11 @@ impl Tx {
                 let staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
                 self.place(base + k, c, staged, true)?;
             }
-            if !moved && (round > 0 || !self.contended) {
+            if !moved && self.kept.is_empty() && (held.is_empty() || wait >= 30) {
                 return Ok(());
             }
-            if self.contended {
-                std::thread::sleep(std::time::Duration::from_millis(30));
-            }
         }
+        self.kept.clear();
         Ok(())
     }
 

@@ -83,10 +83,45 @@ impl FilePlan {
     }
 }
 
+/// Runs `editor` on `bytes` (what `real` held). A file that does not parse may be caught in the
+/// middle of another program's in-place write: it is read again until it parses or stays the
+/// same for a while (then it really is broken, and refused).
+fn edit_settled(
+    path: &Path,
+    real: &Path,
+    editor: &dyn Editor,
+    bytes: Option<Vec<u8>>,
+) -> Result<(Option<String>, Edit)> {
+    let mut bytes = bytes;
+    let mut since = std::time::Instant::now();
+    for _ in 0..1000 {
+        let attempt = bytes.as_deref().map(|b| utf8(path, b)).transpose().and_then(|t| {
+            let e = editor.edit(t.as_deref())?;
+            Ok((t, e))
+        });
+        match attempt {
+            Err(e) if e.downcast_ref::<Refused>().is_some_and(|r| matches!(r, Refused::Unparseable { .. })) => {
+                // An empty file is most likely truncated by a writer that was descheduled.
+                let settle = if bytes.as_deref().is_some_and(<[u8]>::is_empty) { 3000 } else { 300 };
+                if since.elapsed() >= std::time::Duration::from_millis(settle) {
+                    return Err(e);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                let again = fsx::read_opt(real)?;
+                if again != bytes {
+                    since = std::time::Instant::now();
+                }
+                bytes = again;
+            }
+            other => return other,
+        }
+    }
+    anyhow::bail!("`{}` kept changing while ovmem read it; nothing was changed, try again", path.display())
+}
+
 impl journal::Redo for FilePlan {
     fn redo(&mut self, current: Option<&[u8]>, over_ours: bool) -> Result<Option<Vec<u8>>> {
-        let text = current.map(|b| utf8(&self.path, b)).transpose()?;
-        let mut edit = self.editor.edit(text.as_deref())?;
+        let (text, mut edit) = edit_settled(&self.path, &self.real, self.editor.as_ref(), current.map(<[u8]>::to_vec))?;
         if over_ours {
             // `current` holds ovmem's own first edit: what that edit created is still ovmem's,
             // and what it did is what this run did.
@@ -139,8 +174,7 @@ pub fn read_text(t: &Target, path: &Path) -> Result<(PathBuf, Option<String>)> {
 /// Plans one file: reads it (confined to `root`), runs the editor.
 pub fn file_plan(path: PathBuf, root: Option<&Path>, mode: journal::Mode, editor: Box<dyn Editor>) -> Result<FilePlan> {
     let real = fsx::resolve(&path, root)?;
-    let before = fsx::read_opt(&real)?.map(|b| utf8(&path, &b)).transpose()?;
-    let edit = editor.edit(before.as_deref())?;
+    let (before, edit) = edit_settled(&path, &real, editor.as_ref(), fsx::read_opt(&real)?)?;
     let new_dirs = match (&before, &edit.after) {
         (None, Some(_)) => fsx::missing_dirs(real.parent().unwrap_or(Path::new("/"))),
         _ => Vec::new(),
