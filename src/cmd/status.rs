@@ -160,7 +160,13 @@ pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
                 println!("    {label}: {} {e}", p.yellow("receipt damaged:"));
             }
             if !sc.installed {
-                println!("    {label}: {} (`{}`)", p.dim("not installed"), tilde(&env, &sc.location));
+                let foreign = sc.entries.iter().any(|e| e.state == "foreign");
+                let what = if foreign {
+                    "not installed from this ovmem home; another home's hooks are there"
+                } else {
+                    "not installed"
+                };
+                println!("    {label}: {} (`{}`)", p.dim(what), tilde(&env, &sc.location));
                 continue;
             }
             let ok = sc.entries.iter().filter(|e| e.state == "ok").count();

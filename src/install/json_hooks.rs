@@ -308,6 +308,8 @@ impl Editor for Uninstall {
         let mut notes = Vec::new();
         let mut warnings = Vec::new();
         let mut emptied = Vec::new();
+        // Hooks of other ovmem homes left in place: (home, its runtime exists) -> events.
+        let mut left: std::collections::BTreeMap<(PathBuf, bool), Vec<String>> = Default::default();
         let events: Vec<String> =
             doc.node_at(&[key]).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
         for event in events {
@@ -323,21 +325,12 @@ impl Editor for Uninstall {
                 let mut mine = Vec::new();
                 for f in found {
                     match &f.owner {
-                        Owner::Other { home, live: true, .. } if !self.force => warnings.push(format!(
-                            "`{}`: the {event} hook of another ovmem home (`{}`) was left in place; remove it with \
-                             `OVMEM_HOME={} ovmem uninstall --harness {} --yes`",
-                            self.path.display(),
-                            home.display(),
-                            home.display(),
-                            h.id()
-                        )),
-                        Owner::Other { home, live: false, .. } if !self.force => warnings.push(format!(
-                            "`{}`: the {event} hook of an ovmem home that no longer exists (`{}`) was left in place; \
-                             it fails on every run: `ovmem uninstall --harness {} --yes --force` removes it",
-                            self.path.display(),
-                            home.display(),
-                            h.id()
-                        )),
+                        Owner::Other { home, live, .. } if !self.force => {
+                            let e = left.entry((home.clone(), *live)).or_default();
+                            if !e.contains(&event) {
+                                e.push(event.clone());
+                            }
+                        }
                         _ => mine.push(f),
                     }
                 }
@@ -385,6 +378,28 @@ impl Editor for Uninstall {
             if removed_any && doc.node_at(&[key, &event]).is_some_and(|a| a.elements().is_empty()) {
                 emptied.push(event);
             }
+        }
+        for ((home, live), events) in left {
+            warnings.push(if live {
+                format!(
+                    "`{}`: the hooks of another ovmem home (`{}`) were left in place ({}); remove them with \
+                     `OVMEM_HOME={} ovmem uninstall --harness {} --yes`",
+                    self.path.display(),
+                    home.display(),
+                    events.join(", "),
+                    home.display(),
+                    h.id()
+                )
+            } else {
+                format!(
+                    "`{}`: the hooks of an ovmem home that no longer exists (`{}`) were left in place ({}); they \
+                     fail on every run: `ovmem uninstall --harness {} --yes --force` removes them",
+                    self.path.display(),
+                    home.display(),
+                    events.join(", "),
+                    h.id()
+                )
+            });
         }
         let created_keys: &[String] = record.map(|r| r.created_keys.as_slice()).unwrap_or(&[]);
         let empty: &[EmptyContainer] = record.map(|r| r.empty.as_slice()).unwrap_or(&[]);

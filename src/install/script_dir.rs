@@ -64,7 +64,8 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
         .as_ref()
         .map(|r| r.files.iter().filter(|f| f.format == "script").map(|f| f.path.clone()).collect())
         .unwrap_or_default();
-    // Older installs: ovmem's scripts found by their marker.
+    // Older installs: ovmem's scripts found by their marker. Another home's are left alone.
+    let mut foreign: std::collections::BTreeMap<PathBuf, Vec<String>> = Default::default();
     for d in std::iter::once(dir.clone()).chain(fallback.iter().map(|f| f.0.clone())) {
         for hook in &t.harness.manifest.hooks {
             let path = d.join(&hook.event);
@@ -72,10 +73,22 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
                 continue;
             }
             let (_, text) = read_text(t, &path)?;
-            if text.as_deref().is_some_and(|x| script_runtime(x, id, &hook.event).is_some()) {
-                paths.push(path);
+            let Some(runtime) = text.as_deref().and_then(|x| script_runtime(x, id, &hook.event)) else { continue };
+            match marker::owner(&runtime, &ours) {
+                Owner::Other { home, .. } if !opts.force => foreign.entry(home).or_default().push(hook.event.clone()),
+                _ => paths.push(path),
             }
         }
+    }
+    for (home, events) in foreign {
+        p.warnings.push(format!(
+            "{} hook files of another ovmem home (`{}`) were left in place ({}); remove them with \
+             `OVMEM_HOME={} ovmem uninstall --harness {id} --yes` (or --force here)",
+            t.harness.manifest.name,
+            home.display(),
+            events.join(", "),
+            home.display()
+        ));
     }
     for path in paths {
         let record = p.record(&path);
