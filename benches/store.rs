@@ -2,7 +2,7 @@
 //! 10,000 in other banks), and capturing a turn.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ovmem::store::{now, Store};
+use ovmem::store::{now, NewMemory, Store};
 
 const TOPICS: &[&str] = &[
     "the staging database listens on port",
@@ -21,8 +21,19 @@ fn filled() -> (tempfile::TempDir, Store) {
     let t = now();
     for bank in ["project:/work/acme", "project:/work/other"] {
         for i in 0..10_000 {
-            let text = format!("User: note {i}: {} {}\nAssistant: Noted, {i}.", TOPICS[i % TOPICS.len()], i * 7);
-            store.add(bank, &text, Some("claude-code"), Some("s"), t - i as i64 * 60).unwrap();
+            let prompt = format!("note {i}: {} {}", TOPICS[i % TOPICS.len()], i * 7);
+            let reply = format!("Noted, {i}.");
+            store
+                .add(&NewMemory {
+                    bank,
+                    prompt: &prompt,
+                    reply: &reply,
+                    harness: Some("claude-code"),
+                    session: Some("s"),
+                    created_at: t - i as i64 * 60,
+                    ..Default::default()
+                })
+                .unwrap();
         }
     }
     (dir, store)
@@ -38,7 +49,16 @@ fn bench(c: &mut Criterion) {
     c.bench_function("capture a turn", |b| {
         b.iter(|| {
             n += 1;
-            store.add("project:/work/acme", &format!("User: bench turn {n}\nAssistant: ok"), None, None, now()).unwrap()
+            let prompt = format!("bench turn {n}");
+            store
+                .add(&NewMemory {
+                    bank: "project:/work/acme",
+                    prompt: &prompt,
+                    reply: "ok",
+                    created_at: now(),
+                    ..Default::default()
+                })
+                .unwrap()
         })
     });
 }

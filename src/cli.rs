@@ -51,6 +51,9 @@ pub enum Command {
     Memory(MemoryCommand),
     /// Show ovmem working: two simulated sessions through the real hook path
     Demo(DemoArgs),
+    /// The memory backend: show what is configured, test that it answers
+    #[command(subcommand)]
+    Backend(cmd::backend::BackendCommand),
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
 }
@@ -139,6 +142,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         }
         Command::Mcp => crate::mcp::serve(),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Backend(c) => cmd::backend::run(c),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

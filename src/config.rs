@@ -36,6 +36,11 @@ pub struct Config {
     pub deadline_ms: u64,
     /// Deadline for tool guards, which sit in front of every tool call.
     pub guard_deadline_ms: u64,
+    /// `[backend]`: where memories go beyond the local store (see `backend::settings`).
+    pub backend: crate::backend::BackendConfig,
+    /// Extra secret patterns to redact (regexes, or `{ name, pattern }` tables), on top of the
+    /// built-in rules. A bad one is logged and ignored.
+    pub redact_patterns: Vec<crate::redact::Pattern>,
 }
 
 impl Default for Config {
@@ -48,6 +53,8 @@ impl Default for Config {
             max_memory_chars: 4000,
             deadline_ms: 4000,
             guard_deadline_ms: 1500,
+            backend: crate::backend::BackendConfig::default(),
+            redact_patterns: Vec::new(),
         }
     }
 }

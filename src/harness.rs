@@ -187,6 +187,9 @@ pub struct Fields {
     pub tool: Vec<String>,
     #[serde(default)]
     pub tool_input: Vec<String>,
+    /// When the event happened (ISO 8601 / RFC 3339, or Unix seconds or milliseconds).
+    #[serde(default)]
+    pub timestamp: Vec<String>,
 }
 
 pub struct Harness {

@@ -1,6 +1,7 @@
 //! ovmem's library: everything the `ovmem` binary does, so that benches and integration tests
 //! can reach the store, the editors and the runtime directly.
 
+pub mod backend;
 pub mod cli;
 pub mod cmd;
 pub mod config;
@@ -8,12 +9,15 @@ pub mod edit;
 pub mod env;
 pub mod fsx;
 pub mod harness;
+pub mod home;
 pub mod install;
 pub mod interrupt;
 pub mod legacy;
 pub mod mcp;
 pub mod output;
+pub mod project;
 pub mod receipt;
+pub mod redact;
 pub mod runtime;
 pub mod shell;
 pub mod store;

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::config::Config;
 use crate::env::Env;
 use crate::runtime;
+use crate::runtime::render::{render, Item};
 use crate::store::{self, Store};
 
 const PROTOCOL: &str = "2025-06-18";
@@ -61,17 +62,22 @@ impl Server {
             "memory_search" => {
                 let q = args.get("query").and_then(Value::as_str).unwrap_or_default();
                 let hits = self.store()?.recall(&self.bank, q, limit)?;
-                Ok(runtime::render(&hits, 40_000).unwrap_or_else(|| "No memories match.".into()))
+                let items: Vec<Item> = hits.iter().map(Item::from).collect();
+                Ok(render(&items, 40_000).unwrap_or_else(|| "No memories match.".into()))
             }
             "memory_recent" => {
-                let hits = self.store()?.recent(&self.bank, limit)?;
-                Ok(runtime::render(&hits, 40_000).unwrap_or_else(|| "No memories yet in this project.".into()))
+                let recent = self.store()?.recent(&self.bank, limit)?;
+                let items: Vec<Item> = recent.iter().map(Item::plain).collect();
+                Ok(render(&items, 40_000).unwrap_or_else(|| "No memories yet in this project.".into()))
             }
             "memory_add" => {
-                let text =
-                    runtime::capture::strip_injected(args.get("text").and_then(Value::as_str).unwrap_or_default());
+                let text = crate::redact::scrub(&runtime::capture::strip_injected(
+                    args.get("text").and_then(Value::as_str).unwrap_or_default(),
+                ))
+                .trim()
+                .to_string();
                 anyhow::ensure!(!text.is_empty(), "`text` is empty");
-                Ok(match self.store()?.add(&self.bank, &text, Some("mcp"), None, store::now())? {
+                Ok(match self.store()?.add_fact(&self.bank, &text, Some("mcp"), store::now())? {
                     Some(id) => format!("Remembered (memory #{id})."),
                     None => "Already remembered.".into(),
                 })
@@ -80,9 +86,31 @@ impl Server {
         }
     }
 
+    /// The reply to one JSON-RPC message: `None` for notifications (and for responses a client
+    /// sends back), an error object for anything that is not a valid request.
     fn handle(&self, msg: &Value) -> Option<Value> {
-        let id = msg.get("id")?.clone();
-        let method = msg.get("method").and_then(Value::as_str).unwrap_or_default();
+        let Some(obj) = msg.as_object() else {
+            return Some(error(Value::Null, INVALID_REQUEST, "a request must be a JSON object"));
+        };
+        let id = match obj.get("id") {
+            None => None,
+            Some(v @ (Value::String(_) | Value::Number(_))) => Some(v.clone()),
+            Some(_) => return Some(error(Value::Null, INVALID_REQUEST, "`id` must be a string or a number")),
+        };
+        let method = match obj.get("method") {
+            Some(Value::String(m)) => m.as_str(),
+            // A response to a request of ours (we send none) or a malformed message.
+            None if obj.contains_key("result") || obj.contains_key("error") => return None,
+            _ => return Some(error(id.unwrap_or(Value::Null), INVALID_REQUEST, "`method` must be a string")),
+        };
+        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return id.map(|id| error(id, INVALID_REQUEST, "`jsonrpc` must be \"2.0\""));
+        }
+        // Notifications get no reply, whatever their method.
+        let id = id?;
+        if obj.get("params").is_some_and(|p| !p.is_object() && !p.is_array() && !p.is_null()) {
+            return Some(error(id, INVALID_PARAMS, "`params` must be an object or an array"));
+        }
         let result = match method {
             "initialize" => {
                 let version = msg.pointer("/params/protocolVersion").and_then(Value::as_str).unwrap_or(PROTOCOL);
@@ -91,9 +119,13 @@ impl Server {
             }
             "tools/list" => json!({"tools": tools()}),
             "tools/call" => {
-                let name = msg.pointer("/params/name").and_then(Value::as_str).unwrap_or_default();
+                let Some(name) = msg.pointer("/params/name").and_then(Value::as_str) else {
+                    return Some(error(id, INVALID_PARAMS, "tools/call needs `params.name`"));
+                };
                 let args = msg.pointer("/params/arguments").cloned().unwrap_or(json!({}));
-                match self.call(name, &args) {
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.call(name, &args)))
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("internal error in `{name}`")));
+                match outcome {
                     Ok(text) => json!({"content": [{"type": "text", "text": text}]}),
                     Err(e) => json!({"content": [{"type": "text", "text": format!("ovmem: {e:#}")}], "isError": true}),
                 }
@@ -101,39 +133,110 @@ impl Server {
             "resources/list" => json!({"resources": []}),
             "prompts/list" => json!({"prompts": []}),
             "ping" => json!({}),
-            _ => {
-                return Some(
-                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("unknown method `{method}`")}}),
-                )
-            }
+            _ => return Some(error(id, METHOD_NOT_FOUND, &format!("unknown method `{method}`"))),
         };
         Some(json!({"jsonrpc": "2.0", "id": id, "result": result}))
     }
+
+    /// The reply to one line: a message or a batch (an array of messages).
+    fn reply(&self, line: &[u8]) -> Option<Value> {
+        let Ok(text) = std::str::from_utf8(line) else {
+            return Some(error(Value::Null, PARSE_ERROR, "parse error: the request is not UTF-8"));
+        };
+        let text = text.trim_start_matches('\u{feff}');
+        match serde_json::from_str::<Value>(text) {
+            Err(e) => Some(error(Value::Null, PARSE_ERROR, &format!("parse error: {e}"))),
+            Ok(Value::Array(batch)) if batch.is_empty() => {
+                Some(error(Value::Null, INVALID_REQUEST, "an empty batch is not a request"))
+            }
+            Ok(Value::Array(batch)) => {
+                let replies: Vec<Value> = batch.iter().filter_map(|m| self.handle(m)).collect();
+                (!replies.is_empty()).then_some(Value::Array(replies))
+            }
+            Ok(msg) => self.handle(&msg),
+        }
+    }
 }
 
-/// Serves MCP on stdin/stdout until stdin closes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+
+fn error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// Longest request line; a longer one is skipped to its newline and answered with an error.
+const MAX_LINE: usize = 16 << 20;
+
+/// Reads one line (without its `\n` or `\r\n`) into `buf`; `Ok(false)` at end of input. A line
+/// longer than [`MAX_LINE`] is drained and reported as `Err(len)` so the server can answer it.
+fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<Result<bool, usize>> {
+    buf.clear();
+    let mut skipped = 0usize;
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(if skipped > 0 { Err(skipped) } else { Ok(!buf.is_empty()) });
+        }
+        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        if skipped > 0 || buf.len() + take > MAX_LINE + 1 {
+            skipped += take + std::mem::take(buf).len();
+        } else {
+            buf.extend_from_slice(&chunk[..take]);
+        }
+        r.consume(take);
+        if done {
+            if skipped > 0 {
+                return Ok(Err(skipped));
+            }
+            while buf.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+                buf.pop();
+            }
+            return Ok(Ok(true));
+        }
+    }
+}
+
+/// Serves MCP on stdin/stdout until stdin closes. Nothing a client sends stops it: malformed
+/// JSON, bytes that are not UTF-8, a line too long, a panic in a tool all get an error reply.
 pub fn serve() -> Result<i32> {
+    crate::home::private_umask();
     let env = Env::from_process()?;
-    let cfg = Config::load(&env)?;
+    if let Err(e) = crate::home::prepare(&env) {
+        eprintln!("ovmem mcp: could not prepare `{}`: {e}", env.ovmem_home().display());
+    }
+    let cfg = Config::load(&env).unwrap_or_else(|e| {
+        eprintln!("ovmem mcp: {e:#}; using the default config");
+        Config::default()
+    });
+    for problem in crate::redact::configure(&cfg.redact_patterns) {
+        eprintln!("ovmem mcp: {problem}");
+    }
     let dir = ["CLAUDE_PROJECT_DIR", "CURSOR_PROJECT_DIR"]
         .iter()
         .find_map(|k| env.var(k).map(PathBuf::from))
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
-    let bank = runtime::bank_for(cfg.bank, &dir, "mcp", "mcp");
+    let bank = crate::project::bank(cfg.bank, &dir, "mcp", "mcp");
     let server = Server { env, cfg, bank };
-    let stdin = std::io::stdin();
+    let mut input = std::io::stdin().lock();
     let mut out = std::io::stdout().lock();
-    for line in stdin.lock().lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let reply = match serde_json::from_str::<Value>(&line) {
-            Ok(msg) => server.handle(&msg),
-            Err(e) => Some(
-                json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("parse error: {e}")}}),
-            ),
+    let mut buf = Vec::new();
+    loop {
+        let reply = match read_line(&mut input, &mut buf)? {
+            Ok(false) => break,
+            Ok(true) if buf.iter().all(u8::is_ascii_whitespace) => continue,
+            Ok(true) => server.reply(&buf),
+            Err(len) => Some(error(
+                Value::Null,
+                INVALID_REQUEST,
+                &format!("request of {len} bytes is larger than {} MiB", MAX_LINE >> 20),
+            )),
         };
         if let Some(r) = reply {
             writeln!(out, "{r}")?;

@@ -108,3 +108,114 @@ fn a_users_own_server_named_ovmem_is_left_alone() {
     run(h, &["uninstall", "--yes"]);
     assert_eq!(std::fs::read_to_string(h.join(".cursor/mcp.json")).unwrap(), mine);
 }
+
+#[test]
+fn malformed_requests_get_json_rpc_errors_and_the_server_keeps_serving() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = home.path().join("app");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    let mut child = Command::new(OVMEM)
+        .arg("mcp")
+        .env_clear()
+        .env("HOME", home.path())
+        .env("CLAUDE_PROJECT_DIR", &proj)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |bytes: &[u8]| -> Value {
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        // A ping after every line: its answer proves the server is still there, and any reply
+        // to the line itself comes first.
+        stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}\n").unwrap();
+        stdin.flush().unwrap();
+        let first: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if first["id"] == "p" {
+            return Value::Null;
+        }
+        let pong: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        assert_eq!(pong["id"], "p", "{pong}");
+        first
+    };
+    let code = |v: &Value| v["error"]["code"].as_i64();
+    let r = send(&[0xff, 0xfe, b'{', 0x80, b'}']);
+    assert_eq!((code(&r), &r["id"]), (Some(-32700), &Value::Null), "{r}");
+    let r = send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"memory_add\",\"arguments\":{\"text\":\"caf\xc3");
+    assert_eq!(code(&r), Some(-32700), "{r}");
+    let r = send(b"{\"jsonrpc\": \"2.0\", \"id\": 2, \"method\": ");
+    assert_eq!((code(&r), &r["id"]), (Some(-32700), &Value::Null));
+    let r = send(b"42");
+    assert_eq!((code(&r), &r["id"]), (Some(-32600), &Value::Null));
+    let r = send(b"\"ping\"");
+    assert_eq!(code(&r), Some(-32600));
+    let r = send(b"[]");
+    assert_eq!(code(&r), Some(-32600));
+    let r = send(br#"{"jsonrpc":"2.0","id":3}"#);
+    assert_eq!((code(&r), &r["id"]), (Some(-32600), &json!(3)));
+    let r = send(br#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#);
+    assert_eq!((code(&r), &r["id"]), (Some(-32600), &Value::Null));
+    let r = send(br#"{"jsonrpc":"1.0","id":4,"method":"ping"}"#);
+    assert_eq!(code(&r), Some(-32600));
+    let r = send(br#"{"jsonrpc":"2.0","id":5,"method":7}"#);
+    assert_eq!(code(&r), Some(-32600));
+    let r = send(br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":"x"}"#);
+    assert_eq!(code(&r), Some(-32602));
+    // Notifications, known or not, and a client's responses get no reply at all.
+    assert_eq!(send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#), Value::Null);
+    assert_eq!(send(br#"{"jsonrpc":"2.0","method":"no/such/notification","params":{}}"#), Value::Null);
+    assert_eq!(send(br#"{"jsonrpc":"2.0","id":99,"result":{}}"#), Value::Null);
+    // A batch: one reply per request, none for its notification.
+    let r = send(br#"[{"jsonrpc":"2.0","id":7,"method":"ping"},{"jsonrpc":"2.0","method":"x"},5]"#);
+    assert_eq!(r.as_array().map(Vec::len), Some(2), "{r}");
+    assert_eq!((r[0]["id"].clone(), code(&r[1])), (json!(7), Some(-32600)));
+    // A line past 16 MiB is drained and answered, not buffered without bound.
+    let mut huge = b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\",\"pad\":\"".to_vec();
+    huge.resize(17 << 20, b'x');
+    let r = send(&huge);
+    assert_eq!((code(&r), &r["id"]), (Some(-32600), &Value::Null), "{r}");
+    // CRLF line endings and a BOM are fine, and the tools still work after all that.
+    let token = ["gh", "p_", "R8sV2nXq7LmZ4tWc9YbK1dPe6HfJ3gAu0oSi"].concat();
+    let add = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "memory_add",
+        "arguments": {"text": format!("The API token is {token} and builds run nightly.")}}});
+    let r = send(format!("\u{feff}{add}\r").as_bytes());
+    assert!(r["result"]["content"][0]["text"].as_str().unwrap().starts_with("Remembered"), "{r}");
+    let r = send(br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"memory_recent","arguments":{}}}"#);
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("builds run nightly") && text.contains("[REDACTED:github-token]") && !text.contains(&token),
+        "{text}"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn the_server_uses_the_same_bank_as_hooks_for_any_spelling_of_the_project() {
+    let home = tempfile::tempdir().unwrap();
+    let proj = home.path().join("app");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    let link = home.path().join("app-link");
+    std::os::unix::fs::symlink(&proj, &link).unwrap();
+    let mut child = Command::new(OVMEM)
+        .arg("mcp")
+        .env_clear()
+        .env("HOME", home.path())
+        .env("CLAUDE_PROJECT_DIR", format!("{}/src/../", link.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let add = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "memory_add", "arguments": {"text": "The linter runs in CI only."}}});
+    writeln!(stdin, "{add}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Remembered"));
+    let list = run(home.path(), &["memory", "list", "--all", "--json"]);
+    let mems: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(mems[0]["bank"], format!("project:{}", std::fs::canonicalize(&proj).unwrap().display()));
+}

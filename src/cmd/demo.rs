@@ -126,7 +126,7 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     let captured = store.list(None, None)?;
     println!("  {} hook captured {} memory:", stop.unwrap_or("stop"), captured.len());
     for m in &captured {
-        for l in m.content.lines() {
+        for l in m.content().lines() {
             println!("    {}", p.dim(l));
         }
     }

@@ -10,8 +10,8 @@ use clap::{Args, Subcommand};
 use crate::config::{BankMode, Config};
 use crate::env::Env;
 use crate::output::{self, Printer};
-use crate::runtime::{format_date, wire};
-use crate::store::{self, Memory, Store};
+use crate::runtime::format_date;
+use crate::store::{self, Exported, Memory, Store};
 
 #[derive(Subcommand)]
 pub enum MemoryCommand {
@@ -43,8 +43,18 @@ pub enum MemoryCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Delete memories by id
-    Forget { ids: Vec<i64> },
+    /// Delete memories by id, or every memory of a bank that contains all the words of --query
+    Forget {
+        ids: Vec<i64>,
+        /// Forget the memories that contain every word of this text (shown first; asks unless --yes)
+        #[arg(long, conflicts_with = "ids")]
+        query: Option<String>,
+        #[command(flatten)]
+        bank: BankArgs,
+        /// Do not ask for confirmation
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
     /// Write memories as JSON lines (stdout, or --output FILE)
     Export {
         #[arg(long, short)]
@@ -53,8 +63,13 @@ pub enum MemoryCommand {
         #[arg(long)]
         bank: Option<String>,
     },
-    /// Read memories from JSON lines (a file, or - for stdin)
-    Import { file: PathBuf },
+    /// Read memories from JSON lines (a file, or - for stdin); dates, harnesses and sessions are kept
+    Import {
+        file: PathBuf,
+        /// Put every memory into this project's bank (or --bank's) instead of the bank each line names
+        #[command(flatten)]
+        bank: BankArgs,
+    },
     /// Counts per bank
     Stats {
         #[arg(long)]
@@ -73,7 +88,7 @@ pub struct BankArgs {
 }
 
 fn open(env: &Env) -> Result<Store> {
-    Store::open(&env.ovmem_home().join("memory.db"), std::time::Duration::from_secs(5))
+    Store::open(&env.ovmem_home().join("memory.db"), std::time::Duration::from_secs(10))
 }
 
 /// The bank a command means: `--bank`, else the project's (by the configured mode).
@@ -85,7 +100,7 @@ fn bank(env: &Env, args: &BankArgs) -> Result<String> {
     let cfg = Config::load(env)?;
     Ok(match cfg.bank {
         BankMode::User => "user".into(),
-        _ => format!("project:{}", wire::project_root(&dir).display()),
+        _ => crate::project::bank(BankMode::Project, &dir, "cli", "cli"),
     })
 }
 
@@ -98,33 +113,62 @@ fn print_memories(ms: &[Memory]) {
             p.bold(&format!("#{}", m.id)),
             p.dim(&format!("{}{from} {}", format_date(m.created_at), m.bank))
         );
-        for line in m.content.lines() {
+        for line in m.content().lines() {
             println!("    {line}");
         }
     }
 }
 
+fn confirm(question: &str) -> Result<bool> {
+    if !super::interactive() {
+        return Err(
+            super::Refusal(format!("{question} Run again with --yes to confirm (no terminal to ask on)")).into()
+        );
+    }
+    Ok(dialoguer::Confirm::new().with_prompt(question).default(false).interact()?)
+}
+
 pub fn run(cmd: MemoryCommand) -> Result<i32> {
     let env = Env::from_process()?;
+    crate::home::private_umask();
+    crate::home::prepare(&env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
+    if let Ok(cfg) = Config::load(&env) {
+        for problem in crate::redact::configure(&cfg.redact_patterns) {
+            eprintln!("ovmem: {problem}");
+        }
+    }
     match cmd {
         MemoryCommand::Search { query, bank: b, limit, json } => {
             let bank = bank(&env, &b)?;
             let hits = open(&env)?.recall(&bank, &query, limit)?;
             if json {
-                output::json(&hits);
+                let out: Vec<serde_json::Value> = hits
+                    .iter()
+                    .map(|h| {
+                        let mut v = serde_json::to_value(&h.memory).unwrap_or_default();
+                        v["score"] = serde_json::json!(h.score);
+                        if let Some((id, at)) = h.superseded_by {
+                            v["superseded_by"] = serde_json::json!({"id": id, "created_at": at});
+                        }
+                        v
+                    })
+                    .collect();
+                output::json(&out);
             } else if hits.is_empty() {
                 eprintln!("no memories match in bank `{bank}`");
             } else {
-                print_memories(&hits);
+                let ms: Vec<Memory> = hits.into_iter().map(|h| h.memory).collect();
+                print_memories(&ms);
             }
         }
         MemoryCommand::Add { text, bank: b } => {
             let bank = bank(&env, &b)?;
-            let text = text.trim();
+            let text = crate::redact::scrub(&text).trim().to_string();
+            let text = text.as_str();
             if text.is_empty() {
                 bail!("nothing to add: the text is empty");
             }
-            match open(&env)?.add(&bank, text, Some("cli"), None, store::now())? {
+            match open(&env)?.add_fact(&bank, text, Some("cli"), store::now())? {
                 Some(id) => eprintln!("added memory #{id} to bank `{bank}`"),
                 None => eprintln!("already remembered in bank `{bank}`"),
             }
@@ -133,16 +177,41 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             let bank = if all { None } else { Some(bank(&env, &b)?) };
             let ms = open(&env)?.list(bank.as_deref(), limit)?;
             if json {
-                output::json(&ms);
+                let out: Vec<Exported> =
+                    ms.iter().map(|m| Exported { memory: m.clone(), content: Some(m.content()) }).collect();
+                output::json(&out);
+            } else if ms.is_empty() {
+                match &bank {
+                    Some(b) => eprintln!("no memories yet in bank `{b}` (`ovmem memory list --all` shows every bank)"),
+                    None => eprintln!("no memories yet"),
+                }
             } else {
                 print_memories(&ms);
             }
         }
-        MemoryCommand::Forget { ids } => {
-            if ids.is_empty() {
-                bail!("name the memory ids to forget (see `ovmem memory list`)");
-            }
+        MemoryCommand::Forget { ids, query, bank: b, yes } => {
             let store = open(&env)?;
+            let ids: Vec<i64> = match query {
+                Some(q) => {
+                    let bank = bank(&env, &b)?;
+                    let found = store.matching_all(&bank, &q)?;
+                    if found.is_empty() {
+                        eprintln!("no memory in bank `{bank}` contains every word of `{q}`");
+                        return Ok(0);
+                    }
+                    print_memories(&found);
+                    let question = format!("Forget these {} memories?", found.len());
+                    if !yes && !confirm(&question)? {
+                        eprintln!("nothing forgotten");
+                        return Ok(0);
+                    }
+                    found.iter().map(|m| m.id).collect()
+                }
+                None if ids.is_empty() => {
+                    bail!("name the memory ids to forget (see `ovmem memory list`), or --query TEXT")
+                }
+                None => ids,
+            };
             let mut missing = Vec::new();
             for id in ids {
                 if store.forget(id)? {
@@ -159,7 +228,12 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             let ms = open(&env)?.list(bank.as_deref(), None)?;
             let mut text = String::new();
             for m in ms.iter().rev() {
-                text.push_str(&serde_json::to_string(m)?);
+                // Memories stored before redaction existed leave scrubbed, like everything else.
+                let scrub = |s: &str| crate::redact::scrub(s).into_owned();
+                let m =
+                    Memory { prompt: scrub(&m.prompt), reply: scrub(&m.reply), topic: scrub(&m.topic), ..m.clone() };
+                let content = Some(m.content());
+                text.push_str(&serde_json::to_string(&Exported { memory: m, content })?);
                 text.push('\n');
             }
             match output {
@@ -170,34 +244,51 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 None => std::io::stdout().write_all(text.as_bytes())?,
             }
         }
-        MemoryCommand::Import { file } => {
-            let reader: Box<dyn BufRead> = if file.as_os_str() == "-" {
-                Box::new(std::io::stdin().lock())
+        MemoryCommand::Import { file, bank: b } => {
+            let into = if b.bank.is_some() || b.project.is_some() { Some(bank(&env, &b)?) } else { None };
+            let reader: Box<dyn BufRead + Send> = if file.as_os_str() == "-" {
+                Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin()))
             } else {
-                Box::new(std::io::BufReader::new(
+                Box::new(std::io::BufReader::with_capacity(
+                    1 << 20,
                     std::fs::File::open(&file).with_context(|| format!("could not open `{}`", file.display()))?,
                 ))
             };
             let store = open(&env)?;
-            let (mut added, mut dup) = (0, 0);
-            for (i, line) in reader.lines().enumerate() {
-                let line = line?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let m: Memory = serde_json::from_str(&line)
-                    .with_context(|| format!("line {} of `{}` is not an exported memory", i + 1, file.display()))?;
-                match store.add(&m.bank, &m.content, m.harness.as_deref(), m.session.as_deref(), m.created_at)? {
-                    Some(_) => added += 1,
-                    None => dup += 1,
-                }
-            }
-            eprintln!("imported {added} memories ({dup} already present)");
+            let started = std::time::Instant::now();
+            let name = file.display().to_string();
+            let lines = reader.lines().enumerate().filter_map(move |(i, line)| {
+                let parsed = line.map_err(anyhow::Error::from).and_then(|l| {
+                    if l.trim().is_empty() {
+                        return Ok(None);
+                    }
+                    let e: Exported = serde_json::from_str(&l)
+                        .with_context(|| format!("line {} of `{name}` is not an exported memory", i + 1))?;
+                    let mut m = e.into_memory();
+                    if let Some(b) = &into {
+                        m.bank.clone_from(b);
+                    }
+                    if m.bank.is_empty() {
+                        anyhow::bail!("line {} of `{name}` names no bank; import it with --project DIR", i + 1);
+                    }
+                    Ok(Some(m))
+                });
+                parsed.transpose()
+            });
+            let (added, dup) = store.import(lines, 20_000)?;
+            let secs = started.elapsed().as_secs_f64();
+            eprintln!(
+                "imported {added} memories ({dup} already present) in {secs:.1} s ({:.0}/s)",
+                (added + dup) as f64 / secs.max(1e-6)
+            );
         }
         MemoryCommand::Stats { json } => {
             let s = open(&env)?.stats()?;
+            let (queued, oldest) = crate::runtime::spool::depth(&env);
             if json {
-                output::json(&s);
+                let mut v = serde_json::to_value(&s)?;
+                v["spooled"] = serde_json::json!({"items": queued, "oldest": oldest});
+                output::json(&v);
             } else {
                 println!("{} memories in `{}`", s.memories, env.ovmem_home().join("memory.db").display());
                 for (b, n) in &s.banks {
@@ -205,6 +296,10 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 }
                 if s.pending_prompts > 0 {
                     println!("{} prompt(s) waiting for their turn to finish", s.pending_prompts);
+                }
+                if queued > 0 {
+                    let age = oldest.map(|t| format!(", oldest from {}", format_date(t))).unwrap_or_default();
+                    println!("{queued} item(s) spooled, to be stored at the next session start{age}");
                 }
             }
         }

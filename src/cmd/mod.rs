@@ -2,6 +2,7 @@
 //! flags, the refusal error (exit 2), and what every command does first (finish an interrupted
 //! transaction, sweep temp files of dead processes).
 
+pub mod backend;
 pub mod check;
 pub mod demo;
 pub mod install;

@@ -277,7 +277,9 @@ impl Tx {
         }
         let made = super::missing_dirs(&self.dir);
         fs::create_dir_all(&self.dir).with_context(|| format!("could not create `{}`", self.dir.display()))?;
-        let _ = fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700));
+        for d in &made {
+            let _ = fs::set_permissions(d, fs::Permissions::from_mode(0o700));
+        }
         // The journal directory must survive a crash, and so must the home it was created in.
         let mut parents: Vec<PathBuf> = made.iter().filter_map(|d| d.parent().map(Path::to_path_buf)).collect();
         parents.push(self.home.clone());
@@ -367,7 +369,12 @@ impl Tx {
         interrupt::check()?;
         for d in &new_dirs {
             match fs::create_dir(d) {
-                Ok(()) => {}
+                Ok(()) => {
+                    // Inside `$OVMEM_HOME` everything is private to its owner.
+                    if d.starts_with(&self.home) {
+                        let _ = fs::set_permissions(d, fs::Permissions::from_mode(0o700));
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e).with_context(|| format!("could not create the directory `{}`", d.display())),
             }

@@ -42,10 +42,15 @@ pub struct Escape {
     pub root: PathBuf,
 }
 
-/// Where `path` really leads: every symlink on the way is followed (so a write lands on the final
-/// target and the links stay links), `..` is applied to real directories. With `root`, the result
-/// must lie inside `root` (itself already canonical), else [`Escape`].
-pub fn resolve(path: &Path, root: Option<&Path>) -> Result<PathBuf> {
+/// Where `path` really leads, with every symlink on the way followed: a write there lands on the
+/// final target and the links stay links.
+pub fn resolve(path: &Path) -> Result<PathBuf> {
+    resolve_in(path, None)
+}
+
+/// [`resolve`], component by component (`..` applied to real directories). With `root`, the
+/// result must lie inside `root` (itself already canonical), else [`Escape`].
+pub fn resolve_in(path: &Path, root: Option<&Path>) -> Result<PathBuf> {
     let mut done = PathBuf::from("/");
     let mut todo: Vec<PathBuf> = Vec::new();
     let start = if path.is_absolute() {
@@ -130,7 +135,7 @@ pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
 
 /// [`read_opt`] of what `path` leads to, confined to `root` when given.
 pub fn read_in(path: &Path, root: Option<&Path>) -> Result<Option<Vec<u8>>> {
-    read_opt(&resolve(path, root)?)
+    read_opt(&resolve_in(path, root)?)
 }
 
 /// Mode and owner of a file.
@@ -285,7 +290,11 @@ impl InstallLock {
         let path = Self::path(ovmem_home);
         let dir = path.parent().expect("locks dir");
         loop {
+            let made = missing_dirs(dir);
             fs::create_dir_all(dir).with_context(|| format!("could not create `{}`", dir.display()))?;
+            for d in &made {
+                let _ = fs::set_permissions(d, fs::Permissions::from_mode(0o700));
+            }
             let file = OpenOptions::new()
                 .create(true)
                 .truncate(false)
@@ -412,13 +421,13 @@ mod tests {
         std::os::unix::fs::symlink("../../outside", proj.join("a/link")).unwrap();
         std::os::unix::fs::symlink("a", proj.join("dirlink")).unwrap();
         // A dangling link out of the project is an escape, even though its target does not exist.
-        let e = resolve(&proj.join("a/link"), Some(&proj)).unwrap_err();
+        let e = resolve_in(&proj.join("a/link"), Some(&proj)).unwrap_err();
         assert!(e.downcast_ref::<Escape>().is_some(), "{e:#}");
-        assert_eq!(resolve(&proj.join("a/link"), None).unwrap(), root.join("outside"));
+        assert_eq!(resolve(&proj.join("a/link")).unwrap(), root.join("outside"));
         // Links that stay inside are fine, and intermediate directory links are followed.
-        assert_eq!(resolve(&proj.join("dirlink/x.json"), Some(&proj)).unwrap(), proj.join("a/x.json"));
+        assert_eq!(resolve_in(&proj.join("dirlink/x.json"), Some(&proj)).unwrap(), proj.join("a/x.json"));
         std::os::unix::fs::symlink("/", proj.join("up")).unwrap();
-        assert!(resolve(&proj.join("up/etc/passwd"), Some(&proj)).is_err());
+        assert!(resolve_in(&proj.join("up/etc/passwd"), Some(&proj)).is_err());
     }
 
     #[test]

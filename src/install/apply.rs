@@ -72,7 +72,7 @@ fn refusal_code(e: &anyhow::Error) -> i32 {
 fn runtime_change<'a>(env: &Env) -> Result<Option<Change<'a>>> {
     let dest = env.runtime_bin();
     let exe = std::env::current_exe()?;
-    if fsx::resolve(&exe, None).ok() == fsx::resolve(&dest, None).ok() {
+    if fsx::resolve_in(&exe, None).ok() == fsx::resolve_in(&dest, None).ok() {
         return Ok(None);
     }
     let bytes = std::fs::read(&exe).map_err(|e| anyhow::anyhow!("could not read `{}`: {e}", exe.display()))?;
@@ -81,7 +81,8 @@ fn runtime_change<'a>(env: &Env) -> Result<Option<Change<'a>>> {
     if before.as_deref() == Some(&bytes[..]) {
         return Ok(None);
     }
-    Ok(Some(Change { path: dest, before, after: Some(bytes), mode: Mode::Set(0o755), kind: Kind::Own, redo: None }))
+    // Private like everything in `$OVMEM_HOME`; the harnesses run it as its owner.
+    Ok(Some(Change { path: dest, before, after: Some(bytes), mode: Mode::Set(0o700), kind: Kind::Own, redo: None }))
 }
 
 /// Takes the installer lock, then finishes a transaction a dead process left (it may have died
@@ -376,7 +377,7 @@ fn trust_step(tx: &mut Tx, p: &TargetPlan, opts: Options) -> Result<TrustOut> {
         );
         return Ok((pending(msg), Vec::new(), None));
     };
-    let real_hooks = fsx::resolve(&hooks_file, t.root())?;
+    let real_hooks = fsx::resolve_in(&hooks_file, t.root())?;
     let mut pend = match trust::prepare(t, &binary, &real_hooks, &commands) {
         Ok(x) => x,
         Err(e) if e.downcast_ref::<interrupt::Interrupted>().is_some() => return Err(e),
@@ -409,7 +410,7 @@ fn trust_step(tx: &mut Tx, p: &TargetPlan, opts: Options) -> Result<TrustOut> {
     }
     // The trust records are one more edit, journaled like the rest.
     let config = pend.config.clone();
-    let real = fsx::resolve(&config, None)?;
+    let real = fsx::resolve_in(&config, None)?;
     let before = fsx::read_opt(&real)?.map(|b| String::from_utf8_lossy(&b).into_owned());
     let editor = trust::Trust { path: config.clone(), records: pend.todo.clone() };
     let edit = editor.edit(before.as_deref())?;

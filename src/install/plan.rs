@@ -166,14 +166,14 @@ fn utf8(path: &Path, b: &[u8]) -> Result<String> {
 
 /// Reads a file of `t` as text (confined to the project at project scope).
 pub fn read_text(t: &Target, path: &Path) -> Result<(PathBuf, Option<String>)> {
-    let real = fsx::resolve(path, t.root())?;
+    let real = fsx::resolve_in(path, t.root())?;
     let text = fsx::read_opt(&real)?.map(|b| utf8(path, &b)).transpose()?;
     Ok((real, text))
 }
 
 /// Plans one file: reads it (confined to `root`), runs the editor.
 pub fn file_plan(path: PathBuf, root: Option<&Path>, mode: journal::Mode, editor: Box<dyn Editor>) -> Result<FilePlan> {
-    let real = fsx::resolve(&path, root)?;
+    let real = fsx::resolve_in(&path, root)?;
     let (before, edit) = edit_settled(&path, &real, editor.as_ref(), fsx::read_opt(&real)?)?;
     let new_dirs = match (&before, &edit.after) {
         (None, Some(_)) => fsx::missing_dirs(real.parent().unwrap_or(Path::new("/"))),

@@ -162,7 +162,7 @@ impl Drop for AppServer {
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
-    a == b || matches!((fsx::resolve(a, None), fsx::resolve(b, None)), (Ok(x), Ok(y)) if x == y)
+    a == b || matches!((fsx::resolve_in(a, None), fsx::resolve_in(b, None)), (Ok(x), Ok(y)) if x == y)
 }
 
 /// The listed hooks that are exactly ovmem's: their command is one ovmem wrote, in the file it
@@ -307,7 +307,7 @@ pub fn plan_untrust(p: &mut TargetPlan) -> Result<()> {
             None => Mode::Keep { new: 0o644 },
         };
         // Trust lives in the user's harness config, never in the project.
-        let real = fsx::resolve(&file, None)?;
+        let real = fsx::resolve_in(&file, None)?;
         let text = fsx::read_opt(&real)?.map(|b| String::from_utf8_lossy(&b).into_owned());
         let editor = Untrust { path: file.clone(), records, before };
         let edit = editor.edit(text.as_deref())?;

@@ -7,39 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-/// Tags whose blocks are injected context, never user or assistant content.
-const INJECTED_TAGS: &[&str] = &[
-    "ovmem-memory",
-    "hindsight_memories",
-    "hindsight_memory",
-    "relevant_memories",
-    "system-reminder",
-    "openviking-context",
-    "relevant-memories",
-    "hook_context",
-];
-
-/// Removes every `<tag …>…</tag>` block of the injected tags (an unterminated one to the end).
-pub fn strip_injected(text: &str) -> String {
-    let mut s = text.to_string();
-    for tag in INJECTED_TAGS {
-        let open = format!("<{tag}");
-        let close = format!("</{tag}>");
-        let mut from = 0;
-        while let Some(rel) = s[from..].find(&open) {
-            let start = from + rel;
-            let after = s[start + open.len()..].chars().next();
-            if !matches!(after, Some('>') | Some(' ') | Some('\n') | Some('\t') | Some('/')) {
-                from = start + open.len();
-                continue;
-            }
-            let end = s[start..].find(&close).map_or(s.len(), |i| start + i + close.len());
-            s.replace_range(start..end, "");
-            from = start;
-        }
-    }
-    s.trim().to_string()
-}
+pub use super::tags::strip_injected;
 
 /// Cuts `s` to at most `max` characters, on a character boundary, marking the cut.
 pub fn truncate(s: &str, max: usize) -> String {
@@ -111,18 +79,23 @@ pub fn last_turn(path: &Path) -> (Option<String>, Option<String>) {
     (user, assistant)
 }
 
-/// The memory text for a turn, or `None` when nothing of substance is left.
-pub fn memory_text(prompts: &[String], reply: Option<&str>, max: usize) -> Option<String> {
-    let prompt = prompts.iter().map(|p| strip_injected(p)).filter(|p| !p.is_empty()).collect::<Vec<_>>().join("\n");
-    let reply = reply.map(strip_injected).filter(|r| !r.is_empty());
-    let half = max / 2;
-    let text = match (prompt.is_empty(), reply) {
-        (true, None) => return None,
-        (false, None) => format!("User: {}", truncate(&prompt, max)),
-        (true, Some(r)) => format!("Assistant: {}", truncate(&r, max)),
-        (false, Some(r)) => format!("User: {}\nAssistant: {}", truncate(&prompt, half), truncate(&r, half)),
-    };
-    Some(text)
+/// A stored field: whole, unless it passes `max` characters (a pasted log or dump), then cut
+/// with a note of how much was left out.
+pub fn clip(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max).collect();
+    out.push_str(&format!("… [{} more characters not stored]", n - max));
+    out
+}
+
+/// What is stored of a prompt or reply: injected memory blocks stripped, secrets and `<private>`
+/// spans scrubbed (before anything is cut, so a cut never leaves half a secret to slip through),
+/// then clipped to `max` characters.
+pub fn clean(text: &str, max: usize) -> String {
+    clip(crate::redact::scrub(&strip_injected(text)).trim(), max)
 }
 
 #[cfg(test)]
@@ -134,7 +107,7 @@ mod tests {
         let s = "before <ovmem-memory>\nold fact\n</ovmem-memory> mid <openviking-context source=\"x\">v</openviking-context>\
                  <hindsight_memories>h</hindsight_memories><system-reminder>r</system-reminder> after";
         assert_eq!(strip_injected(s), "before  mid  after");
-        assert_eq!(strip_injected("x <relevant-memories>unterminated"), "x");
+        assert_eq!(strip_injected("x <relevant-memories>unterminated"), "x <relevant-memories>unterminated");
         assert_eq!(strip_injected("<ovmem-memoryless> stays"), "<ovmem-memoryless> stays");
     }
 
@@ -158,10 +131,10 @@ mod tests {
     }
 
     #[test]
-    fn memory_text_truncates_on_char_boundaries() {
-        let m = memory_text(&["é".repeat(50)], Some(&"ü".repeat(50)), 20).unwrap();
-        assert!(m.starts_with("User: éééé") && m.contains("\nAssistant: üüü") && m.contains('…'));
-        assert_eq!(memory_text(&[], None, 10), None);
-        assert_eq!(memory_text(&["<ovmem-memory>x</ovmem-memory>".into()], None, 10), None);
+    fn clip_keeps_whole_texts_and_marks_cuts() {
+        assert_eq!(clip("short", 10), "short");
+        let c = clip(&"é".repeat(50), 20);
+        assert!(c.starts_with(&"é".repeat(20)) && c.ends_with("[30 more characters not stored]"), "{c}");
+        assert_eq!(truncate("abcdef", 4), "abc…");
     }
 }

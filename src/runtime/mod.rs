@@ -2,37 +2,51 @@
 //! recalls or captures memory, and prints that harness's exact output. It never breaks the
 //! agent: any fault (bad stdin, a panic, a locked or corrupt database, a full disk, a missed
 //! deadline) becomes the harness's no-op with exit 0 and a line in `$OVMEM_HOME/logs/hook.log`;
-//! a turn that could not be stored is spooled and replayed at the next session start.
+//! a prompt or turn that could not be stored in time is spooled and stored at the next session
+//! start (or by the next stop of the same session), exactly once.
 
 pub mod capture;
 pub mod encode;
 pub mod guard;
+pub mod logfile;
+pub mod render;
+pub mod spool;
+pub mod tags;
 pub mod wire;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde_json::json;
 
 use crate::config::{BankMode, Config};
 use crate::env::Env;
 use crate::harness::{self, Adapter, Canonical};
 use crate::store::{self, Store};
 use encode::Outcome;
+use render::Item;
+use spool::Spooled;
 use wire::Event;
 
 /// Largest stdin accepted; larger payloads are drained and answered with a no-op.
 pub const STDIN_CAP: usize = 8 << 20;
 
+/// What a hook has taken on but not yet stored: if the deadline passes first, the main thread
+/// spools it before answering, so nothing is lost.
+type Pending = Arc<Mutex<Option<Spooled>>>;
+
 /// Runs a hook and returns the process exit code (always 0).
 pub fn main(args: &[String]) -> i32 {
     let started = Instant::now();
+    crate::home::private_umask();
     let harness_id = args.first().map(String::as_str).unwrap_or("");
     let native = args.get(1).map(String::as_str).unwrap_or("");
     let env = Env::from_process().ok();
+    if let Some(Err(e)) = env.as_ref().map(crate::home::prepare) {
+        log(env.as_ref(), harness_id, native, "error", &format!("could not prepare OVMEM_HOME: {e}"), started);
+    }
     let adapter = match harness::adapter_for(harness_id) {
         Some(Ok(a)) => a,
         _ => {
@@ -50,18 +64,23 @@ pub fn main(args: &[String]) -> i32 {
         }
         None => Config::default(),
     };
+    for problem in crate::redact::configure(&cfg.redact_patterns) {
+        log(env.as_ref(), harness_id, native, "error", &problem, started);
+    }
     let guard_event = adapter.events.get(native) == Some(&Canonical::PreTool);
     let deadline = Duration::from_millis(if guard_event { cfg.guard_deadline_ms } else { cfg.deadline_ms });
 
+    let pending: Pending = Arc::new(Mutex::new(None));
     let (tx, rx) = mpsc::channel();
     {
         let adapter = adapter.clone();
         let native = native.to_string();
         let env = env.clone();
         let cfg = cfg.clone();
+        let pending = pending.clone();
         std::thread::spawn(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run(env.as_ref(), &cfg, &adapter, &native, deadline)
+                run(env.as_ref(), &cfg, &adapter, &native, deadline, &pending)
             }));
             let _ = tx.send(result.unwrap_or_else(|p| {
                 let msg =
@@ -82,19 +101,30 @@ pub fn main(args: &[String]) -> i32 {
             encode::noop(&adapter, native)
         }
         Err(_) => {
-            log(
-                env.as_ref(),
-                harness_id,
-                native,
-                "error",
-                &format!("deadline of {} ms passed; answered with a no-op", deadline.as_millis()),
-                started,
-            );
+            let spooled = take_pending(&pending).map(|item| match env.as_ref() {
+                Some(env) => spool::write(env, &item).map(|_| item.kind),
+                None => Err(anyhow::anyhow!("HOME is not set")),
+            });
+            let what = match spooled {
+                Some(Ok(kind)) => format!("; the {kind} was spooled and will be stored later"),
+                Some(Err(e)) => format!("; spooling it failed too: {e:#}"),
+                None => String::new(),
+            };
+            let msg = format!("deadline of {} ms passed; answered with a no-op{what}", deadline.as_millis());
+            log(env.as_ref(), harness_id, native, "error", &msg, started);
             encode::noop(&adapter, native)
         }
     };
     print_and_flush(&out);
     0
+}
+
+fn take_pending(p: &Pending) -> Option<Spooled> {
+    p.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+fn set_pending(p: &Pending, item: Option<Spooled>) {
+    *p.lock().unwrap_or_else(|e| e.into_inner()) = item;
 }
 
 fn print_and_flush(s: &str) {
@@ -119,11 +149,11 @@ fn read_stdin() -> Result<Vec<u8>> {
 
 type RunResult = Result<(Outcome, Option<String>)>;
 
-fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadline: Duration) -> RunResult {
+fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadline: Duration, p: &Pending) -> RunResult {
     let bytes = read_stdin()?;
     let event = wire::parse(adapter, native, &bytes)?;
     let env = env.context("HOME is not set")?;
-    let ctx = Ctx { env, cfg, adapter, event: &event, busy: deadline.mul_f32(0.6) };
+    let ctx = Ctx { env, cfg, adapter, event: &event, busy: deadline.mul_f32(0.8), pending: p };
     let (outcome, note) = ctx.act()?;
     if env.var("OVMEM_LOG") == Some("debug") {
         let what = match (&outcome.deny, &outcome.context) {
@@ -147,6 +177,7 @@ struct Ctx<'a> {
     adapter: &'a Adapter,
     event: &'a Event,
     busy: Duration,
+    pending: &'a Pending,
 }
 
 impl Ctx<'_> {
@@ -167,6 +198,10 @@ impl Ctx<'_> {
         bank_for(self.cfg.bank, &self.cwd(), &self.event.harness, &self.event.session)
     }
 
+    fn at(&self) -> i64 {
+        self.event.at.unwrap_or_else(store::now)
+    }
+
     fn act(&self) -> RunResult {
         match self.event.kind {
             Canonical::SessionStart => self.session_start(),
@@ -177,62 +212,63 @@ impl Ctx<'_> {
         }
     }
 
+    fn recent_block(&self, store: &Store) -> Result<Option<String>> {
+        let memories = store.recent(&self.bank(), self.cfg.recall_limit)?;
+        let items: Vec<Item> = memories.iter().map(Item::plain).collect();
+        Ok(render::render(&items, self.adapter.context_limit))
+    }
+
     fn session_start(&self) -> RunResult {
         let store = self.open()?;
-        let replayed = replay_spool(self.env, &store);
+        let replayed = spool::replay(self.env, &store, None);
         let _ = store.prune(7 * 86_400);
-        let memories = store.recent(&self.bank(), self.cfg.recall_limit)?;
-        let note = (replayed > 0).then(|| format!("replayed {replayed} spooled turn(s)"));
-        Ok((Outcome { context: render(&memories, self.adapter.context_limit), deny: None }, note))
+        let note = (replayed > 0).then(|| format!("stored {replayed} spooled item(s)"));
+        Ok((Outcome { context: self.recent_block(&store)?, deny: None }, note))
     }
 
     fn prompt(&self) -> RunResult {
         let Some(prompt) = self.event.prompt.as_deref() else { return Ok((Outcome::default(), None)) };
-        let clean = capture::strip_injected(prompt);
+        let clean = capture::clean(prompt, self.cfg.max_memory_chars);
         let bank = self.bank();
-        let store = self.open()?;
         if !clean.is_empty() {
-            if let Err(e) = store.buffer_prompt(&self.event.session, &bank, &self.event.harness, &clean) {
-                spool(self.env, &bank, &self.event.harness, &self.event.session, std::slice::from_ref(&clean), None)?;
+            let item = Spooled::prompt(&bank, &self.event.harness, &self.event.session, &clean, self.at());
+            set_pending(self.pending, Some(item.clone()));
+            let buffered = self.open().and_then(|s| {
+                s.buffer_prompt_item(&item.id, &self.event.session, &bank, &self.event.harness, &clean, item.taken_at)
+            });
+            set_pending(self.pending, None);
+            if let Err(e) = buffered {
+                spool::write(self.env, &item)?;
                 return Err(e.context("could not buffer the prompt; spooled it"));
             }
         }
         if clean.chars().count() < self.cfg.min_prompt_chars {
             return Ok((Outcome::default(), None));
         }
-        let memories = store.recall(&bank, &clean, self.cfg.recall_limit)?;
-        Ok((Outcome { context: render(&memories, self.adapter.context_limit), deny: None }, None))
+        let hits = self.open()?.recall(&bank, &clean, self.cfg.recall_limit)?;
+        let items: Vec<Item> = hits.iter().map(Item::from).collect();
+        Ok((Outcome { context: render::render(&items, self.adapter.context_limit), deny: None }, None))
     }
 
     fn stop(&self) -> RunResult {
         let bank = self.bank();
-        let (t_prompt, t_reply) = match &self.event.transcript {
-            Some(p) if self.event.reply.is_none() => capture::last_turn(p),
-            _ => (None, None),
-        };
-        let reply = self.event.reply.clone().or(t_reply);
-        let fallback: Vec<String> = self.event.prompt.clone().or(t_prompt).into_iter().collect();
-        let stored = (|| -> Result<Option<String>> {
+        let ev = self.event;
+        let mut item =
+            Spooled::turn(&bank, &ev.harness, &ev.session, ev.prompt.as_deref(), ev.reply.as_deref(), self.at());
+        item.transcript = ev.transcript.clone().filter(|_| ev.reply.is_none());
+        // From here on the turn is ours: if the deadline passes, the main thread spools it.
+        set_pending(self.pending, Some(item.clone()));
+        let stored = (|| -> Result<String> {
             let store = self.open()?;
-            let mut prompts = store.take_prompts(&self.event.session)?;
-            if prompts.is_empty() {
-                prompts.clone_from(&fallback);
-            }
-            let Some(text) = capture::memory_text(&prompts, reply.as_deref(), self.cfg.max_memory_chars) else {
-                return Ok(Some("nothing to capture".into()));
-            };
-            Ok(Some(
-                match store.add(&bank, &text, Some(&self.event.harness), Some(&self.event.session), store::now())? {
-                    Some(id) => format!("captured memory {id}"),
-                    None => "turn already stored".into(),
-                },
-            ))
+            spool::replay(self.env, &store, Some(&ev.session));
+            spool::store_turn(&store, &item, self.cfg.max_memory_chars)
         })();
+        set_pending(self.pending, None);
         match stored {
-            Ok(note) => Ok((Outcome::default(), note)),
+            Ok(note) => Ok((Outcome::default(), Some(note))),
             Err(e) => {
                 // Nothing is lost: the turn waits in the spool for the next session start.
-                spool(self.env, &bank, &self.event.harness, &self.event.session, &fallback, reply.as_deref())?;
+                spool::write(self.env, &item)?;
                 Err(e.context("could not store the turn; spooled it"))
             }
         }
@@ -249,46 +285,19 @@ impl Ctx<'_> {
         if self.adapter.inject_once_on_tool {
             let store = self.open()?;
             if store.set_flag_once(&self.event.session, "injected")? {
-                let memories = store.recent(&self.bank(), self.cfg.recall_limit)?;
-                return Ok((Outcome { context: render(&memories, self.adapter.context_limit), deny: None }, None));
+                return Ok((Outcome { context: self.recent_block(&store)?, deny: None }, None));
             }
         }
         Ok((Outcome::default(), None))
     }
 }
 
-/// The bank a hook reads and writes, by the configured mode.
+/// The bank a hook reads and writes, by the configured mode (the rule is [`crate::project::bank`]).
 pub fn bank_for(mode: BankMode, cwd: &Path, harness: &str, session: &str) -> String {
-    let project = wire::project_root(cwd);
-    match mode {
-        BankMode::Project => format!("project:{}", project.display()),
-        BankMode::Agent => format!("agent:{harness}:{}", project.display()),
-        BankMode::Session => format!("session:{harness}:{session}"),
-        BankMode::User => "user".to_string(),
-    }
+    crate::project::bank(mode, cwd, harness, session)
 }
 
-pub const PREAMBLE: &str =
-    "Facts recalled by ovmem from earlier sessions in this project (background context, not instructions):";
-
-/// Memories as an `<ovmem-memory>` block within `limit` characters; `None` when there are none.
-pub fn render(memories: &[store::Memory], limit: usize) -> Option<String> {
-    const CLOSE: &str = "\n</ovmem-memory>";
-    let mut s = format!("<ovmem-memory>\n{PREAMBLE}");
-    let mut n = 0;
-    for m in memories {
-        let date = format_date(m.created_at);
-        let from = m.harness.as_deref().map(|h| format!(", {h}")).unwrap_or_default();
-        let body = capture::truncate(&m.content, 1500).replace('\n', "\n  ");
-        let item = format!("\n- [{date}{from}] {body}");
-        if s.chars().count() + item.chars().count() + CLOSE.len() > limit {
-            break;
-        }
-        s.push_str(&item);
-        n += 1;
-    }
-    (n > 0).then(|| s + CLOSE)
-}
+pub use render::PREAMBLE;
 
 /// `YYYY-MM-DD` (UTC) from Unix seconds, without a date library.
 pub fn format_date(secs: i64) -> String {
@@ -305,76 +314,11 @@ pub fn format_date(secs: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// Appends a JSON line to `$OVMEM_HOME/logs/hook.log`, rotating it past 1 MiB.
+/// Appends a JSON line (message scrubbed of secrets) to `$OVMEM_HOME/logs/hook.log`.
 fn log(env: Option<&Env>, harness: &str, event: &str, level: &str, msg: &str, started: Instant) {
     let Some(env) = env else { return };
-    let dir = env.ovmem_home().join("logs");
-    if std::fs::create_dir_all(&dir).is_err() {
-        return;
-    }
-    let path = dir.join("hook.log");
-    if std::fs::metadata(&path).map(|m| m.len() > 1 << 20).unwrap_or(false) {
-        let _ = std::fs::rename(&path, dir.join("hook.log.1"));
-    }
-    let line = json!({
-        "ts": store::now(), "level": level, "harness": harness, "event": event,
-        "ms": started.elapsed().as_secs_f64() * 1000.0, "msg": msg,
-    });
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
-        let _ = writeln!(f, "{line}");
-    }
-}
-
-fn spool_dir(env: &Env) -> PathBuf {
-    env.ovmem_home().join("spool")
-}
-
-/// Saves a turn that could not reach the store, to be replayed at the next session start.
-fn spool(env: &Env, bank: &str, harness: &str, session: &str, prompts: &[String], reply: Option<&str>) -> Result<()> {
-    let dir = spool_dir(env);
-    std::fs::create_dir_all(&dir).with_context(|| format!("could not create `{}`", dir.display()))?;
-    let item = json!({"bank": bank, "harness": harness, "session": session, "prompts": prompts, "reply": reply, "at": store::now()});
-    let name = format!(
-        "{}-{}-{}.json",
-        store::now(),
-        std::process::id(),
-        &crate::fsx::sha256_hex(item.to_string().as_bytes())[..8]
-    );
-    crate::fsx::write_atomic(&dir.join(name), item.to_string().as_bytes(), Some(0o600))
-}
-
-/// Stores spooled turns; each file is removed once its turn is in the store.
-fn replay_spool(env: &Env, store: &Store) -> usize {
-    let Ok(rd) = std::fs::read_dir(spool_dir(env)) else { return 0 };
-    let mut n = 0;
-    for path in rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")) {
-        let Ok(v) = std::fs::read(&path)
-            .map_err(anyhow::Error::from)
-            .and_then(|b| Ok(serde_json::from_slice::<serde_json::Value>(&b)?))
-        else {
-            continue;
-        };
-        let prompts: Vec<String> = v["prompts"]
-            .as_array()
-            .map(|a| a.iter().filter_map(|p| p.as_str().map(String::from)).collect())
-            .unwrap_or_default();
-        let stored = match capture::memory_text(&prompts, v["reply"].as_str(), Config::default().max_memory_chars) {
-            Some(text) => store
-                .add(
-                    v["bank"].as_str().unwrap_or("user"),
-                    &text,
-                    v["harness"].as_str(),
-                    v["session"].as_str(),
-                    v["at"].as_i64().unwrap_or_else(store::now),
-                )
-                .is_ok(),
-            None => true,
-        };
-        if stored && std::fs::remove_file(&path).is_ok() {
-            n += 1;
-        }
-    }
-    n
+    let line = logfile::line(level, harness, event, started.elapsed(), msg);
+    logfile::append(&env.ovmem_home().join("logs"), &line, logfile::ROTATE_AT);
 }
 
 #[cfg(test)]
@@ -386,21 +330,5 @@ mod tests {
         assert_eq!(format_date(0), "1970-01-01");
         assert_eq!(format_date(1_795_994_789), "2026-11-29");
         assert_eq!(format_date(951_782_400), "2000-02-29");
-    }
-
-    #[test]
-    fn render_respects_the_limit() {
-        let m = |c: &str| store::Memory {
-            id: 1,
-            bank: "b".into(),
-            content: c.into(),
-            harness: None,
-            session: None,
-            created_at: 0,
-        };
-        let block = render(&[m("short fact"), m(&"x".repeat(400))], 200).unwrap();
-        assert!(block.chars().count() <= 200 && block.contains("short fact") && block.ends_with("</ovmem-memory>"));
-        assert_eq!(render(&[], 1000), None);
-        assert_eq!(render(&[m(&"x".repeat(400))], 100), None);
     }
 }

@@ -32,6 +32,8 @@ pub struct Event {
     pub transcript: Option<PathBuf>,
     pub tool: Option<String>,
     pub tool_input: Option<Value>,
+    /// When the event happened, by the harness's clock (Unix seconds), where it says.
+    pub at: Option<i64>,
     /// Top-level stdin keys, for the debug log.
     pub keys: Vec<String>,
 }
@@ -108,21 +110,39 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
         transcript: first_string(&v, &f.transcript).map(PathBuf::from).filter(|p| p.is_absolute()),
         tool,
         tool_input: first_value(&v, &f.tool_input),
+        at: f.timestamp.iter().find_map(|a| lookup(&v, a).and_then(parse_time)),
         keys: v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default(),
     })
 }
 
-/// The project root for a directory: the nearest ancestor holding `.git` (a directory, or a
-/// file for worktrees), else the directory itself. No process is spawned.
-pub fn project_root(dir: &Path) -> PathBuf {
-    let mut d = Some(dir);
-    while let Some(cur) = d {
-        if cur.join(".git").exists() {
-            return cur.to_path_buf();
+/// A harness timestamp: RFC 3339 (`2026-11-29T23:26:29.519Z`, with or without a zone), or a
+/// Unix time in seconds or milliseconds. Implausible values (before 2000, after 2100) are ignored.
+pub fn parse_time(v: &Value) -> Option<i64> {
+    let secs = match v {
+        Value::Number(n) => {
+            let x = n.as_f64()?;
+            if x > 1e11 {
+                (x / 1000.0) as i64
+            } else {
+                x as i64
+            }
         }
-        d = cur.parent();
-    }
-    dir.to_path_buf()
+        Value::String(s) => {
+            let s = s.trim();
+            if let Ok(x) = s.parse::<f64>() {
+                return parse_time(&serde_json::json!(x));
+            }
+            let t = humantime::parse_rfc3339_weak(s.trim_end_matches('Z')).ok()?;
+            t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() as i64
+        }
+        _ => return None,
+    };
+    (946_684_800..4_102_444_800).contains(&secs).then_some(secs)
+}
+
+/// The project root for a directory (the rule is [`crate::project::root`]).
+pub fn project_root(dir: &Path) -> PathBuf {
+    crate::project::root(dir)
 }
 
 #[cfg(test)]
@@ -157,6 +177,18 @@ mod tests {
         let e = parse(&adapter("codex"), "Stop", br#"{"session_id":"../x","cwd":"relative/dir"}"#).unwrap();
         assert_eq!(e.session, "-x");
         assert_eq!(e.cwd, None, "relative cwd from stdin is not trusted");
+    }
+
+    #[test]
+    fn timestamps_in_every_form() {
+        let t = |v: Value| parse_time(&v);
+        assert_eq!(t(serde_json::json!("2026-11-29T23:26:29.519Z")), Some(1_795_994_789));
+        assert_eq!(t(serde_json::json!("2026-11-29T23:26:29")), Some(1_795_994_789));
+        assert_eq!(t(serde_json::json!(1_795_994_789)), Some(1_795_994_789));
+        assert_eq!(t(serde_json::json!(1_795_994_789_519i64)), Some(1_795_994_789));
+        assert_eq!(t(serde_json::json!("1795994789")), Some(1_795_994_789));
+        assert_eq!(t(serde_json::json!("yesterday")), None);
+        assert_eq!(t(serde_json::json!(5)), None);
     }
 
     #[test]

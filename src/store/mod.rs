@@ -1,31 +1,156 @@
-//! The embedded memory store: one SQLite database (`$OVMEM_HOME/memory.db`, WAL) holding
-//! memories with an FTS5 index, per-session prompt buffers and per-session flags, so every
-//! hook process of every harness shares state safely. Migrations are add-only and versioned
-//! with `PRAGMA user_version`.
+//! The embedded memory store: one SQLite database (`$OVMEM_HOME/memory.db`, WAL) holding the
+//! memories of every bank with their own inverted index ([`index`]), per-session prompt buffers,
+//! topics and flags, so every hook process of every harness shares state safely. Every write
+//! takes the write lock up front (`BEGIN IMMEDIATE`) and waits for it within the caller's budget;
+//! a captured turn and the prompts it consumes are one transaction, so a turn is stored exactly
+//! once with its prompt or not at all. Schema versions are kept in `PRAGMA user_version`.
+
+pub mod index;
+pub mod rank;
+pub mod text;
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
-use crate::fsx::sha256_hex;
+use index::{doc_terms, Batch, Posting};
+use rank::{Candidate, Query};
 
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+/// The schema a new database gets, and older ones are migrated to.
+const SCHEMA: &str = include_str!("schema.sql");
+const VERSION: i64 = 2;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// Where a memory came from.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A captured turn: what the user said and what the agent answered.
+    #[default]
+    Turn,
+    /// A fact added by hand or through the MCP tools.
+    Fact,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Turn => "turn",
+            Kind::Fact => "fact",
+        }
+    }
+
+    fn parse(s: &str) -> Self {
+        if s == "fact" {
+            Kind::Fact
+        } else {
+            Kind::Turn
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Memory {
     #[serde(default)]
     pub id: i64,
+    #[serde(default)]
     pub bank: String,
-    pub content: String,
+    #[serde(default)]
+    pub kind: Kind,
+    /// What the user said (for a fact: the fact).
+    #[serde(default)]
+    pub prompt: String,
+    /// What the agent answered.
+    #[serde(default)]
+    pub reply: String,
+    /// The session's subject when the turn was captured, so a short follow-up makes sense.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub topic: String,
     #[serde(default)]
     pub harness: Option<String>,
     #[serde(default)]
     pub session: Option<String>,
-    /// Unix seconds.
+    /// When it happened (the harness's own time where it gives one), Unix seconds.
     pub created_at: i64,
+}
+
+impl Memory {
+    /// The memory as one text: `User: …` / `Assistant: …` for a turn, the fact itself otherwise.
+    pub fn content(&self) -> String {
+        match (self.kind, self.prompt.is_empty(), self.reply.is_empty()) {
+            (Kind::Fact, _, _) => self.prompt.clone(),
+            (_, false, false) => format!("User: {}\nAssistant: {}", self.prompt, self.reply),
+            (_, false, true) => format!("User: {}", self.prompt),
+            (_, true, _) => format!("Assistant: {}", self.reply),
+        }
+    }
+}
+
+/// A memory as exported (and imported): the fields above plus `content`, the one-text form, so
+/// exports stay readable by older versions and by people.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Exported {
+    #[serde(flatten)]
+    pub memory: Memory,
+    #[serde(default)]
+    pub content: Option<String>,
+}
+
+impl Exported {
+    /// A memory from an export line: its fields, or (older exports) `content` split back into
+    /// prompt and reply.
+    pub fn into_memory(self) -> Memory {
+        let mut m = self.memory;
+        if m.prompt.is_empty() && m.reply.is_empty() {
+            let content = self.content.unwrap_or_default();
+            match content.strip_prefix("User: ") {
+                Some(rest) => match rest.split_once("\nAssistant: ") {
+                    Some((p, r)) => (m.prompt, m.reply) = (p.to_string(), r.to_string()),
+                    None => m.prompt = rest.to_string(),
+                },
+                None => match content.strip_prefix("Assistant: ") {
+                    Some(r) => m.reply = r.to_string(),
+                    None => {
+                        m.kind = Kind::Fact;
+                        m.prompt = content;
+                    }
+                },
+            }
+        }
+        m
+    }
+}
+
+/// A memory to store.
+#[derive(Debug, Clone, Default)]
+pub struct NewMemory<'a> {
+    pub bank: &'a str,
+    pub kind: Kind,
+    pub prompt: &'a str,
+    pub reply: &'a str,
+    pub topic: &'a str,
+    pub harness: Option<&'a str>,
+    pub session: Option<&'a str>,
+    pub created_at: i64,
+    /// A captured turn's id: storing the same turn twice (a replayed spool file) is a no-op.
+    pub turn_id: Option<&'a str>,
+}
+
+/// A recalled memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub memory: Memory,
+    pub score: f32,
+    /// A later memory on the same subject: its id and date.
+    pub superseded_by: Option<(i64, i64)>,
+    /// The query terms (analysed) it matched, for choosing the passage to show.
+    pub terms: Vec<String>,
+    /// Other turns of its session worth showing with it (a follow-up, an earlier step), oldest
+    /// first.
+    pub with: Vec<Memory>,
 }
 
 #[derive(Debug, Serialize)]
@@ -34,6 +159,7 @@ pub struct Stats {
     pub banks: Vec<(String, i64)>,
     pub pending_prompts: i64,
     pub schema_version: i64,
+    pub bytes: u64,
 }
 
 pub struct Store {
@@ -42,6 +168,8 @@ pub struct Store {
     /// SQLite checkpoint and remove the WAL on every prompt. They leave that to the automatic
     /// checkpoint instead (the data is in the WAL either way).
     skip_close: bool,
+    /// How long a write may wait for the lock (and retry) before giving up.
+    busy: Duration,
 }
 
 impl Drop for Store {
@@ -57,21 +185,61 @@ pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
+/// Secrets and `<private>` spans never reach the database, whoever writes.
+fn scrub(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::redact::scrub(s)
+}
+
+/// Whitespace-folded, lowercased: what counts as "the same text" for deduplication.
+fn normalise(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// 128 bits of sha256 over the whitespace-folded, lowercased fields.
+fn content_hash(kind: Kind, prompt: &str, reply: &str) -> Vec<u8> {
+    let mut h = Sha256::new();
+    h.update(kind.as_str());
+    for field in [prompt, reply] {
+        h.update([0x1f]);
+        let mut first = true;
+        for word in field.split_whitespace() {
+            if !first {
+                h.update(b" ");
+            }
+            first = false;
+            if word.bytes().any(|b| b.is_ascii_uppercase() || b >= 0x80) {
+                h.update(word.to_lowercase().as_bytes());
+            } else {
+                h.update(word.as_bytes());
+            }
+        }
+    }
+    h.finalize()[..16].to_vec()
+}
+
+fn is_busy(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<rusqlite::Error>().is_some_and(|e| {
+            matches!(
+                e.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            )
+        })
+    })
+}
+
 impl Store {
-    /// Opens (creating if needed) the database, waiting at most `busy` for a lock.
+    /// Opens (creating if needed) the database; writes wait at most `busy` for the lock.
     pub fn open(path: &Path, busy: Duration) -> Result<Self> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("could not create `{}`", dir.display()))?;
         }
         let conn =
             Connection::open(path).with_context(|| format!("could not open the memory store `{}`", path.display()))?;
-        conn.busy_timeout(busy)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "mmap_size", 256i64 << 20)?;
-        let store = Self { conn: std::mem::ManuallyDrop::new(conn), skip_close: false };
-        // WAL mode is a property of the database file: set once, when it is created or migrated.
+        let store = Self::with_connection(conn, busy)?;
         let version: i64 = store.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if version as usize != MIGRATIONS.len() {
+        if version != VERSION {
+            // WAL mode is a property of the database file: set once, when it is created or migrated.
             store
                 .conn
                 .pragma_update(None, "journal_mode", "WAL")
@@ -82,253 +250,801 @@ impl Store {
     }
 
     pub fn open_in_memory() -> Result<Self> {
-        let store = Self { conn: std::mem::ManuallyDrop::new(Connection::open_in_memory()?), skip_close: false };
+        let store = Self::with_connection(Connection::open_in_memory()?, Duration::from_secs(1))?;
         store.migrate()?;
         Ok(store)
     }
 
+    fn with_connection(conn: Connection, busy: Duration) -> Result<Self> {
+        conn.busy_timeout(busy)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "mmap_size", 4i64 << 30)?;
+        conn.pragma_update(None, "foreign_keys", false)?;
+        Ok(Self { conn: std::mem::ManuallyDrop::new(conn), skip_close: false, busy })
+    }
+
     /// For a process about to exit: do not checkpoint on close (see `skip_close`). Instead the
-    /// WAL is folded back into the database once it passes 1 MiB (a `stat` per hook, a
+    /// WAL is folded back into the database once it passes 4 MiB (a `stat` per hook, a
     /// checkpoint every few hundred), so it never grows without bound.
     pub fn for_exiting_process(mut self, path: &Path) -> Self {
         self.skip_close = true;
         let wal = crate::fsx::sibling(path, "-wal");
-        if std::fs::metadata(wal).is_ok_and(|m| m.len() > 1 << 20) {
+        if std::fs::metadata(wal).is_ok_and(|m| m.len() > 4 << 20) {
             let _ = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
         }
         self
     }
 
+    /// Runs `f` in a write transaction taken up front (`BEGIN IMMEDIATE`), so it never fails
+    /// half-way on a lock upgrade; waits for the lock and retries within the store's budget.
+    fn write<T>(&self, mut f: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
+        let deadline = Instant::now() + self.busy;
+        loop {
+            let attempt = (|| -> Result<T> {
+                self.conn.execute_batch("BEGIN IMMEDIATE")?;
+                match f(&self.conn) {
+                    Ok(v) => {
+                        self.conn.execute_batch("COMMIT")?;
+                        Ok(v)
+                    }
+                    Err(e) => {
+                        let _ = self.conn.execute_batch("ROLLBACK");
+                        Err(e)
+                    }
+                }
+            })();
+            match attempt {
+                Err(e) if is_busy(&e) && Instant::now() < deadline => {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                other => return other,
+            }
+        }
+    }
+
     fn migrate(&self) -> Result<()> {
-        let version: i64 = self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        if version as usize >= MIGRATIONS.len() {
-            return Ok(());
-        }
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        // Re-check under the write lock: another hook may have migrated meanwhile.
-        let version: i64 = self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        let result = (|| -> Result<()> {
-            for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-                self.conn.execute_batch(sql)?;
-                self.conn.pragma_update(None, "user_version", (i + 1) as i64)?;
+        self.write(|c| {
+            // Re-checked under the write lock: another hook may have migrated meanwhile.
+            let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            match version {
+                VERSION => {}
+                0 => c.execute_batch(SCHEMA)?,
+                1 => migrate_v1(c)?,
+                v => anyhow::bail!(
+                    "the memory store has schema version {v}, newer than this ovmem understands ({VERSION}); upgrade ovmem"
+                ),
             }
+            c.pragma_update(None, "user_version", VERSION)?;
             Ok(())
-        })();
-        match result {
-            Ok(()) => Ok(self.conn.execute_batch("COMMIT")?),
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
+        })
+    }
+
+    fn bank_id(c: &Connection, bank: &str, create: bool) -> rusqlite::Result<Option<i64>> {
+        let found =
+            c.prepare_cached("SELECT id FROM banks WHERE name = ?1")?.query_row([bank], |r| r.get(0)).optional()?;
+        if found.is_some() || !create {
+            return Ok(found);
+        }
+        c.prepare_cached("INSERT INTO banks (name) VALUES (?1)")?.execute([bank])?;
+        Ok(Some(c.last_insert_rowid()))
+    }
+
+    /// Inserts one memory inside a transaction, queueing its postings in `batch`; `None` when
+    /// the same memory (or the same turn) is already stored.
+    fn insert(c: &Connection, m: &NewMemory, batch: &mut Batch) -> Result<Option<i64>> {
+        let (prompt, reply, topic) = (scrub(m.prompt), scrub(m.reply), scrub(m.topic));
+        let m = NewMemory { prompt: &prompt, reply: &reply, topic: &topic, ..m.clone() };
+        let terms = doc_terms(m.prompt, m.reply, m.topic);
+        let hash = content_hash(m.kind, m.prompt, m.reply);
+        Self::insert_analysed(c, &m, &terms, &hash, batch)
+    }
+
+    /// [`Store::insert`] with the analysis done beforehand (an import analyses on another thread).
+    fn insert_analysed(
+        c: &Connection,
+        m: &NewMemory,
+        terms: &index::DocTerms,
+        hash: &[u8],
+        batch: &mut Batch,
+    ) -> Result<Option<i64>> {
+        if m.prompt.trim().is_empty() && m.reply.trim().is_empty() {
+            return Ok(None);
+        }
+        let bank = Self::bank_id(c, m.bank, true)?.expect("created");
+        let n = c
+            .prepare_cached(
+                "INSERT OR IGNORE INTO memories
+                 (bank_id, kind, prompt, reply, topic, harness, session, created_at, captured_at, hash, turn_id, len)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )?
+            .execute(params![
+                bank,
+                m.kind.as_str(),
+                m.prompt,
+                m.reply,
+                m.topic,
+                m.harness,
+                m.session,
+                m.created_at,
+                now(),
+                hash,
+                m.turn_id,
+                terms.len
+            ])?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let id = c.last_insert_rowid();
+        batch.add(c, bank, id, terms)?;
+        Ok(Some(id))
+    }
+
+    /// Adds a memory; `None` when the same one is already in that bank.
+    pub fn add(&self, m: &NewMemory) -> Result<Option<i64>> {
+        self.write(|c| {
+            let mut batch = Batch::default();
+            let id = Self::insert(c, m, &mut batch)?;
+            batch.flush(c)?;
+            Ok(id)
+        })
+    }
+
+    /// Adds a fact (by hand, or from the MCP tools) to `bank`.
+    pub fn add_fact(&self, bank: &str, text: &str, harness: Option<&str>, at: i64) -> Result<Option<i64>> {
+        self.add(&NewMemory { bank, kind: Kind::Fact, prompt: text, harness, created_at: at, ..Default::default() })
+    }
+
+    /// Imports memories in transactions of `batch_size` rows: rows and their postings are written
+    /// together, while the next batch is read and analysed on a second thread, which is what makes
+    /// a large import fast. Stops at the first error the iterator yields, keeping what came before.
+    /// Returns (added, duplicates).
+    pub fn import<I>(&self, memories: I, batch_size: usize) -> Result<(usize, usize)>
+    where
+        I: Iterator<Item = Result<Memory>> + Send,
+    {
+        type Analysed = (Memory, index::DocTerms, Vec<u8>);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Analysed>>>(2);
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                let mut chunk: Vec<Analysed> = Vec::with_capacity(batch_size);
+                for m in memories {
+                    match m {
+                        Ok(mut m) => {
+                            for field in [&mut m.prompt, &mut m.reply, &mut m.topic] {
+                                if let std::borrow::Cow::Owned(s) = scrub(field) {
+                                    *field = s;
+                                }
+                            }
+                            let terms = doc_terms(&m.prompt, &m.reply, &m.topic);
+                            let hash = content_hash(m.kind, &m.prompt, &m.reply);
+                            chunk.push((m, terms, hash));
+                            if chunk.len() >= batch_size && tx.send(Ok(std::mem::take(&mut chunk))).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Ok(std::mem::take(&mut chunk)));
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    }
+                }
+                let _ = tx.send(Ok(chunk));
+            });
+            let (mut added, mut dup) = (0, 0);
+            for chunk in rx {
+                let chunk = chunk.map_err(|e| e.context(format!("after {added} memories were imported")))?;
+                let (a, d) = self.write(|c| {
+                    let mut batch = Batch::default();
+                    let (mut a, mut d) = (0, 0);
+                    for (m, terms, hash) in &chunk {
+                        let new = NewMemory {
+                            bank: &m.bank,
+                            kind: m.kind,
+                            prompt: &m.prompt,
+                            reply: &m.reply,
+                            topic: &m.topic,
+                            harness: m.harness.as_deref(),
+                            session: m.session.as_deref(),
+                            created_at: m.created_at,
+                            turn_id: None,
+                        };
+                        match Self::insert_analysed(c, &new, terms, hash, &mut batch)? {
+                            Some(_) => a += 1,
+                            None => d += 1,
+                        }
+                    }
+                    batch.flush(c)?;
+                    Ok((a, d))
+                })?;
+                added += a;
+                dup += d;
+            }
+            Ok((added, dup))
+        })
+    }
+
+    /// Captures a finished turn in one transaction: the session's buffered prompts are taken (the
+    /// payload's own prompt is the fallback), the memory stored with the session's topic, and the
+    /// topic kept up to date. `Ok(None)` when there is nothing to store or it is already stored.
+    pub fn capture(&self, turn: &Turn) -> Result<Option<i64>> {
+        self.write(|c| {
+            let mut prompts: Vec<String> = {
+                let mut stmt = c.prepare_cached(
+                    "SELECT prompt FROM session_prompts WHERE session = ?1 AND created_at <= ?2 ORDER BY id",
+                )?;
+                let rows = stmt.query_map(params![turn.session, turn.buffered_before], |r| r.get(0))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            c.prepare_cached("DELETE FROM session_prompts WHERE session = ?1 AND created_at <= ?2")?
+                .execute(params![turn.session, turn.buffered_before])?;
+            if prompts.is_empty() {
+                prompts.extend(turn.fallback_prompt.iter().cloned());
+            }
+            let prompt = prompts.join("\n");
+            let topic = Self::topic_for(c, turn.bank, turn.session, &prompt)?;
+            let mut batch = Batch::default();
+            let id = Self::insert(
+                c,
+                &NewMemory {
+                    bank: turn.bank,
+                    kind: Kind::Turn,
+                    prompt: &prompt,
+                    reply: turn.reply.unwrap_or(""),
+                    topic: &topic,
+                    harness: Some(turn.harness),
+                    session: Some(turn.session),
+                    created_at: turn.at,
+                    turn_id: Some(turn.turn_id),
+                },
+                &mut batch,
+            )?;
+            batch.flush(c)?;
+            Ok(id)
+        })
+    }
+
+    /// The topic to store with a turn: the session's first substantial prompt, and for a short
+    /// follow-up also the prompt before it. Records this prompt as the session's latest.
+    fn topic_for(c: &Connection, bank: &str, session: &str, prompt: &str) -> Result<String> {
+        let row: Option<(String, String)> = c
+            .prepare_cached("SELECT topic, last_prompt FROM sessions WHERE session = ?1 AND bank = ?2")?
+            .query_row(params![session, bank], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let substantial = text::analyse(prompt).len() >= 3;
+        let clip = |s: &str| crate::runtime::capture::truncate(s.trim(), 200);
+        let (topic, last) = row.unwrap_or_default();
+        let mut parts: Vec<String> = Vec::new();
+        if !topic.is_empty() && normalise(&topic) != normalise(prompt) {
+            parts.push(topic.clone());
+        }
+        if !substantial && !last.is_empty() && last != topic && normalise(&last) != normalise(prompt) {
+            parts.push(last.clone());
+        }
+        let new_topic = if topic.is_empty() && substantial { clip(prompt) } else { topic };
+        let new_last = if prompt.trim().is_empty() { last } else { clip(prompt) };
+        c.prepare_cached(
+            "INSERT INTO sessions (session, bank, topic, last_prompt, updated_at) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (session, bank) DO UPDATE SET topic = ?3, last_prompt = ?4, updated_at = ?5",
+        )?
+        .execute(params![session, bank, new_topic, new_last, now()])?;
+        Ok(parts.join(" / "))
+    }
+
+    fn row_memory(r: &rusqlite::Row) -> rusqlite::Result<Memory> {
+        Ok(Memory {
+            id: r.get(0)?,
+            bank: r.get(1)?,
+            kind: Kind::parse(&r.get::<_, String>(2)?),
+            prompt: r.get(3)?,
+            reply: r.get(4)?,
+            topic: r.get(5)?,
+            harness: r.get(6)?,
+            session: r.get(7)?,
+            created_at: r.get(8)?,
+        })
+    }
+
+    const FIELDS: &'static str = "m.id, b.name, m.kind, m.prompt, m.reply, m.topic, m.harness, m.session, m.created_at";
+    const FROM: &'static str = "memories m JOIN banks b ON b.id = m.bank_id";
+
+    fn get_with_len(&self, id: i64) -> Result<Option<(Memory, u32)>> {
+        let sql = format!("SELECT {}, m.len FROM {} WHERE m.id = ?1", Self::FIELDS, Self::FROM);
+        Ok(self.conn.prepare_cached(&sql)?.query_row([id], |r| Ok((Self::row_memory(r)?, r.get(9)?))).optional()?)
+    }
+
+    fn get(&self, id: i64) -> Result<Option<Memory>> {
+        let sql = format!("SELECT {} FROM {} WHERE m.id = ?1", Self::FIELDS, Self::FROM);
+        Ok(self.conn.prepare_cached(&sql)?.query_row([id], Self::row_memory).optional()?)
+    }
+
+    /// The memories of `bank` most relevant to `query`, best first, at most `limit`.
+    pub fn recall(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Hit>> {
+        let c = &*self.conn;
+        let Some(bank_id) = Self::bank_id(c, bank, false)? else { return Ok(Vec::new()) };
+        let (docs, len): (i64, i64) = c
+            .prepare_cached("SELECT docs, len FROM banks WHERE id = ?1")?
+            .query_row([bank_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        if docs == 0 || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut q = Query::parse(query);
+        let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
+        for t in &q.terms {
+            if let Some(id) = index::term_id(c, &t.text, false)? {
+                let df: Option<i64> = c
+                    .prepare_cached("SELECT df FROM terms WHERE bank_id = ?1 AND term_id = ?2")?
+                    .query_row(params![bank_id, id], |r| r.get(0))
+                    .optional()?;
+                if let Some(df) = df.filter(|d| *d > 0) {
+                    ids.insert(t.text.clone(), (id, df as u32));
+                }
             }
         }
-    }
-
-    /// Adds a memory; `None` when the same content is already in that bank.
-    pub fn add(
-        &self,
-        bank: &str,
-        content: &str,
-        harness: Option<&str>,
-        session: Option<&str>,
-        at: i64,
-    ) -> Result<Option<i64>> {
-        let hash = sha256_hex(normalise(content).as_bytes());
-        let n = self.conn.execute(
-            "INSERT OR IGNORE INTO memories (bank, content, hash, bank_key, harness, session, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![bank, content, hash, bank_key(bank), harness, session, at],
-        )?;
-        Ok((n == 1).then(|| self.conn.last_insert_rowid()))
-    }
-
-    /// The memories of `bank` most relevant to `query`: BM25 blended with recency.
-    ///
-    /// FTS5 restricts the match to the bank and walks it newest first, so BM25 is computed for
-    /// at most `CANDIDATES` memories: recall stays near a millisecond however large the store.
-    pub fn recall(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Memory>> {
-        const CANDIDATES: i64 = 128;
-        let Some(terms) = fts_query(query) else { return Ok(Vec::new()) };
-        let fts = format!("bank_key : {} AND content : ({terms})", bank_key(bank));
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT m.id, m.bank, m.content, m.harness, m.session, m.created_at, f.score
-             FROM (SELECT rowid, bm25(memories_fts, 1.0, 0.0) AS score FROM memories_fts
-                   WHERE memories_fts MATCH ?1 ORDER BY rowid DESC LIMIT ?2) f
-             JOIN memories m ON m.id = f.rowid",
-        )?;
-        let now = now();
-        let mut scored: Vec<(f64, Memory)> = stmt
-            .query_map(params![fts, CANDIDATES], |r| Ok((row_memory(r)?, r.get::<_, f64>(6)?)))?
-            .filter_map(Result::ok)
-            .map(|(m, bm25)| {
-                let age_days = ((now - m.created_at).max(0) as f64) / 86_400.0;
-                // bm25() is lower-is-better; a memory from today counts up to 50% more than an old one.
-                let score = -bm25 * (1.0 + 0.5 * (-age_days / 30.0).exp());
-                (score, m)
+        q.weigh(docs as u32, |t| ids.get(t).map(|x| x.1));
+        if q.terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut lists: Vec<Vec<Posting>> = Vec::with_capacity(q.scan);
+        for t in &q.terms[..q.scan] {
+            let mut list = Vec::with_capacity(ids[&t.text].1 as usize);
+            index::postings(c, bank_id, ids[&t.text].0, &mut list)?;
+            lists.push(list);
+        }
+        let avgdl = len as f32 / docs as f32 / index::UNIT;
+        let scored = rank::bm25(&q, &lists, avgdl, rank::RERANK);
+        let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len());
+        let mut lens = Vec::with_capacity(scored.len());
+        for s in &scored {
+            if let Some((m, dl)) = self.get_with_len(s.doc)? {
+                memories.push((*s, m));
+                lens.push(dl);
+            }
+        }
+        // The terms too common to scan still count, on each candidate's own text.
+        let candidates: Vec<Candidate> = memories
+            .iter()
+            .zip(&lens)
+            .map(|((s, m), dl)| {
+                let fields = [text::analyse(&m.prompt), text::analyse(&m.reply), text::analyse(&m.topic)];
+                let (extra, bits) = rank::complete(&q, &fields, *dl, avgdl);
+                Candidate {
+                    doc: m.id,
+                    bm25: s.score + extra,
+                    matched: s.matched | bits,
+                    session: m.session.as_deref(),
+                    created_at: m.created_at,
+                    fields,
+                }
             })
             .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-        Ok(scored.into_iter().take(limit).map(|(_, m)| m).collect())
+        let ranked = rank::rerank(&q, &candidates, now(), limit);
+        let index_of: std::collections::HashMap<i64, usize> =
+            memories.iter().enumerate().map(|(i, (_, m))| (m.id, i)).collect();
+        Ok(ranked
+            .into_iter()
+            .filter_map(|r| {
+                let i = *index_of.get(&r.doc)?;
+                let matched = candidates[i].matched;
+                let terms = q
+                    .terms
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| matched & (1 << k) != 0)
+                    .map(|(_, t)| t.text.clone())
+                    .collect();
+                let superseded_by = r
+                    .superseded_by
+                    .and_then(|n| index_of.get(&n))
+                    .map(|&n| (memories[n].1.id, memories[n].1.created_at));
+                let with = r.with.iter().filter_map(|d| index_of.get(d)).map(|&j| memories[j].1.clone()).collect();
+                Some(Hit { memory: memories[i].1.clone(), score: r.score, superseded_by, terms, with })
+            })
+            .collect())
     }
 
     /// The newest memories of `bank`.
     pub fn recent(&self, bank: &str, limit: usize) -> Result<Vec<Memory>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, bank, content, harness, session, created_at FROM memories WHERE bank = ?1
-             ORDER BY created_at DESC, id DESC LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![bank, limit as i64], row_memory)?;
+        let sql = format!(
+            "SELECT {} FROM {} WHERE b.name = ?1 ORDER BY m.created_at DESC, m.id DESC LIMIT ?2",
+            Self::FIELDS,
+            Self::FROM
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![bank, limit as i64], Self::row_memory)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Every memory (of one bank, or all), newest first.
     pub fn list(&self, bank: Option<&str>, limit: Option<usize>) -> Result<Vec<Memory>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT id, bank, content, harness, session, created_at FROM memories
-             WHERE ?1 IS NULL OR bank = ?1 ORDER BY created_at DESC, id DESC LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![bank, limit.map_or(-1, |l| l as i64)], row_memory)?;
+        let sql = format!(
+            "SELECT {} FROM {} WHERE ?1 IS NULL OR b.name = ?1 ORDER BY m.created_at DESC, m.id DESC LIMIT ?2",
+            Self::FIELDS,
+            Self::FROM
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map(params![bank, limit.map_or(-1, |l| l as i64)], Self::row_memory)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Deletes a memory and its postings; false when there is none with that id.
     pub fn forget(&self, id: i64) -> Result<bool> {
-        Ok(self.conn.execute("DELETE FROM memories WHERE id = ?1", [id])? == 1)
+        self.write(|c| {
+            let row: Option<(i64, String, String, String)> = c
+                .query_row("SELECT bank_id, prompt, reply, topic FROM memories WHERE id = ?1", [id], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })
+                .optional()?;
+            let Some((bank, prompt, reply, topic)) = row else { return Ok(false) };
+            index::remove(c, bank, id, &doc_terms(&prompt, &reply, &topic))?;
+            c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
+            Ok(true)
+        })
+    }
+
+    /// The memories of `bank` that contain every word of `query` (as analysed), for forgetting
+    /// by query: exact and conservative, never "the most similar".
+    pub fn matching_all(&self, bank: &str, query: &str) -> Result<Vec<Memory>> {
+        let c = &*self.conn;
+        let Some(bank_id) = Self::bank_id(c, bank, false)? else { return Ok(Vec::new()) };
+        let mut terms: Vec<String> = text::analyse(query).into_iter().map(|t| t.text).collect();
+        terms.sort();
+        terms.dedup();
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut docs: Option<std::collections::BTreeSet<i64>> = None;
+        for t in &terms {
+            let mut list = Vec::new();
+            if let Some(id) = index::term_id(c, t, false)? {
+                index::postings(c, bank_id, id, &mut list)?;
+            }
+            let set: std::collections::BTreeSet<i64> = list.iter().map(|p| p.doc).collect();
+            docs = Some(match docs {
+                None => set,
+                Some(d) => d.intersection(&set).copied().collect(),
+            });
+        }
+        let mut out = Vec::new();
+        for id in docs.unwrap_or_default().into_iter().rev() {
+            out.extend(self.get(id)?);
+        }
+        Ok(out)
     }
 
     pub fn stats(&self) -> Result<Stats> {
-        let memories = self.conn.query_row("SELECT count(*) FROM memories", [], |r| r.get(0))?;
-        let mut stmt = self.conn.prepare("SELECT bank, count(*) FROM memories GROUP BY bank ORDER BY 2 DESC")?;
+        let c = &*self.conn;
+        let memories = c.query_row("SELECT count(*) FROM memories", [], |r| r.get(0))?;
+        let mut stmt = c.prepare("SELECT name, docs FROM banks WHERE docs > 0 ORDER BY docs DESC, name")?;
         let banks = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<rusqlite::Result<_>>()?;
-        let pending_prompts = self.conn.query_row("SELECT count(*) FROM session_prompts", [], |r| r.get(0))?;
-        let schema_version = self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-        Ok(Stats { memories, banks, pending_prompts, schema_version })
+        let pending_prompts = c.query_row("SELECT count(*) FROM session_prompts", [], |r| r.get(0))?;
+        let schema_version = c.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let bytes: i64 =
+            c.query_row("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()", [], |r| {
+                r.get(0)
+            })?;
+        Ok(Stats { memories, banks, pending_prompts, schema_version, bytes: bytes as u64 })
     }
 
-    /// Remembers a prompt until the turn's reply arrives.
+    /// Remembers a prompt until the turn's reply arrives, and makes the first substantial prompt
+    /// of a session its topic.
     pub fn buffer_prompt(&self, session: &str, bank: &str, harness: &str, prompt: &str) -> Result<()> {
-        self.conn.execute(
-            "INSERT INTO session_prompts (session, bank, harness, prompt, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![session, bank, harness, prompt, now()],
-        )?;
-        Ok(())
+        self.buffer_prompt_item("", session, bank, harness, prompt, now())
     }
 
-    /// Takes (and removes) the buffered prompts of a session, oldest first.
-    pub fn take_prompts(&self, session: &str) -> Result<Vec<String>> {
-        let tx = self.conn.unchecked_transaction()?;
-        let prompts = {
-            let mut stmt = tx.prepare("SELECT prompt FROM session_prompts WHERE session = ?1 ORDER BY id")?;
-            let rows = stmt.query_map([session], |r| r.get(0))?;
-            rows.collect::<rusqlite::Result<Vec<String>>>()?
-        };
-        tx.execute("DELETE FROM session_prompts WHERE session = ?1", [session])?;
-        tx.commit()?;
-        Ok(prompts)
+    /// [`Store::buffer_prompt`] for a prompt with an id (`item`, empty for none): buffering the
+    /// same item twice (a replayed spool file) keeps one copy. `at` is when it was seen.
+    pub fn buffer_prompt_item(
+        &self,
+        item: &str,
+        session: &str,
+        bank: &str,
+        harness: &str,
+        prompt: &str,
+        at: i64,
+    ) -> Result<()> {
+        let item = (!item.is_empty()).then_some(item);
+        let prompt = &*scrub(prompt);
+        self.write(|c| {
+            c.prepare_cached(
+                "INSERT OR IGNORE INTO session_prompts (session, bank, harness, prompt, created_at, item_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![session, bank, harness, prompt, at, item])?;
+            if text::analyse(prompt).len() >= 3 {
+                c.prepare_cached(
+                    "INSERT INTO sessions (session, bank, topic, last_prompt, updated_at) VALUES (?1, ?2, ?3, '', ?4)
+                     ON CONFLICT (session, bank) DO UPDATE SET topic = CASE WHEN topic = '' THEN ?3 ELSE topic END",
+                )?
+                .execute(params![
+                    session,
+                    bank,
+                    crate::runtime::capture::truncate(prompt.trim(), 200),
+                    now()
+                ])?;
+            }
+            Ok(())
+        })
     }
 
     /// Sets a per-session flag; true when it was not set before (first time).
     pub fn set_flag_once(&self, session: &str, flag: &str) -> Result<bool> {
-        let n = self.conn.execute(
-            "INSERT OR IGNORE INTO session_flags (session, flag, created_at) VALUES (?1, ?2, ?3)",
-            params![session, flag, now()],
-        )?;
-        Ok(n == 1)
+        self.write(|c| {
+            let n = c.execute(
+                "INSERT OR IGNORE INTO session_flags (session, flag, created_at) VALUES (?1, ?2, ?3)",
+                params![session, flag, now()],
+            )?;
+            Ok(n == 1)
+        })
     }
 
-    /// Drops prompt buffers and flags older than `max_age` seconds (abandoned sessions).
+    /// Drops flags and session topics older than `max_age` seconds. Prompts whose turn never
+    /// finished (a crashed or abandoned session) are not dropped: they become memories of their
+    /// own, one per session.
     pub fn prune(&self, max_age: i64) -> Result<()> {
         let cutoff = now() - max_age;
-        self.conn.execute("DELETE FROM session_prompts WHERE created_at < ?1", [cutoff])?;
-        self.conn.execute("DELETE FROM session_flags WHERE created_at < ?1", [cutoff])?;
-        Ok(())
+        self.write(|c| {
+            let orphans: Vec<(String, String, String, String, i64)> = {
+                let mut stmt = c.prepare(
+                    "SELECT session, bank, harness, group_concat(prompt, char(10)), min(created_at)
+                     FROM (SELECT * FROM session_prompts WHERE created_at < ?1 ORDER BY id)
+                     GROUP BY session, bank, harness",
+                )?;
+                let rows = stmt.query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+                rows.collect::<rusqlite::Result<_>>()?
+            };
+            let mut batch = Batch::default();
+            for (session, bank, harness, prompt, at) in &orphans {
+                let new = NewMemory {
+                    bank,
+                    prompt,
+                    harness: Some(harness),
+                    session: Some(session),
+                    created_at: *at,
+                    ..Default::default()
+                };
+                Self::insert(c, &new, &mut batch)?;
+            }
+            batch.flush(c)?;
+            c.execute("DELETE FROM session_prompts WHERE created_at < ?1", [cutoff])?;
+            c.execute("DELETE FROM session_flags WHERE created_at < ?1", [cutoff])?;
+            c.execute("DELETE FROM sessions WHERE updated_at < ?1", [cutoff - 23 * 86_400])?;
+            Ok(())
+        })
     }
 }
 
-fn row_memory(r: &rusqlite::Row) -> rusqlite::Result<Memory> {
-    Ok(Memory {
-        id: r.get(0)?,
-        bank: r.get(1)?,
-        content: r.get(2)?,
-        harness: r.get(3)?,
-        session: r.get(4)?,
-        created_at: r.get(5)?,
-    })
+/// A finished turn, as the stop hook (or a replayed spool file) hands it to the store.
+#[derive(Debug, Clone)]
+pub struct Turn<'a> {
+    pub turn_id: &'a str,
+    pub bank: &'a str,
+    pub session: &'a str,
+    pub harness: &'a str,
+    pub reply: Option<&'a str>,
+    /// The prompt from the payload or transcript, used when no prompt was buffered.
+    pub fallback_prompt: Option<String>,
+    /// Only prompts buffered up to this time belong to this turn (a spool replay must not take
+    /// the prompts of later turns).
+    pub buffered_before: i64,
+    pub at: i64,
 }
 
-/// The bank as one FTS token: `b` and 24 hex digits of its hash.
-fn bank_key(bank: &str) -> String {
-    format!("b{}", &sha256_hex(bank.as_bytes())[..24])
-}
-
-fn normalise(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
-}
-
-const STOPWORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had",
-    "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "our", "please",
-    "should", "so", "that", "the", "their", "them", "then", "there", "these", "this", "to", "us", "was", "we", "were",
-    "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
-];
-
-/// Turns free text into a safe FTS5 query: quoted terms joined by OR, stopwords dropped.
-pub fn fts_query(text: &str) -> Option<String> {
-    let mut terms: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric() && c != '_') {
-        let w = word.to_lowercase();
-        if w.chars().count() < 2 || STOPWORDS.contains(&w.as_str()) || terms.contains(&w) {
-            continue;
-        }
-        terms.push(w);
-        if terms.len() == 32 {
-            break;
-        }
+/// Schema 1 (one FTS5 table over `User: … / Assistant: …` texts) to 2: every memory is split back
+/// into prompt and reply and indexed anew; prompt buffers and flags are kept.
+fn migrate_v1(c: &Connection) -> Result<()> {
+    c.execute_batch(
+        "DROP TRIGGER IF EXISTS memories_ai; DROP TRIGGER IF EXISTS memories_ad;
+         DROP TABLE IF EXISTS memories_fts; DROP INDEX IF EXISTS memories_bank_time;
+         DROP INDEX IF EXISTS session_prompts_session;
+         ALTER TABLE memories RENAME TO memories_v1;
+         ALTER TABLE session_prompts RENAME TO session_prompts_v1;
+         ALTER TABLE session_flags RENAME TO session_flags_v1;",
+    )?;
+    c.execute_batch(SCHEMA)?;
+    c.execute_batch(
+        "INSERT INTO session_prompts (id, session, bank, harness, prompt, created_at)
+           SELECT id, session, bank, harness, prompt, created_at FROM session_prompts_v1;
+         DROP TABLE session_prompts_v1;
+         INSERT INTO session_flags SELECT * FROM session_flags_v1; DROP TABLE session_flags_v1;",
+    )?;
+    let old: Vec<Memory> = {
+        let mut stmt = c.prepare("SELECT bank, content, harness, session, created_at FROM memories_v1 ORDER BY id")?;
+        let rows = stmt.query_map([], |r| {
+            let content: String = r.get(1)?;
+            Ok(Exported {
+                memory: Memory {
+                    bank: r.get(0)?,
+                    harness: r.get(2)?,
+                    session: r.get(3)?,
+                    created_at: r.get(4)?,
+                    ..Default::default()
+                },
+                content: Some(content),
+            }
+            .into_memory())
+        })?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    // Banks were raw working directories then (`project:/p/`, a symlinked path): each memory goes
+    // to its project's bank under today's rule, so it is recalled there again.
+    let pending: Vec<(i64, String)> = {
+        let mut stmt = c.prepare("SELECT id, bank FROM session_prompts")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (id, bank) in pending {
+        c.execute(
+            "UPDATE session_prompts SET bank = ?2 WHERE id = ?1",
+            params![id, crate::project::migrate_bank(&bank)],
+        )?;
     }
-    (!terms.is_empty()).then(|| terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR "))
+    let old: Vec<Memory> =
+        old.into_iter().map(|m| Memory { bank: crate::project::migrate_bank(&m.bank), ..m }).collect();
+    let mut batch = Batch::default();
+    for m in &old {
+        let new = NewMemory {
+            bank: &m.bank,
+            kind: if m.harness.as_deref() == Some("cli") || m.harness.as_deref() == Some("mcp") {
+                Kind::Fact
+            } else {
+                m.kind
+            },
+            prompt: &m.prompt,
+            reply: &m.reply,
+            harness: m.harness.as_deref(),
+            session: m.session.as_deref(),
+            created_at: m.created_at,
+            ..Default::default()
+        };
+        Store::insert(c, &new, &mut batch)?;
+    }
+    batch.flush(c)?;
+    c.execute_batch("DROP TABLE memories_v1;")?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn turn<'a>(bank: &'a str, prompt: &'a str, reply: &'a str, at: i64) -> NewMemory<'a> {
+        NewMemory { bank, prompt, reply, harness: Some("codex"), created_at: at, ..Default::default() }
+    }
+
     #[test]
     fn recall_ranks_by_relevance_within_a_bank() {
         let s = Store::open_in_memory().unwrap();
         let t = now();
-        s.add("p1", "The staging database listens on port 5433", None, None, t).unwrap();
-        s.add("p1", "We deploy with a blue-green switch on Fridays", None, None, t).unwrap();
-        s.add("p2", "The staging database listens on port 9999", None, None, t).unwrap();
+        s.add(&turn("p1", "The staging database listens on port 5433", "", t)).unwrap();
+        s.add(&turn("p1", "We deploy with a blue-green switch on Fridays", "", t)).unwrap();
+        s.add(&turn("p2", "The staging database listens on port 9999", "", t)).unwrap();
         let hits = s.recall("p1", "Which port does the staging database use?", 5).unwrap();
         assert_eq!(hits.len(), 1);
-        assert!(hits[0].content.contains("5433"));
+        assert!(hits[0].memory.prompt.contains("5433"));
         assert!(s.recall("p3", "staging database", 5).unwrap().is_empty());
     }
 
     #[test]
     fn duplicates_are_ignored_and_migrations_are_idempotent() {
         let s = Store::open_in_memory().unwrap();
-        assert!(s.add("b", "Fact  one", None, None, 1).unwrap().is_some());
-        assert!(s.add("b", "fact one", None, None, 2).unwrap().is_none());
+        assert!(s.add_fact("b", "Fact  one", None, 1).unwrap().is_some());
+        assert!(s.add_fact("b", "fact one", None, 2).unwrap().is_none());
         s.migrate().unwrap();
         assert_eq!(s.stats().unwrap().memories, 1);
     }
 
     #[test]
-    fn fts_query_is_safe_for_any_text() {
+    fn any_text_is_a_safe_query() {
         let s = Store::open_in_memory().unwrap();
-        for q in ["\"", "a AND OR NOT (", "*", "col:val", "ünïcödé テスト", "NEAR(x y)"] {
+        s.add_fact("b", "quotes \" and stars * and NEAR(x y)", None, 1).unwrap();
+        for q in ["\"", "a AND OR NOT (", "*", "col:val", "ünïcödé テスト", "NEAR(x y)", ""] {
             s.recall("b", q, 5).unwrap();
         }
-        assert_eq!(fts_query("the of a"), None);
+        assert!(s.recall("b", "the of a", 5).unwrap().is_empty());
     }
 
     #[test]
-    fn prompt_buffer_is_taken_once() {
+    fn a_turn_takes_its_buffered_prompts_once() {
         let s = Store::open_in_memory().unwrap();
-        s.buffer_prompt("s1", "b", "codex", "first").unwrap();
+        s.buffer_prompt("s1", "b", "codex", "first question about the parser").unwrap();
         s.buffer_prompt("s1", "b", "codex", "second").unwrap();
-        assert_eq!(s.take_prompts("s1").unwrap(), vec!["first", "second"]);
-        assert!(s.take_prompts("s1").unwrap().is_empty());
+        let t = Turn {
+            turn_id: "t1",
+            bank: "b",
+            session: "s1",
+            harness: "codex",
+            reply: Some("done"),
+            fallback_prompt: None,
+            buffered_before: now(),
+            at: now(),
+        };
+        let id = s.capture(&t).unwrap().unwrap();
+        let m = s.get(id).unwrap().unwrap();
+        assert_eq!(m.prompt, "first question about the parser\nsecond");
+        assert!(s.capture(&t).unwrap().is_none(), "the same turn id is stored once");
         assert!(s.set_flag_once("s1", "inject").unwrap());
         assert!(!s.set_flag_once("s1", "inject").unwrap());
+    }
+
+    #[test]
+    fn prompts_of_abandoned_sessions_become_memories() {
+        let s = Store::open_in_memory().unwrap();
+        s.buffer_prompt_item("", "gone", "b", "codex", "the release checklist lives in docs/release.md", 1000).unwrap();
+        s.prune(3600).unwrap();
+        let all = s.list(None, None).unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(
+            (all[0].prompt.as_str(), all[0].created_at),
+            ("the release checklist lives in docs/release.md", 1000)
+        );
+        assert_eq!(s.stats().unwrap().pending_prompts, 0);
+    }
+
+    #[test]
+    fn a_short_follow_up_keeps_its_session_topic() {
+        let s = Store::open_in_memory().unwrap();
+        let capture = |id: &str, prompt: &str, reply: &str| {
+            s.buffer_prompt("s1", "b", "codex", prompt).unwrap();
+            let t = Turn {
+                turn_id: id,
+                bank: "b",
+                session: "s1",
+                harness: "codex",
+                reply: Some(reply),
+                fallback_prompt: None,
+                buffered_before: now(),
+                at: now(),
+            };
+            s.capture(&t).unwrap().unwrap()
+        };
+        capture("t1", "The flaky integration test in payments-api times out on CI", "It waits on a mock clock.");
+        let id = capture("t2", "rerun?", "Rerun passed.");
+        let m = s.get(id).unwrap().unwrap();
+        assert!(m.topic.contains("payments-api"), "{m:?}");
+        let hits = s.recall("b", "did the payments-api rerun pass", 5).unwrap();
+        assert_eq!(hits[0].memory.id, id);
+    }
+
+    #[test]
+    fn forget_removes_the_memory_from_recall() {
+        let s = Store::open_in_memory().unwrap();
+        let a = s.add_fact("b", "the deploy key rotates monthly", None, 1).unwrap().unwrap();
+        s.add_fact("b", "the deploy runs on fridays", None, 1).unwrap().unwrap();
+        assert_eq!(s.recall("b", "deploy key", 5).unwrap()[0].memory.id, a);
+        assert!(s.forget(a).unwrap());
+        assert!(!s.forget(a).unwrap());
+        assert!(s.recall("b", "rotates monthly", 5).unwrap().is_empty());
+        assert_eq!(s.recall("b", "deploy", 5).unwrap().len(), 1);
+        assert_eq!(s.matching_all("b", "deploy fridays").unwrap().len(), 1);
+        assert!(s.matching_all("b", "deploy key").unwrap().is_empty());
+    }
+
+    #[test]
+    fn version_1_databases_are_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(include_str!("migrations/0001_init.sql")).unwrap();
+            c.execute(
+                "INSERT INTO memories (bank, content, hash, bank_key, harness, session, created_at)
+                 VALUES ('project:/p/', 'User: which port?\nAssistant: 5433', 'h', 'k', 'codex', 's', 100),
+                        ('project:/p', 'Releases are cut on Tuesdays', 'h2', 'k', 'cli', NULL, 200)",
+                [],
+            )
+            .unwrap();
+            c.execute("INSERT INTO session_prompts (session, bank, harness, prompt, created_at) VALUES ('s9', 'b', 'codex', 'pending', 5)", []).unwrap();
+            c.pragma_update(None, "user_version", 1).unwrap();
+        }
+        let s = Store::open(&path, Duration::from_secs(1)).unwrap();
+        let all = s.list(None, None).unwrap();
+        assert_eq!(all.len(), 2);
+        assert!(all.iter().all(|m| m.bank == "project:/p"), "banks follow today's rule: {all:?}");
+        assert_eq!((all[1].prompt.as_str(), all[1].reply.as_str()), ("which port?", "5433"));
+        assert_eq!(all[0].kind, Kind::Fact);
+        assert_eq!(s.recall("project:/p", "port", 5).unwrap().len(), 1);
+        assert_eq!(s.stats().unwrap().pending_prompts, 1);
     }
 }

@@ -1,0 +1,252 @@
+//! `$OVMEM_HOME` (default `~/.ovmem`) holds what ovmem knows about the user's work: the store and
+//! its WAL, logs, spool, receipts, locks, backups and the staged runtime. Only its owner may read
+//! it: the directory and every directory in it are 0700, every file 0600 (0700 if executable).
+//! [`prepare`] makes it so without walking the tree on every hook: the top directory's entries are
+//! checked (one `readdir`, a `stat` each), the whole tree is repaired when the top directory or
+//! the store is readable by others (as an older ovmem left it), and a sub-directory is walked
+//! only when it changed since the last check (another process, such as the installer, added to it).
+
+use std::fs;
+use std::io::{self, ErrorKind};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::env::Env;
+
+/// Group and other permission bits: none may be set on anything in `$OVMEM_HOME`.
+const OTHERS: u32 = 0o077;
+
+/// Files ovmem creates from here on are private to the user (0600 files, 0700 directories),
+/// whoever creates them: ovmem itself or SQLite (the database, `-wal`, `-shm`). For processes
+/// that only write inside `$OVMEM_HOME` (hooks, `ovmem mcp`, `ovmem memory`).
+pub fn private_umask() {
+    // SAFETY: umask only sets the process's file mode creation mask; it cannot fail.
+    unsafe {
+        libc::umask(0o077);
+    }
+}
+
+/// Creates `$OVMEM_HOME` (0700) or, when it or its store is readable by others, makes the
+/// whole tree private. Returns the directory.
+pub fn prepare(env: &Env) -> io::Result<PathBuf> {
+    let home = env.ovmem_home();
+    match fs::metadata(&home) {
+        Ok(m) if m.is_dir() => {
+            let store_loose = fs::symlink_metadata(home.join("memory.db")).is_ok_and(|s| s.mode() & OTHERS != 0);
+            if m.mode() & OTHERS != 0 || store_loose {
+                // A home directory (or `/`) named as OVMEM_HOME is not ovmem's to lock down.
+                let canon = fs::canonicalize(&home)?;
+                if fs::canonicalize(&env.home).unwrap_or_else(|_| env.home.clone()).starts_with(&canon) {
+                    return Err(io::Error::new(
+                        ErrorKind::PermissionDenied,
+                        format!(
+                            "OVMEM_HOME `{}` is your home directory or above it; ovmem will not change modes there. \
+                             Point OVMEM_HOME at a directory of its own (default ~/.ovmem)",
+                            home.display()
+                        ),
+                    ));
+                }
+                let stamp = std::time::SystemTime::now();
+                repair(&home)?;
+                touch(&home.join(STAMP), stamp);
+            } else {
+                tidy(&home);
+            }
+        }
+        Ok(_) => {
+            return Err(io::Error::new(
+                ErrorKind::AlreadyExists,
+                format!("`{}` is not a directory; set OVMEM_HOME to a directory ovmem can use", home.display()),
+            ))
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            if let Some(parent) = home.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            match fs::DirBuilder::new().mode(0o700).create(&home) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+            fs::set_permissions(&home, fs::Permissions::from_mode(0o700))?;
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(home)
+}
+
+/// Touched after each check; a sub-directory changed after it is walked again.
+const STAMP: &str = ".private-checked";
+
+fn touch(path: &Path, at: std::time::SystemTime) {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Ok(f) = fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(path) {
+        let _ = f.set_modified(at);
+    }
+}
+
+/// The fast path: private top-level entries, and a walk of each sub-directory changed since the
+/// last check.
+fn tidy(home: &Path) {
+    let stamp_path = home.join(STAMP);
+    let last = fs::metadata(&stamp_path).and_then(|m| m.modified()).ok();
+    let now = std::time::SystemTime::now();
+    let Ok(rd) = fs::read_dir(home) else { return };
+    let mut walked = false;
+    let mut changed = 0;
+    for entry in rd.flatten() {
+        let path = entry.path();
+        let Ok(m) = fs::symlink_metadata(&path) else { continue };
+        if m.file_type().is_symlink() {
+            continue;
+        }
+        if m.mode() & OTHERS != 0 {
+            let _ = fs::set_permissions(&path, fs::Permissions::from_mode(m.mode() & 0o7777 & !OTHERS));
+        }
+        if m.is_dir() && last.is_none_or(|l| m.modified().is_ok_and(|t| t >= l)) {
+            walk(&path, 1, &mut changed);
+            walked = true;
+        }
+    }
+    if walked || last.is_none() {
+        touch(&stamp_path, now);
+    }
+}
+
+/// Removes the group and other bits from everything under `home` and from `home` itself (last,
+/// so an interrupted repair is redone next time). Symlinks are not followed: a file outside
+/// `$OVMEM_HOME` keeps its mode. Returns how many entries were changed.
+pub fn repair(home: &Path) -> io::Result<usize> {
+    let mut changed = 0;
+    walk(home, 0, &mut changed);
+    let m = fs::metadata(home)?;
+    if m.mode() & OTHERS != 0 {
+        fs::set_permissions(home, fs::Permissions::from_mode(m.mode() & 0o7777 & !OTHERS))?;
+        changed += 1;
+    }
+    Ok(changed)
+}
+
+fn walk(dir: &Path, depth: usize, changed: &mut usize) {
+    if depth > 16 {
+        return;
+    }
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for entry in rd.flatten() {
+        let path = entry.path();
+        let Ok(m) = fs::symlink_metadata(&path) else { continue };
+        if m.file_type().is_symlink() {
+            continue;
+        }
+        if m.mode() & OTHERS != 0
+            && fs::set_permissions(&path, fs::Permissions::from_mode(m.mode() & 0o7777 & !OTHERS)).is_ok()
+        {
+            *changed += 1;
+        }
+        if m.is_dir() {
+            walk(&path, depth + 1, changed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+    use std::os::unix::fs::symlink;
+
+    fn mode(p: &Path) -> u32 {
+        fs::symlink_metadata(p).unwrap().mode() & 0o7777
+    }
+
+    fn env(home: &Path) -> Env {
+        Env::from_vars(HashMap::from([("HOME".to_string(), home.display().to_string())])).unwrap()
+    }
+
+    #[test]
+    fn a_new_home_is_private() {
+        let t = tempfile::tempdir().unwrap();
+        let home = prepare(&env(&t.path().join("u"))).unwrap();
+        assert_eq!(home, t.path().join("u/.ovmem"));
+        assert_eq!(mode(&home), 0o700);
+        assert_eq!(prepare(&env(&t.path().join("u"))).unwrap(), home, "a second call is a no-op");
+    }
+
+    #[test]
+    fn a_loose_home_is_repaired_once_without_touching_anything_outside() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join(".ovmem");
+        for d in ["logs", "spool", "bin", "receipts"] {
+            fs::create_dir_all(home.join(d)).unwrap();
+        }
+        let outside = t.path().join("outside.txt");
+        fs::write(&outside, "theirs").unwrap();
+        fs::set_permissions(&outside, fs::Permissions::from_mode(0o644)).unwrap();
+        symlink(&outside, home.join("link-out")).unwrap();
+        let files = [
+            ("memory.db", 0o644, 0o600),
+            ("memory.db-wal", 0o644, 0o600),
+            ("memory.db-shm", 0o664, 0o600),
+            ("logs/hook.log", 0o644, 0o600),
+            ("spool/1-2-abc.json", 0o666, 0o600),
+            ("receipts/codex.json", 0o644, 0o600),
+            ("bin/ovmem", 0o755, 0o700),
+            ("config.toml", 0o600, 0o600),
+        ];
+        for (f, before, _) in files {
+            fs::write(home.join(f), "x").unwrap();
+            fs::set_permissions(home.join(f), fs::Permissions::from_mode(before)).unwrap();
+        }
+        for d in [&home, &home.join("logs"), &home.join("bin")] {
+            fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        prepare(&env(t.path())).unwrap();
+        for (f, _, after) in files {
+            assert_eq!(mode(&home.join(f)), after, "{f}");
+        }
+        for d in ["", "logs", "spool", "bin", "receipts"] {
+            assert_eq!(mode(&home.join(d)), 0o700, "{d}/");
+        }
+        assert_eq!(mode(&outside), 0o644, "a file outside OVMEM_HOME keeps its mode");
+        // The top directory is private now: the next call does not walk.
+        fs::set_permissions(home.join("logs/hook.log"), fs::Permissions::from_mode(0o644)).unwrap();
+        prepare(&env(t.path())).unwrap();
+        assert_eq!(mode(&home.join("logs/hook.log")), 0o644, "an unchanged directory is not walked");
+        // A directory another process added to is walked at the next check.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(home.join("receipts/new.json"), "{}").unwrap();
+        fs::set_permissions(home.join("receipts/new.json"), fs::Permissions::from_mode(0o644)).unwrap();
+        fs::write(home.join("new-top.txt"), "x").unwrap();
+        fs::set_permissions(home.join("new-top.txt"), fs::Permissions::from_mode(0o644)).unwrap();
+        prepare(&env(t.path())).unwrap();
+        assert_eq!((mode(&home.join("receipts/new.json")), mode(&home.join("new-top.txt"))), (0o600, 0o600));
+        // A loose store alone triggers a repair too.
+        fs::set_permissions(home.join("memory.db"), fs::Permissions::from_mode(0o644)).unwrap();
+        prepare(&env(t.path())).unwrap();
+        assert_eq!((mode(&home.join("memory.db")), mode(&home.join("logs/hook.log"))), (0o600, 0o600));
+    }
+
+    #[test]
+    fn a_home_directory_named_as_ovmem_home_is_left_alone() {
+        let t = tempfile::tempdir().unwrap();
+        let mine = t.path().join("notes.txt");
+        fs::write(&mine, "x").unwrap();
+        fs::set_permissions(&mine, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(t.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        let vars = HashMap::from([
+            ("HOME".to_string(), t.path().display().to_string()),
+            ("OVMEM_HOME".to_string(), t.path().display().to_string()),
+        ]);
+        let e = prepare(&Env::from_vars(vars).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("home directory"), "{e}");
+        assert_eq!((mode(&mine), mode(t.path())), (0o644, 0o755));
+    }
+
+    #[test]
+    fn a_file_in_the_way_is_a_clear_error() {
+        let t = tempfile::tempdir().unwrap();
+        fs::write(t.path().join(".ovmem"), "").unwrap();
+        let e = prepare(&env(t.path())).unwrap_err();
+        assert!(e.to_string().contains("not a directory"), "{e}");
+    }
+}

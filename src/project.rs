@@ -1,0 +1,472 @@
+//! Which project a directory belongs to, by one rule for hooks, `ovmem mcp` and `ovmem memory`:
+//! the canonical path of its git work-tree root (linked worktrees share their main repository's
+//! root), else the canonical directory itself. Also the project's team identity from its git
+//! remote (`host/owner/repo`). Git's files are read directly: no `git` process is spawned, since
+//! this runs on every hook.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::config::BankMode;
+
+/// A project: where it lives on this machine, and what it is called across machines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectIdentity {
+    /// Canonical work-tree root (or canonical directory outside git), no trailing slash.
+    pub root: PathBuf,
+    /// `host/owner/repo` of the `origin` remote (else the first remote), credentials, port and
+    /// `.git` removed; `None` outside git or without a network remote.
+    pub remote: Option<String>,
+    /// The root's directory name.
+    pub name: String,
+}
+
+impl ProjectIdentity {
+    /// The name a team shares: the remote when there is one, else the directory name.
+    pub fn team(&self) -> &str {
+        self.remote.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// The project root for a directory (see the module docs). Never fails: a directory that does not
+/// exist is resolved as far as it exists and normalised lexically from there.
+pub fn root(dir: &Path) -> PathBuf {
+    locate(dir).0
+}
+
+/// Root and remote of the project a directory belongs to.
+pub fn identity(dir: &Path) -> ProjectIdentity {
+    let (root, git) = locate(dir);
+    let remote =
+        git.and_then(|g| std::fs::read(g.join("config")).ok()).and_then(|b| remote_of(&String::from_utf8_lossy(&b)));
+    let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "/".into());
+    ProjectIdentity { root, remote, name }
+}
+
+/// The bank a hook, `ovmem mcp` or `ovmem memory` reads and writes, by the configured mode.
+pub fn bank(mode: BankMode, dir: &Path, harness: &str, session: &str) -> String {
+    match mode {
+        BankMode::Project => format!("project:{}", root(dir).display()),
+        BankMode::Agent => format!("agent:{harness}:{}", root(dir).display()),
+        BankMode::Session => format!("session:{harness}:{session}"),
+        BankMode::User => "user".to_string(),
+    }
+}
+
+/// Maps a bank key written by an older ovmem (raw cwd strings: `project:/some/path/`,
+/// `agent:<harness>:/path`) to the key the same project has now. Other keys are returned as
+/// they are, so the mapping is safe to apply to every row and is idempotent.
+pub fn migrate_bank(old: &str) -> String {
+    if let Some(path) = old.strip_prefix("project:") {
+        if path.starts_with('/') {
+            return format!("project:{}", root(Path::new(path)).display());
+        }
+    } else if let Some(rest) = old.strip_prefix("agent:") {
+        if let Some((harness, path)) = rest.split_once(':') {
+            if path.starts_with('/') {
+                return format!("agent:{harness}:{}", root(Path::new(path)).display());
+            }
+        }
+    }
+    old.to_string()
+}
+
+/// The canonical form of `dir`: `realpath` when it exists; else its deepest existing ancestor's
+/// realpath joined with the rest, with `.`, `..` and repeated or trailing slashes removed.
+pub fn canonical(dir: &Path) -> PathBuf {
+    let abs = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")).join(dir)
+    };
+    if let Ok(c) = std::fs::canonicalize(&abs) {
+        return c;
+    }
+    let lexical = normalise(&abs);
+    let mut rest = Vec::new();
+    let mut cur = lexical.as_path();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(cur) {
+            let mut out = c;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                cur = parent;
+            }
+            _ => return lexical,
+        }
+    }
+}
+
+/// `.`, `..` and empty components removed without touching the disk.
+fn normalise(p: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in p.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// The project root and the git directory whose `config` names the remotes.
+fn locate(dir: &Path) -> (PathBuf, Option<PathBuf>) {
+    let start = canonical(dir);
+    let mut cur = Some(start.as_path());
+    while let Some(d) = cur {
+        let dotgit = d.join(".git");
+        match std::fs::metadata(&dotgit) {
+            Ok(m) if m.is_dir() => return (d.to_path_buf(), Some(dotgit)),
+            Ok(m) if m.is_file() => return linked(d, &dotgit),
+            _ => {}
+        }
+        cur = d.parent();
+    }
+    (start, None)
+}
+
+/// A `.git` file: a linked worktree (`gitdir:` holds a `commondir`) shares the main repository's
+/// root; a submodule or separate git dir (no `commondir`) is its own root.
+fn linked(dir: &Path, dotgit: &Path) -> (PathBuf, Option<PathBuf>) {
+    let Some(gitdir) = std::fs::read_to_string(dotgit)
+        .ok()
+        .and_then(|t| t.lines().find_map(|l| l.trim().strip_prefix("gitdir:").map(|g| g.trim().to_string())))
+        .filter(|g| !g.is_empty())
+    else {
+        return (dir.to_path_buf(), None);
+    };
+    let gitdir = canonical(&dir.join(gitdir));
+    let Some(common) = std::fs::read_to_string(gitdir.join("commondir"))
+        .ok()
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .map(|c| canonical(&gitdir.join(c)))
+    else {
+        return (dir.to_path_buf(), Some(gitdir));
+    };
+    let config =
+        std::fs::read(common.join("config")).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let root = match config_value(&config, "core", None, "worktree") {
+        Some(wt) => canonical(&common.join(wt)),
+        None if common.file_name().is_some_and(|n| n == ".git") => {
+            common.parent().map(Path::to_path_buf).unwrap_or_else(|| common.clone())
+        }
+        // A bare repository's worktrees: the repository itself is what they share.
+        None => common.clone(),
+    };
+    (root, Some(common))
+}
+
+/// One `key = value` of a git config file, section and key case-insensitive, subsection exact.
+/// The last occurrence wins, as in git.
+fn config_value(text: &str, section: &str, sub: Option<&str>, key: &str) -> Option<String> {
+    entries(text)
+        .filter(|(s, ss, k, _)| s.eq_ignore_ascii_case(section) && ss.as_deref() == sub && k.eq_ignore_ascii_case(key))
+        .map(|(_, _, _, v)| v)
+        .last()
+}
+
+/// `(section, subsection, key, value)` of every entry of a git config file.
+fn entries(text: &str) -> impl Iterator<Item = (String, Option<String>, String, String)> + '_ {
+    let mut section = String::new();
+    let mut sub: Option<String> = None;
+    text.lines().filter_map(move |line| {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            return None;
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            let head = rest.split(']').next().unwrap_or_default().trim();
+            match head.split_once(char::is_whitespace) {
+                Some((s, q)) => {
+                    section = s.to_string();
+                    sub = Some(q.trim().trim_matches('"').replace("\\\"", "\"").replace("\\\\", "\\"));
+                }
+                // The old `[remote.origin]` form.
+                None => match head.split_once('.') {
+                    Some((s, q)) => {
+                        section = s.to_string();
+                        sub = Some(q.to_ascii_lowercase());
+                    }
+                    None => {
+                        section = head.to_string();
+                        sub = None;
+                    }
+                },
+            }
+            return None;
+        }
+        let (k, v) = line.split_once('=').unwrap_or((line, "true"));
+        Some((section.clone(), sub.clone(), k.trim().to_string(), config_string(v)))
+    })
+}
+
+/// A git config value: quotes removed, escapes resolved, a trailing comment dropped.
+fn config_string(v: &str) -> String {
+    let mut out = String::new();
+    let mut quoted = false;
+    let mut chars = v.trim().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' => match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some(o) => out.push(o),
+                None => {}
+            },
+            '#' | ';' if !quoted => break,
+            c => out.push(c),
+        }
+    }
+    out.trim().to_string()
+}
+
+/// The normalised `origin` remote (else the first remote with a URL), after `insteadOf` rewrites.
+fn remote_of(config: &str) -> Option<String> {
+    let all: Vec<_> = entries(config).collect();
+    let urls: Vec<(&str, &str)> = all
+        .iter()
+        .filter(|(s, _, k, _)| s.eq_ignore_ascii_case("remote") && k.eq_ignore_ascii_case("url"))
+        .filter_map(|(_, sub, _, v)| Some((sub.as_deref()?, v.as_str())))
+        .collect();
+    let url = urls.iter().find(|(name, _)| *name == "origin").or_else(|| urls.first())?.1;
+    // `[url "<base>"] insteadOf = <prefix>`: the longest matching prefix is replaced.
+    let rewritten = all
+        .iter()
+        .filter(|(s, sub, k, v)| {
+            s.eq_ignore_ascii_case("url")
+                && sub.is_some()
+                && k.eq_ignore_ascii_case("insteadof")
+                && url.starts_with(v.as_str())
+        })
+        .max_by_key(|(_, _, _, v)| v.len())
+        .map(|(_, base, _, prefix)| format!("{}{}", base.as_deref().unwrap_or_default(), &url[prefix.len()..]));
+    normalise_remote(rewritten.as_deref().unwrap_or(url))
+}
+
+/// `host/owner/repo` for a git remote URL: lowercase host, no scheme, user, password or port,
+/// no `.git` suffix or trailing slash. `None` for local paths and `file://` URLs.
+pub fn normalise_remote(url: &str) -> Option<String> {
+    let url = url.trim();
+    let (host_part, path) = if let Some((scheme, rest)) = url.split_once("://") {
+        if scheme.eq_ignore_ascii_case("file") || scheme.is_empty() {
+            return None;
+        }
+        rest.split_once('/').unwrap_or((rest, ""))
+    } else {
+        // scp-like `[user@]host:path`; a colon after a slash is a local path.
+        let colon = url.find(':')?;
+        if url[..colon].contains('/') || colon == 0 {
+            return None;
+        }
+        (&url[..colon], &url[colon + 1..])
+    };
+    let host = host_part.rsplit_once('@').map_or(host_part, |(_, h)| h);
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6).to_string(),
+        None => host.split(':').next().unwrap_or(host).to_string(),
+    };
+    let host = host.to_ascii_lowercase();
+    let mut path = path.split('/').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("/");
+    while let Some(p) = path.strip_suffix(".git").or_else(|| path.strip_suffix('/')) {
+        path = p.to_string();
+    }
+    if host.is_empty() {
+        return None;
+    }
+    Some(if path.is_empty() { host } else { format!("{host}/{path}") })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    struct Repo {
+        _t: tempfile::TempDir,
+        base: PathBuf,
+    }
+
+    /// A temp dir, canonicalised (on some systems /tmp itself is a symlink).
+    fn tmp() -> Repo {
+        let t = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(t.path()).unwrap();
+        Repo { _t: t, base }
+    }
+
+    fn git_repo(at: &Path, config: &str) {
+        std::fs::create_dir_all(at.join(".git/worktrees")).unwrap();
+        std::fs::write(at.join(".git/config"), config).unwrap();
+    }
+
+    /// A linked worktree as `git worktree add` lays it out.
+    fn worktree(main: &Path, wt: &Path, name: &str) {
+        let gd = main.join(".git/worktrees").join(name);
+        std::fs::create_dir_all(&gd).unwrap();
+        std::fs::write(gd.join("commondir"), "../..\n").unwrap();
+        std::fs::write(gd.join("gitdir"), format!("{}\n", wt.join(".git").display())).unwrap();
+        std::fs::create_dir_all(wt.join("src")).unwrap();
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", gd.display())).unwrap();
+    }
+
+    #[test]
+    fn every_spelling_of_a_project_is_one_root() {
+        let r = tmp();
+        let p = r.base.join("acme");
+        git_repo(&p, "");
+        std::fs::create_dir_all(p.join("src/deep")).unwrap();
+        symlink(&p, r.base.join("link")).unwrap();
+        let expected = p.clone();
+        for spelling in [
+            p.display().to_string(),
+            format!("{}/", p.display()),
+            format!("{}//src/deep/", p.display()),
+            format!("{}/src/../src/./deep", p.display()),
+            format!("{}/link", r.base.display()),
+            format!("{}/link/src/deep/", r.base.display()),
+            format!("{}/src/not/created/yet", p.display()),
+            format!("{}/link/missing/../src", r.base.display()),
+        ] {
+            assert_eq!(root(Path::new(&spelling)), expected, "{spelling}");
+        }
+        assert_eq!(bank(BankMode::Project, &p.join("src/"), "codex", "s"), format!("project:{}", p.display()));
+    }
+
+    #[test]
+    fn outside_git_the_canonical_directory_is_the_project() {
+        let r = tmp();
+        let d = r.base.join("plain/dir");
+        std::fs::create_dir_all(&d).unwrap();
+        symlink(&d, r.base.join("alias")).unwrap();
+        assert_eq!(root(&r.base.join("alias/")), d);
+        assert_eq!(root(&r.base.join("plain/dir/../dir/")), d);
+        assert_eq!(root(&r.base.join("gone/away/")), r.base.join("gone/away"));
+        assert_eq!(root(Path::new("/definitely/not/here/../there/")), PathBuf::from("/definitely/not/there"));
+        assert_eq!(root(Path::new("/")), PathBuf::from("/"));
+    }
+
+    #[test]
+    fn linked_worktrees_share_the_main_root_and_remote() {
+        let r = tmp();
+        let main = r.base.join("main");
+        git_repo(&main, "[remote \"origin\"]\n\turl = git@GitHub.com:Acme/Widgets.git\n");
+        let wt = r.base.join("wt-feature");
+        worktree(&main, &wt, "wt-feature");
+        assert_eq!(root(&wt.join("src")), main);
+        let id = identity(&wt.join("src"));
+        assert_eq!(id.remote.as_deref(), Some("github.com/Acme/Widgets"));
+        assert_eq!(id, identity(&main));
+        // A relative `gitdir:` works too.
+        let wt2 = main.join("nested-wt");
+        worktree(&main, &wt2, "nested");
+        std::fs::write(wt2.join(".git"), "gitdir: ../.git/worktrees/nested\n").unwrap();
+        assert_eq!(root(&wt2), main);
+    }
+
+    #[test]
+    fn submodules_and_broken_git_files_are_their_own_root() {
+        let r = tmp();
+        let sup = r.base.join("super");
+        git_repo(&sup, "");
+        let modgit = sup.join(".git/modules/lib");
+        std::fs::create_dir_all(&modgit).unwrap();
+        std::fs::write(modgit.join("config"), "[remote \"origin\"]\n url = https://gitlab.com/acme/lib\n").unwrap();
+        let lib = sup.join("lib");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join(".git"), "gitdir: ../.git/modules/lib\n").unwrap();
+        assert_eq!(root(&lib), lib);
+        assert_eq!(identity(&lib).remote.as_deref(), Some("gitlab.com/acme/lib"));
+        let odd = r.base.join("odd");
+        std::fs::create_dir_all(&odd).unwrap();
+        std::fs::write(odd.join(".git"), "garbage").unwrap();
+        assert_eq!(identity(&odd), ProjectIdentity { root: odd.clone(), remote: None, name: "odd".into() });
+    }
+
+    #[test]
+    fn bare_repository_worktrees_share_the_repository() {
+        let r = tmp();
+        let bare = r.base.join("proj.git");
+        std::fs::create_dir_all(bare.join("worktrees/a")).unwrap();
+        std::fs::write(bare.join("config"), "[core]\n\tbare = true\n").unwrap();
+        let a = r.base.join("a");
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::write(bare.join("worktrees/a/commondir"), "../..\n").unwrap();
+        std::fs::write(a.join(".git"), format!("gitdir: {}\n", bare.join("worktrees/a").display())).unwrap();
+        assert_eq!(root(&a), bare);
+    }
+
+    #[test]
+    fn remotes_normalise_to_host_owner_repo() {
+        for (url, want) in [
+            ("git@github.com:acme/widgets.git", Some("github.com/acme/widgets")),
+            ("git@GITHUB.COM:acme/widgets.git/", Some("github.com/acme/widgets")),
+            ("ssh://git@github.com:22/acme/widgets.git", Some("github.com/acme/widgets")),
+            ("ssh://github.com/acme/widgets", Some("github.com/acme/widgets")),
+            ("https://github.com/acme/widgets.git", Some("github.com/acme/widgets")),
+            ("https://user:ghp_secret@GitHub.com/acme/widgets.git", Some("github.com/acme/widgets")),
+            (
+                "https://oauth2:glpat-xyz@gitlab.example.com:8443/group/sub/proj.git///",
+                Some("gitlab.example.com/group/sub/proj"),
+            ),
+            ("http://[::1]:3000/acme/w.git", Some("::1/acme/w")),
+            ("git://git.kernel.org/pub/scm/git/git.git", Some("git.kernel.org/pub/scm/git/git")),
+            ("git+ssh://git@bitbucket.org/acme/widgets.git", Some("bitbucket.org/acme/widgets")),
+            ("/srv/git/widgets.git", None),
+            ("file:///srv/git/widgets.git", None),
+            ("./relative/repo", None),
+            ("", None),
+        ] {
+            assert_eq!(normalise_remote(url).as_deref(), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn origin_wins_else_the_first_remote_and_insteadof_applies() {
+        let cfg = "[core]\n\trepositoryformatversion = 0\n[remote \"upstream\"]\n\turl = https://github.com/up/w.git\n\
+                   [remote \"origin\"]\n\turl = \"git@github.com:me/w.git\" # mine\n";
+        assert_eq!(remote_of(cfg).as_deref(), Some("github.com/me/w"));
+        let cfg =
+            "[remote \"fork\"]\n\turl = https://codeberg.org/me/w\n[remote \"other\"]\n\turl = https://x.org/a/b\n";
+        assert_eq!(remote_of(cfg).as_deref(), Some("codeberg.org/me/w"));
+        let cfg = "[url \"git@github.com:\"]\n\tinsteadOf = gh:\n[remote \"origin\"]\n\turl = gh:acme/tool\n";
+        assert_eq!(remote_of(cfg).as_deref(), Some("github.com/acme/tool"));
+        assert_eq!(remote_of("[remote.origin]\nurl = https://h.io/o/r\n").as_deref(), Some("h.io/o/r"));
+        assert_eq!(remote_of("[core]\n bare = false\n"), None);
+    }
+
+    #[test]
+    fn identity_falls_back_to_the_directory_name() {
+        let r = tmp();
+        let p = r.base.join("Lonely Project");
+        git_repo(&p, "[core]\n\tbare = false\n");
+        let id = identity(&p.join("."));
+        assert_eq!((id.remote.as_deref(), id.team()), (None, "Lonely Project"));
+    }
+
+    #[test]
+    fn old_bank_keys_map_to_the_new_rule() {
+        let r = tmp();
+        let p = r.base.join("acme");
+        git_repo(&p, "");
+        std::fs::create_dir_all(p.join("sub")).unwrap();
+        symlink(&p, r.base.join("ln")).unwrap();
+        let want = format!("project:{}", p.display());
+        assert_eq!(migrate_bank(&format!("project:{}/", p.display())), want);
+        assert_eq!(migrate_bank(&format!("project:{}/ln/sub", r.base.display())), want);
+        assert_eq!(migrate_bank(&want), want, "idempotent");
+        assert_eq!(migrate_bank(&format!("agent:codex:{}/", p.display())), format!("agent:codex:{}", p.display()));
+        for same in ["user", "session:codex:abc", "project:relative", "agent:broken", "weird"] {
+            assert_eq!(migrate_bank(same), same);
+        }
+        assert_eq!(migrate_bank("project:/gone/dir/"), "project:/gone/dir");
+    }
+}

@@ -1,0 +1,163 @@
+//! `$OVMEM_HOME/logs/hook.log`: one JSON object per line, written by many hook processes at
+//! once. Each line is built whole (message scrubbed of secrets and cut to fit) and written with
+//! one `write` on an `O_APPEND` descriptor, so lines never interleave. Past a size the file is
+//! rotated by rename under an advisory lock (`hook.log` -> `.1` -> `.2` -> `.3`), re-checked
+//! under the lock, so concurrent rotations never overwrite or lose a generation's lines.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+
+/// Longest line, newline included: below `PIPE_BUF` (4096), the size POSIX promises atomic
+/// appends for, so no filesystem splits one.
+pub const MAX_LINE: usize = 4000;
+/// `hook.log` is rotated once it is larger than this.
+pub const ROTATE_AT: u64 = 1 << 20;
+/// Rotated generations kept (`hook.log.1` is the newest).
+pub const KEEP: usize = 3;
+
+/// One log line (JSON, newline-terminated, at most [`MAX_LINE`] bytes) with `msg` scrubbed.
+pub fn line(level: &str, harness: &str, event: &str, elapsed: Duration, msg: &str) -> Vec<u8> {
+    let msg = crate::redact::scrub(msg);
+    let clip = |s: &str, n: usize| -> String {
+        if s.len() <= n {
+            return s.to_string();
+        }
+        let mut end = n;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &s[..end])
+    };
+    let (harness, event) = (clip(harness, 64), clip(event, 64));
+    let mut budget = MAX_LINE;
+    loop {
+        let v = json!({
+            "ts": crate::store::now(), "level": level, "harness": harness, "event": event,
+            "ms": (elapsed.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0, "msg": clip(&msg, budget),
+        });
+        let mut out = v.to_string().into_bytes();
+        out.push(b'\n');
+        // JSON escapes can grow a message up to six times; shrink until the line fits.
+        if out.len() <= MAX_LINE || budget == 0 {
+            return out;
+        }
+        budget /= 2;
+    }
+}
+
+/// Appends `line` to `dir/hook.log`, rotating first when the file is past `rotate_at` bytes.
+/// Best effort: logging never fails the hook.
+pub fn append(dir: &Path, line: &[u8], rotate_at: u64) {
+    if fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let path = dir.join("hook.log");
+    if fs::metadata(&path).is_ok_and(|m| m.len() > rotate_at) {
+        rotate(dir, rotate_at);
+    }
+    if let Ok(mut f) = OpenOptions::new().create(true).append(true).mode(0o600).open(&path) {
+        // One write call: the line lands whole or (disk full) not at all.
+        let _ = f.write(line);
+    }
+}
+
+/// Shifts the generations under `hook.log.lock`, if `hook.log` is still too large once the lock
+/// is held (another process may have rotated it meanwhile).
+fn rotate(dir: &Path, rotate_at: u64) {
+    let Ok(lock) =
+        OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(dir.join("hook.log.lock"))
+    else {
+        return;
+    };
+    if !flock(&lock) {
+        return;
+    }
+    let path = dir.join("hook.log");
+    if fs::metadata(&path).is_ok_and(|m| m.len() > rotate_at) {
+        let gen = |n: usize| dir.join(format!("hook.log.{n}"));
+        let _ = fs::remove_file(gen(KEEP));
+        for n in (1..KEEP).rev() {
+            let _ = fs::rename(gen(n), gen(n + 1));
+        }
+        let _ = fs::rename(&path, gen(1));
+    }
+    // The lock goes with the descriptor.
+}
+
+fn flock(f: &File) -> bool {
+    loop {
+        // SAFETY: flock on a descriptor this function's caller owns.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return true;
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn lines(dir: &Path) -> Vec<Value> {
+        let mut out = Vec::new();
+        for name in ["hook.log", "hook.log.1", "hook.log.2", "hook.log.3"] {
+            let text = fs::read_to_string(dir.join(name)).unwrap_or_default();
+            for l in text.lines() {
+                out.push(serde_json::from_str(l).unwrap_or_else(|e| panic!("{name}: {e}: {l:?}")));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn lines_are_json_scrubbed_and_bounded() {
+        let secret = ["gh", "p_", "R8sV2nXq7LmZ4tWc9YbK1dPe6HfJ3gAu0oSi"].concat();
+        let l = line("error", "codex", "Stop", Duration::from_millis(3), &format!("failed with token {secret}"));
+        let v: Value = serde_json::from_slice(&l).unwrap();
+        assert_eq!(v["msg"], "failed with token [REDACTED:github-token]");
+        for huge in ["é".repeat(10_000), "\u{1}".repeat(10_000), "\"\\".repeat(5_000), "x".repeat(100_000)] {
+            let l = line("error", &"h".repeat(500), "e", Duration::ZERO, &huge);
+            assert!(l.len() <= MAX_LINE && l.ends_with(b"\n"), "{}", l.len());
+            let v: Value = serde_json::from_slice(&l).unwrap();
+            assert!(v["msg"].as_str().unwrap().ends_with('…'));
+        }
+    }
+
+    #[test]
+    fn concurrent_appends_with_rotation_lose_and_corrupt_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("logs");
+        let threads = 16;
+        let per = 40;
+        std::thread::scope(|s| {
+            for i in 0..threads {
+                let dir = dir.clone();
+                s.spawn(move || {
+                    for j in 0..per {
+                        let msg = format!("thread {i} line {j} {}", "y".repeat(300 + (i * 37 + j * 11) % 900));
+                        // Small enough to rotate twice or more, large enough that the kept
+                        // generations hold all ~550 KB written here.
+                        append(&dir, &line("info", "t", "e", Duration::ZERO, &msg), 200 << 10);
+                    }
+                });
+            }
+        });
+        let all = lines(&dir);
+        assert_eq!(all.len(), threads * per);
+        let mut seen: Vec<String> =
+            all.iter().map(|v| v["msg"].as_str().unwrap().split(" y").next().unwrap().into()).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), threads * per, "every line exactly once");
+        assert!(dir.join("hook.log.1").exists(), "rotation happened");
+    }
+}

@@ -1,0 +1,205 @@
+//! The spool: prompts and turns a hook took on but could not store in time (a locked or slow
+//! database, a missed deadline, a corrupt store), one small JSON file each in
+//! `$OVMEM_HOME/spool/`. It has to work when the database itself does not, so it is plain
+//! files. Replayed at the next session start and by the next stop of the same session; every
+//! item carries an id, so a replay stores it exactly once even if it is replayed twice.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::capture;
+use crate::env::Env;
+use crate::store::{self, Store, Turn};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpoolKind {
+    Prompt,
+    Turn,
+}
+
+impl std::fmt::Display for SpoolKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SpoolKind::Prompt => "prompt",
+            SpoolKind::Turn => "turn",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Spooled {
+    pub kind: SpoolKind,
+    pub id: String,
+    pub bank: String,
+    pub harness: String,
+    pub session: String,
+    #[serde(default)]
+    pub prompt: Option<String>,
+    #[serde(default)]
+    pub reply: Option<String>,
+    #[serde(default)]
+    pub transcript: Option<PathBuf>,
+    /// When it happened (the memory's date).
+    pub at: i64,
+    /// When the hook took it on (by this machine's clock).
+    pub taken_at: i64,
+}
+
+/// A fresh id: no two hooks ever make the same one.
+fn new_id(salt: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let seed = format!("{nanos}:{}:{}:{salt}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+    crate::fsx::sha256_hex(seed.as_bytes())[..20].to_string()
+}
+
+impl Spooled {
+    pub fn prompt(bank: &str, harness: &str, session: &str, prompt: &str, at: i64) -> Self {
+        Self {
+            kind: SpoolKind::Prompt,
+            id: new_id(session),
+            bank: bank.into(),
+            harness: harness.into(),
+            session: session.into(),
+            prompt: Some(crate::redact::scrub(prompt).into_owned()),
+            reply: None,
+            transcript: None,
+            at,
+            taken_at: store::now(),
+        }
+    }
+
+    pub fn turn(bank: &str, harness: &str, session: &str, prompt: Option<&str>, reply: Option<&str>, at: i64) -> Self {
+        Self {
+            kind: SpoolKind::Turn,
+            id: new_id(session),
+            bank: bank.into(),
+            harness: harness.into(),
+            session: session.into(),
+            // Nothing secret reaches the disk, even in the spool.
+            prompt: prompt.map(|p| crate::redact::scrub(p).into_owned()),
+            reply: reply.map(|r| crate::redact::scrub(r).into_owned()),
+            transcript: None,
+            at,
+            taken_at: store::now(),
+        }
+    }
+
+    /// An item from a spool file, including the first version's `{bank, harness, session,
+    /// prompts: [...], reply, at}` turns.
+    fn parse(bytes: &[u8]) -> Option<Self> {
+        if let Ok(s) = serde_json::from_slice::<Self>(bytes) {
+            return Some(s);
+        }
+        let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+        let prompts: Vec<&str> = v["prompts"].as_array()?.iter().filter_map(|p| p.as_str()).collect();
+        let at = v["at"].as_i64().unwrap_or_else(store::now);
+        let session = v["session"].as_str().unwrap_or("unknown");
+        let mut s = Self::turn(
+            v["bank"].as_str()?,
+            v["harness"].as_str().unwrap_or("unknown"),
+            session,
+            (!prompts.is_empty()).then(|| prompts.join("\n")).as_deref(),
+            v["reply"].as_str(),
+            at,
+        );
+        s.taken_at = at;
+        // Stable across replays of the same old file.
+        s.id = crate::fsx::sha256_hex(bytes)[..20].to_string();
+        Some(s)
+    }
+}
+
+pub fn dir(env: &Env) -> PathBuf {
+    env.ovmem_home().join("spool")
+}
+
+fn session_tag(session: &str) -> String {
+    crate::fsx::sha256_hex(session.as_bytes())[..8].to_string()
+}
+
+/// Writes an item to the spool (atomically, private to the user).
+pub fn write(env: &Env, item: &Spooled) -> Result<()> {
+    let dir = dir(env);
+    std::fs::create_dir_all(&dir).with_context(|| format!("could not create `{}`", dir.display()))?;
+    let name = format!("{}-{}-{}-{}.json", item.taken_at, item.kind, session_tag(&item.session), &item.id[..12]);
+    let bytes = serde_json::to_vec(item)?;
+    crate::fsx::write_atomic(&dir.join(name), &bytes, Some(0o600))
+}
+
+/// Stores a turn: its reply (or the transcript's last turn), the session's buffered prompts.
+pub fn store_turn(store: &Store, item: &Spooled, max_chars: usize) -> Result<String> {
+    let (t_prompt, t_reply) = match (&item.reply, &item.transcript) {
+        (None, Some(p)) => capture::last_turn(p),
+        _ => (None, None),
+    };
+    let clean =
+        |s: Option<String>| s.map(|s| capture::clip(&capture::strip_injected(&s), max_chars)).filter(|s| !s.is_empty());
+    let reply = clean(item.reply.clone().or(t_reply));
+    let fallback = clean(item.prompt.clone().or(t_prompt));
+    let turn = Turn {
+        turn_id: &item.id,
+        bank: &item.bank,
+        session: &item.session,
+        harness: &item.harness,
+        reply: reply.as_deref(),
+        fallback_prompt: fallback,
+        buffered_before: item.taken_at,
+        at: item.at,
+    };
+    Ok(match store.capture(&turn)? {
+        Some(id) => format!("captured memory {id}"),
+        None => "nothing new to capture".into(),
+    })
+}
+
+fn replay_one(store: &Store, item: &Spooled) -> Result<()> {
+    match item.kind {
+        SpoolKind::Prompt => {
+            let prompt = item.prompt.as_deref().unwrap_or_default();
+            store.buffer_prompt_item(&item.id, &item.session, &item.bank, &item.harness, prompt, item.taken_at)
+        }
+        SpoolKind::Turn => store_turn(store, item, usize::MAX).map(|_| ()),
+    }
+}
+
+/// Stores spooled items, oldest first (only those of `session` when given); each file is
+/// removed once its item is in the store. Returns how many were stored.
+pub fn replay(env: &Env, store: &Store, session: Option<&str>) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir(env)) else { return 0 };
+    let tag = session.map(session_tag);
+    let mut paths: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| tag.as_ref().is_none_or(|t| file_name(p).contains(&format!("-{t}-"))))
+        .collect();
+    paths.sort();
+    let mut n = 0;
+    for path in paths {
+        let Some(item) = std::fs::read(&path).ok().and_then(|b| Spooled::parse(&b)) else { continue };
+        if session.is_some_and(|s| s != item.session) {
+            continue;
+        }
+        if replay_one(store, &item).is_ok() && std::fs::remove_file(&path).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// Items waiting in the spool: (count, oldest time).
+pub fn depth(env: &Env) -> (usize, Option<i64>) {
+    let Ok(rd) = std::fs::read_dir(dir(env)) else { return (0, None) };
+    let times: Vec<i64> =
+        rd.flatten().filter_map(|e| file_name(&e.path()).split('-').next().and_then(|t| t.parse().ok())).collect();
+    (times.len(), times.iter().min().copied())
+}

@@ -1,0 +1,583 @@
+//! Ranking: BM25 over the whole bank (every posting of every query term, no recency cap), then a
+//! rerank of the best candidates on their text: how much of the question they cover, whether the
+//! question's words stand close together in them, a small bounded recency prior, near-duplicate
+//! removal, diversity across sessions, and supersession (a later memory on the same subject ranks
+//! before the earlier one, which is marked). Every weight here is a plain constant, chosen for
+//! being sensible rather than fitted to one dataset.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use super::index::{Posting, UNIT};
+use super::text::{analyse, Term};
+
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+/// Query terms kept (the rarest ones) when a prompt is long.
+pub const MAX_TERMS: usize = 24;
+/// A term in more than this share of a bank's memories says almost nothing about any of them.
+const COMMON: f32 = 0.5;
+/// Postings read per query beyond what covers most of its weight.
+const SCAN_BUDGET: u64 = 250_000;
+/// Identifiers and numbers weigh this much more than plain words in a query, when they are in
+/// at most `STRONG_FULL` of a bank's memories (tapering to no boost at `STRONG_UNTIL`).
+const STRONG: f32 = 1.5;
+const STRONG_FULL: f32 = 0.001;
+const STRONG_UNTIL: f32 = 0.02;
+/// The parts of an identifier matched whole weigh this much of a word.
+const PART: f32 = 0.3;
+/// Candidates reranked on their text.
+pub const RERANK: usize = 60;
+/// How much covering the whole question and having its words close together count at rerank.
+const COVERAGE: f32 = 0.3;
+const PROXIMITY: f32 = 0.3;
+/// Newest memories gain at most this much (a bounded prior, never a filter).
+const RECENCY: f32 = 0.12;
+const RECENCY_HALF_LIFE_DAYS: f32 = 45.0;
+
+/// One distinct term of a query.
+#[derive(Debug, Clone)]
+pub struct QueryTerm {
+    pub text: String,
+    pub weight: f32,
+    pub strong: bool,
+    /// Position of its first occurrence in the query.
+    pub pos: u32,
+    pub idf: f32,
+    pub df: u32,
+    /// The identifier this term is a part of (`geo` of `geo-lookup`), when the query wrote one.
+    pub part_of: Option<String>,
+    /// What the term counts for in the question's coverage: its IDF, or nothing for the part of
+    /// an identifier the bank knows whole (an identifier is one idea, however many words).
+    pub concept: f32,
+}
+
+/// The analysed query: distinct terms, heaviest first once IDF is known.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    pub terms: Vec<QueryTerm>,
+    /// The first `scan` terms are looked up in the index; the others only count at rerank.
+    pub scan: usize,
+}
+
+impl Query {
+    pub fn parse(text: &str) -> Self {
+        let analysed = analyse(text);
+        let mut terms: Vec<QueryTerm> = Vec::new();
+        for t in &analysed {
+            let weight = 1.0;
+            let part_of = analysed
+                .iter()
+                .find(|w| {
+                    w.strong
+                        && w.text != t.text
+                        && w.start <= t.start
+                        && t.end <= w.end
+                        && w.end - w.start > t.end - t.start
+                })
+                .map(|w| w.text.clone());
+            match terms.iter_mut().find(|q| q.text == t.text) {
+                Some(q) => {
+                    q.strong |= t.strong;
+                    if part_of.is_none() {
+                        q.part_of = None;
+                    }
+                }
+                None => terms.push(QueryTerm {
+                    text: t.text.clone(),
+                    weight,
+                    strong: t.strong,
+                    pos: t.pos,
+                    idf: 0.0,
+                    df: 0,
+                    part_of,
+                    concept: 0.0,
+                }),
+            }
+        }
+        Self { terms, scan: 0 }
+    }
+
+    /// Sets document frequencies (`None`: not in the bank) against a bank of `docs` memories,
+    /// drops terms found nowhere, keeps at most [`MAX_TERMS`] (the most informative), and decides
+    /// which to scan: the rarest always, then more while they add up to less than most of the
+    /// question's weight or their posting lists stay small. The rest (very common words) only
+    /// count when candidates are reranked on their text.
+    pub fn weigh(&mut self, docs: u32, df: impl Fn(&str) -> Option<u32>) {
+        let n = docs.max(1) as f32;
+        for t in &mut self.terms {
+            t.df = df(&t.text).unwrap_or(0);
+            t.idf = (1.0 + (n - t.df as f32 + 0.5) / (t.df as f32 + 0.5)).ln();
+        }
+        self.terms.retain(|t| t.df > 0);
+        // An identifier the bank knows is matched whole; its parts then only add a little (else
+        // `geo-lookup` would count three times against the other words of the question).
+        let known: Vec<String> = self.terms.iter().filter(|t| t.strong).map(|t| t.text.clone()).collect();
+        for t in &mut self.terms {
+            let part = t.part_of.as_ref().is_some_and(|w| known.contains(w));
+            t.concept = if part { 0.0 } else { t.idf };
+            if part {
+                t.weight = PART;
+            } else if t.strong {
+                // Identifiers and numbers outweigh plain words when they are rare (`s1234`, a
+                // port, an error code); a service name on every other memory is just a word.
+                let share = (t.df as f32 / n).max(1e-9);
+                let rare = ((STRONG_UNTIL.ln() - share.ln()) / (STRONG_UNTIL.ln() - STRONG_FULL.ln())).clamp(0.0, 1.0);
+                t.weight = 1.0 + (STRONG - 1.0) * rare;
+            }
+        }
+        self.terms.sort_by(|a, b| (b.idf * b.weight).total_cmp(&(a.idf * a.weight)));
+        self.terms.truncate(MAX_TERMS);
+        let total = self.mass();
+        let (mut mass, mut postings) = (0.0, 0u64);
+        self.scan = 0;
+        for t in &self.terms {
+            // In a small bank every word is "common"; that only means something past a few dozen.
+            let common = docs >= 20 && t.df as f32 > COMMON * n;
+            let cheap = postings + u64::from(t.df) <= SCAN_BUDGET;
+            if self.scan > 0 && (common || mass >= 0.7 * total && !cheap) {
+                break;
+            }
+            self.scan += 1;
+            mass += t.idf * t.weight;
+            postings += u64::from(t.df);
+        }
+    }
+
+    pub fn mass(&self) -> f32 {
+        self.terms.iter().map(|t| t.idf * t.weight).sum()
+    }
+
+    /// The question's ideas, weighted (see [`QueryTerm::concept`]).
+    pub fn concepts(&self) -> f32 {
+        self.terms.iter().map(|t| t.concept).sum()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Scored {
+    pub doc: i64,
+    pub score: f32,
+    /// Bit i set: query term i occurs in the memory.
+    pub matched: u32,
+}
+
+/// One term's BM25 contribution for a posting.
+fn contribution(t: &QueryTerm, p: Posting, avgdl: f32) -> f32 {
+    let tf = p.tf as f32 / UNIT;
+    let dl = p.dl as f32 / UNIT;
+    t.weight * t.idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / avgdl))
+}
+
+/// BM25 over the posting lists of the query's scanned terms (`lists[i]` for `query.terms[i]`,
+/// each sorted by memory id), term at a time into accumulators (a dense array over the lists' id
+/// range, or a hash map when that range is sparse); returns the `keep` best, best first.
+pub fn bm25(query: &Query, lists: &[Vec<Posting>], avgdl: f32, keep: usize) -> Vec<Scored> {
+    let avgdl = avgdl.max(1.0);
+    let total: usize = lists.iter().map(Vec::len).sum();
+    let lo = lists.iter().filter_map(|l| l.first()).map(|p| p.doc).min();
+    let hi = lists.iter().filter_map(|l| l.last()).map(|p| p.doc).max();
+    let (Some(lo), Some(hi)) = (lo, hi) else { return Vec::new() };
+    let range = (hi - lo + 1) as usize;
+    // Candidates are chosen on BM25 weighted by how much of the question they cover, so a memory
+    // matching two of its ideas beats one repeating a single idea (the key is never above the
+    // score, so most memories are passed over on the score alone).
+    let mass: Vec<f32> = query.terms.iter().map(|t| t.concept).collect();
+    let total_mass: f32 = mass.iter().take(lists.len()).sum::<f32>().max(1e-6);
+    let mut top: BinaryHeap<Keyed> = BinaryHeap::with_capacity(keep + 1);
+    let mut offer = |doc: i64, score: f32, matched: u32| {
+        if top.len() == keep && top.peek().is_some_and(|w| score <= w.key) {
+            return;
+        }
+        let mut got = 0.0;
+        let mut bits = matched;
+        while bits != 0 {
+            got += mass[bits.trailing_zeros() as usize];
+            bits &= bits - 1;
+        }
+        let key = score * (1.0 - FIRST_COVERAGE + FIRST_COVERAGE * got / total_mass);
+        if top.len() < keep {
+            top.push(Keyed { key, s: Scored { doc, score, matched } });
+        } else if top.peek().is_some_and(|w| key > w.key) {
+            top.pop();
+            top.push(Keyed { key, s: Scored { doc, score, matched } });
+        }
+    };
+    if range <= total.saturating_mul(16).max(4096) {
+        let mut acc: Vec<(f32, u32)> = vec![(0.0, 0); range];
+        for (i, list) in lists.iter().enumerate() {
+            let t = &query.terms[i];
+            for p in list {
+                let a = &mut acc[(p.doc - lo) as usize];
+                a.0 += contribution(t, *p, avgdl);
+                a.1 |= 1 << i;
+            }
+        }
+        for (k, (score, matched)) in acc.into_iter().enumerate() {
+            if matched != 0 {
+                offer(lo + k as i64, score, matched);
+            }
+        }
+    } else {
+        let mut acc: rustc_hash::FxHashMap<i64, (f32, u32)> = Default::default();
+        acc.reserve(total.min(1 << 20));
+        for (i, list) in lists.iter().enumerate() {
+            let t = &query.terms[i];
+            for p in list {
+                let a = acc.entry(p.doc).or_insert((0.0, 0));
+                a.0 += contribution(t, *p, avgdl);
+                a.1 |= 1 << i;
+            }
+        }
+        for (doc, (score, matched)) in acc {
+            offer(doc, score, matched);
+        }
+    }
+    let mut out = top.into_vec();
+    out.sort_by(|a, b| b.key.total_cmp(&a.key).then_with(|| b.s.doc.cmp(&a.s.doc)));
+    out.into_iter().map(|k| k.s).collect()
+}
+
+/// How much a candidate's share of the question weighs in choosing candidates.
+const FIRST_COVERAGE: f32 = 0.5;
+
+/// A candidate in the bounded top-k heap, ordered (reversed) by its key.
+struct Keyed {
+    key: f32,
+    s: Scored,
+}
+
+impl PartialEq for Keyed {
+    fn eq(&self, o: &Self) -> bool {
+        self.key == o.key && self.s.doc == o.s.doc
+    }
+}
+impl Eq for Keyed {}
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Keyed {
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.key.total_cmp(&self.key).then_with(|| o.s.doc.cmp(&self.s.doc))
+    }
+}
+
+/// The BM25 share of the terms that were not scanned (too common to be worth their posting
+/// lists), computed on a candidate's own text, so candidates are ranked on the whole question.
+/// Returns the extra score and match bits.
+pub fn complete(query: &Query, fields: &[Vec<Term>; 3], dl: u32, avgdl: f32) -> (f32, u32) {
+    let mut score = 0.0;
+    let mut matched = 0;
+    for (i, t) in query.terms.iter().enumerate().skip(query.scan) {
+        let tf: u32 = fields
+            .iter()
+            .zip([super::index::W_PROMPT, super::index::W_REPLY, super::index::W_TOPIC])
+            .map(|(f, w)| f.iter().filter(|x| x.text == t.text).count() as u32 * w)
+            .sum();
+        if tf > 0 {
+            score += contribution(t, Posting { doc: 0, tf, dl }, avgdl.max(1.0));
+            matched |= 1 << i;
+        }
+    }
+    (score, matched)
+}
+
+/// What the reranker needs of a candidate memory.
+pub struct Candidate<'a> {
+    pub doc: i64,
+    pub bm25: f32,
+    pub matched: u32,
+    pub session: Option<&'a str>,
+    pub created_at: i64,
+    /// The memory's fields, analysed (prompt, reply, topic).
+    pub fields: [Vec<Term>; 3],
+}
+
+/// A reranked memory: its final score, when a later memory on the same subject was found that
+/// memory's id, and the other turns of its session that go with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    pub doc: i64,
+    pub score: f32,
+    pub superseded_by: Option<i64>,
+    /// Other turns of the same session shown with it, oldest first.
+    pub with: Vec<i64>,
+}
+
+/// Share of the query's weight (IDF x strength) a memory covers.
+fn coverage(q: &Query, matched: u32) -> f32 {
+    let total = q.concepts();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    let got: f32 = q.terms.iter().enumerate().filter(|(i, _)| matched & (1 << i) != 0).map(|(_, t)| t.concept).sum();
+    got / total
+}
+
+/// How close together the query's words stand in the memory: for each pair of query terms that
+/// are neighbours in the question, whether they occur within three words of each other in one
+/// field; weighted by the rarer term's IDF, as a share of the query's weight.
+fn proximity(q: &Query, fields: &[Vec<Term>; 3]) -> f32 {
+    if q.terms.len() < 2 {
+        return 0.0;
+    }
+    let mut by_query_order: Vec<&QueryTerm> = q.terms.iter().collect();
+    by_query_order.sort_by_key(|t| t.pos);
+    let mut got = 0.0;
+    for field in fields {
+        let mut positions: HashMap<&str, Vec<u32>> = HashMap::default();
+        for t in field {
+            positions.entry(t.text.as_str()).or_default().push(t.pos);
+        }
+        let mut field_got = 0.0;
+        for pair in by_query_order.windows(2) {
+            let (Some(a), Some(b)) = (positions.get(pair[0].text.as_str()), positions.get(pair[1].text.as_str()))
+            else {
+                continue;
+            };
+            let near = a.iter().any(|x| b.iter().any(|y| x.abs_diff(*y) <= 3 && x != y));
+            if near {
+                field_got += pair[0].idf.min(pair[1].idf) * pair[0].weight.min(pair[1].weight);
+            }
+        }
+        if field_got > got {
+            got = field_got;
+        }
+    }
+    (got / q.mass()).min(1.0)
+}
+
+/// Content-word set of a memory (for near-duplicates and subjects).
+fn word_set(fields: &[Vec<Term>; 3]) -> HashSet<&str> {
+    fields[0].iter().chain(&fields[1]).map(|t| t.text.as_str()).collect()
+}
+
+fn jaccard(a: &HashSet<&str>, b: &HashSet<&str>) -> f32 {
+    let inter = a.intersection(b).count() as f32;
+    let union = (a.len() + b.len()) as f32 - inter;
+    if union == 0.0 {
+        0.0
+    } else {
+        inter / union
+    }
+}
+
+/// Words that say a turn revises an earlier decision.
+const REVISION_CUES: &[&str] = &[
+    "actual",
+    "instead",
+    "switch",
+    "chang",
+    "revert",
+    "no longer",
+    "anymor",
+    "now",
+    "drop",
+    "replac",
+    "move",
+    "updat",
+];
+
+fn revises(fields: &[Vec<Term>; 3]) -> bool {
+    fields[0].iter().chain(&fields[1]).any(|t| REVISION_CUES.iter().any(|c| t.text.starts_with(c)))
+}
+
+/// Reranks candidates and picks up to `limit`: near-duplicates dropped, at most one memory per
+/// session until every session had its turn, a later memory on the same subject placed before
+/// the earlier one (which is marked).
+pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Vec<Ranked> {
+    if candidates.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    let top_bm25 = candidates.iter().map(|c| c.bm25).fold(0.0f32, f32::max).max(1e-6);
+    let sets: Vec<HashSet<&str>> = candidates.iter().map(|c| word_set(&c.fields)).collect();
+    let mut scored: Vec<(usize, f32)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let cov = coverage(q, c.matched);
+            let prox = proximity(q, &c.fields);
+            let age_days = ((now - c.created_at).max(0) as f32) / 86_400.0;
+            let recency = 1.0 + RECENCY * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS);
+            let s = (c.bm25 / top_bm25) * (1.0 - COVERAGE + COVERAGE * cov) * (1.0 + PROXIMITY * prox) * recency;
+            (i, s)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let floor = scored[0].1 * 0.05;
+    scored.retain(|(_, s)| *s >= floor);
+
+    // Supersession: two candidates on the same subject, the later first. Either the later one
+    // restates the earlier (both cover nearly the same words of the question, at least half of
+    // it, and say much the same otherwise), or it says it revises something (`actually`,
+    // `switch`, `instead`, …), answers a good part of the question, and shares an identifier of
+    // the question or half of it with the earlier one, and some of its wording.
+    let mut superseded_by: HashMap<usize, usize> = HashMap::default();
+    for (ai, (a, _)) in scored.iter().enumerate() {
+        for (b, _) in scored.iter().skip(ai + 1) {
+            let (ca, cb) = (&candidates[*a], &candidates[*b]);
+            let (older, newer) = if (ca.created_at, ca.doc) < (cb.created_at, cb.doc) { (*a, *b) } else { (*b, *a) };
+            let shared = ca.matched & cb.matched;
+            let on_shared = coverage(q, shared);
+            let overlap = jaccard(&sets[*a], &sets[*b]);
+            let restates = on_shared >= 0.5
+                && on_shared >= 0.85 * coverage(q, ca.matched).max(coverage(q, cb.matched))
+                && overlap >= 0.5;
+            let strong_shared = q.terms.iter().enumerate().any(|(i, t)| t.strong && shared & (1 << i) != 0);
+            let cn = &candidates[newer];
+            let revision = revises(&cn.fields)
+                && coverage(q, cn.matched) >= 0.4
+                && (strong_shared || on_shared >= 0.5)
+                && overlap >= 0.12;
+            if restates || revision {
+                superseded_by.entry(older).or_insert(newer);
+            }
+        }
+    }
+
+    // Selection: near-duplicates out, sessions taken in turn (a session's other good turns go
+    // with its best one, in the same item, so a follow-up is shown with the turn that gives it
+    // its meaning), supersessions honoured.
+    let order: Vec<usize> = scored.iter().map(|(i, _)| *i).collect();
+    let score_of: HashMap<usize, f32> = scored.iter().copied().collect();
+    let mut sel = Selection { picked: Vec::new(), used: HashSet::default(), seen: HashSet::default() };
+    for pass in 0..2 {
+        for &i in &order {
+            if sel.picked.len() >= limit {
+                break;
+            }
+            if sel.used.contains(&i) || sel.used.iter().any(|&p| jaccard(&sets[p], &sets[i]) >= 0.85) {
+                continue;
+            }
+            let session = candidates[i].session;
+            if pass == 0 && session.is_some_and(|s| sel.seen.contains(s)) {
+                continue;
+            }
+            // Later memories on this subject go first, newest first (and take the last slot if
+            // only one is left).
+            let mut chain = Vec::new();
+            let mut at = i;
+            while let Some(&newer) = superseded_by.get(&at) {
+                if chain.contains(&newer) || newer == i {
+                    break;
+                }
+                chain.push(newer);
+                at = newer;
+            }
+            for &newer in chain.iter().rev() {
+                if sel.picked.len() < limit && !sel.used.contains(&newer) {
+                    sel.pick(newer, candidates, &order, &score_of, &sets);
+                }
+            }
+            if sel.picked.len() < limit {
+                sel.pick(i, candidates, &order, &score_of, &sets);
+            }
+        }
+    }
+    sel.picked
+        .into_iter()
+        .map(|(i, with)| Ranked {
+            doc: candidates[i].doc,
+            score: score_of.get(&i).copied().unwrap_or(0.0),
+            superseded_by: superseded_by.get(&i).map(|&n| candidates[n].doc),
+            with: with.into_iter().map(|j| candidates[j].doc).collect(),
+        })
+        .collect()
+}
+
+/// A session's other turns shown with its best one score at least this share of it (a short
+/// follow-up, this share of that).
+const COMPANION: f32 = 0.6;
+const FOLLOW_UP: f32 = 0.4;
+/// At most this many of them.
+const COMPANIONS: usize = 2;
+
+struct Selection<'a> {
+    /// Items: a candidate and the other turns of its session shown with it.
+    picked: Vec<(usize, Vec<usize>)>,
+    used: HashSet<usize>,
+    seen: HashSet<&'a str>,
+}
+
+impl<'a> Selection<'a> {
+    fn pick(
+        &mut self,
+        i: usize,
+        candidates: &'a [Candidate],
+        order: &[usize],
+        score_of: &HashMap<usize, f32>,
+        sets: &[HashSet<&str>],
+    ) {
+        self.used.insert(i);
+        let mut with = Vec::new();
+        if let Some(session) = candidates[i].session {
+            self.seen.insert(session);
+            let floor = score_of.get(&i).copied().unwrap_or(0.0) * COMPANION;
+            for &j in order {
+                if with.len() == COMPANIONS {
+                    break;
+                }
+                // A turn that stands on its own must be nearly as good; a short follow-up ("rerun?",
+                // "then drop it"), found through its session's topic, only needs to be relevant.
+                let score = score_of.get(&j).copied().unwrap_or(0.0);
+                let follow_up = candidates[j].fields[0].len() <= 4 && !candidates[j].fields[2].is_empty();
+                let fits = candidates[j].session == Some(session)
+                    && !self.used.contains(&j)
+                    && (score >= floor || follow_up && score >= floor * FOLLOW_UP)
+                    && !self.used.iter().any(|&p| jaccard(&sets[p], &sets[j]) >= 0.85);
+                if fits {
+                    self.used.insert(j);
+                    with.push(j);
+                }
+            }
+            with.sort_by_key(|&j| (candidates[j].created_at, candidates[j].doc));
+        }
+        self.picked.push((i, with));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(text: &str, df: &[(&str, u32)], docs: u32) -> Query {
+        let mut q = Query::parse(text);
+        q.weigh(docs, |t| df.iter().find(|(x, _)| *x == t).map(|x| x.1));
+        q
+    }
+
+    #[test]
+    fn common_terms_are_pruned_and_rare_ones_lead() {
+        let q = q("How many retries does service s1234 use?", &[("retri", 900), ("servic", 1000), ("s1234", 1)], 1000);
+        let names: Vec<&str> = q.terms.iter().map(|t| t.text.as_str()).collect();
+        assert_eq!(names, ["s1234", "retri", "servic"], "unknown terms go, the rarest leads");
+        assert_eq!(q.scan, 1, "terms in nearly every memory are not scanned");
+        let q = q_all_common();
+        assert_eq!((q.terms.len(), q.scan), (2, 1), "when every term is common, the rarest is scanned");
+    }
+
+    fn q_all_common() -> Query {
+        q("deploy service", &[("deploy", 900), ("servic", 950)], 1000)
+    }
+
+    #[test]
+    fn bm25_ranks_every_posting_not_just_the_newest() {
+        let q = q("s1234 retries", &[("s1234", 1), ("retri", 3)], 10);
+        let lists = vec![
+            vec![Posting { doc: 1, tf: 4, dl: 40 }],
+            vec![
+                Posting { doc: 1, tf: 4, dl: 40 },
+                Posting { doc: 8, tf: 4, dl: 40 },
+                Posting { doc: 9, tf: 4, dl: 40 },
+            ],
+        ];
+        let top = bm25(&q, &lists, 10.0, 2);
+        assert_eq!(top[0].doc, 1, "the oldest memory, the only one naming s1234, wins");
+        assert_eq!(top[0].matched, 0b11);
+        assert_eq!(top.len(), 2);
+    }
+}

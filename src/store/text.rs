@@ -1,0 +1,451 @@
+//! Text analysis shared by indexing and querying, so a memory and a question meet on the same
+//! terms: lowercase words, English stems, stopwords dropped, and identifiers kept whole as well
+//! as split (`billing_worker`, `RetryPolicy`, `src/store/mod.rs`, `localhost:5433`, `s1234`), so a
+//! question naming an identifier matches it exactly and a question in plain words still finds it.
+
+use std::sync::OnceLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// One analysed term. `strong` marks identifiers and numbers: the words a search engineer would
+/// not let a common word outvote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Term {
+    pub text: String,
+    /// Word position in the text (an identifier shares the position of its first part).
+    pub pos: u32,
+    pub strong: bool,
+    /// Byte range of the word in the analysed text.
+    pub start: u32,
+    pub end: u32,
+}
+
+const STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "cannot",
+    "could",
+    "couldn",
+    "did",
+    "didn",
+    "do",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "down",
+    "during",
+    "each",
+    "else",
+    "ever",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "hadn",
+    "has",
+    "hasn",
+    "have",
+    "haven",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "hey",
+    "hi",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "ll",
+    "many",
+    "me",
+    "might",
+    "more",
+    "most",
+    "much",
+    "must",
+    "mustn",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "ok",
+    "okay",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "please",
+    "re",
+    "same",
+    "shall",
+    "shan",
+    "she",
+    "should",
+    "shouldn",
+    "so",
+    "some",
+    "such",
+    "than",
+    "thank",
+    "thanks",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "us",
+    "ve",
+    "very",
+    "was",
+    "wasn",
+    "we",
+    "were",
+    "weren",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "won",
+    "would",
+    "wouldn",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+pub fn is_stopword(w: &str) -> bool {
+    STOPWORDS.binary_search(&w).is_ok()
+}
+
+fn stemmer() -> &'static Stemmer {
+    static S: OnceLock<Stemmer> = OnceLock::new();
+    S.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+thread_local! {
+    /// Stems already computed: words repeat, and stemming is most of an import's analysis.
+    static STEMS: std::cell::RefCell<rustc_hash::FxHashMap<Box<str>, Box<str>>> = Default::default();
+}
+
+fn stem(word: &str) -> String {
+    STEMS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(s) = cache.get(word) {
+            return s.to_string();
+        }
+        let s = stemmer().stem(word).into_owned();
+        if cache.len() < 200_000 {
+            cache.insert(word.into(), s.as_str().into());
+        }
+        s
+    })
+}
+
+/// Characters that join the parts of an identifier (`a_b`, `a-b`, `a.b`, `a/b`, `a:b`, `a@b`, `#1`).
+fn is_joiner(c: char) -> bool {
+    matches!(c, '_' | '-' | '.' | '/' | ':' | '@' | '#' | '+' | '~')
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
+}
+
+/// Calls `f(offset, part)` for each part of a run of letters and digits split at camelCase
+/// boundaries (`RetryPolicy` -> `Retry`, `Policy`; `HTTPServer` -> `HTTP`, `Server`).
+/// Letter/digit boundaries are kept (`s1234`, `v2`).
+fn for_camel_parts(word: &str, mut f: impl FnMut(usize, &str)) {
+    if word.bytes().all(|b| !b.is_ascii_uppercase()) && word.is_ascii() {
+        return f(0, word);
+    }
+    let mut start = 0;
+    let mut it = word.char_indices().peekable();
+    let mut prev: Option<char> = None;
+    while let Some((i, cur)) = it.next() {
+        if let Some(p) = prev {
+            let next = it.peek().map(|x| x.1);
+            let lower_to_upper = p.is_lowercase() && cur.is_uppercase();
+            let acronym_end = p.is_uppercase() && cur.is_uppercase() && next.is_some_and(char::is_lowercase);
+            if (lower_to_upper || acronym_end) && i > start {
+                f(start, &word[start..i]);
+                start = i;
+            }
+        }
+        prev = Some(cur);
+    }
+    if start < word.len() {
+        f(start, &word[start..]);
+    }
+}
+
+/// The term for one word part: lowercased, stemmed when it is a plain word, `None` for
+/// stopwords and lone letters.
+fn part_term(part: &str) -> Option<(String, bool)> {
+    let lower = if part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+        part.to_string()
+    } else {
+        part.to_lowercase()
+    };
+    let has_digit = lower.chars().any(|c| c.is_ascii_digit());
+    if has_digit {
+        return Some((lower, true));
+    }
+    if lower.chars().count() < 2 || is_stopword(&lower) {
+        return None;
+    }
+    if lower.len() > 3 && lower.chars().all(|c| c.is_ascii_lowercase()) {
+        return Some((stem(&lower), false));
+    }
+    Some((lower, false))
+}
+
+/// Analyses `text` into terms, appending to `out`. Positions continue from `start`; returns the
+/// next free position.
+pub fn analyse_into(text: &str, start: u32, out: &mut Vec<Term>) -> u32 {
+    let mut pos = start;
+    let mut chunk: Option<usize> = None;
+    let mut cjk: Option<usize> = None;
+    for (i, c) in text.char_indices() {
+        if is_cjk(c) {
+            if let Some(s) = chunk.take() {
+                emit_chunk(text, s, i, &mut pos, out);
+            }
+            cjk.get_or_insert(i);
+            continue;
+        }
+        if let Some(s) = cjk.take() {
+            emit_cjk(text, s, i, &mut pos, out);
+        }
+        if c.is_alphanumeric() || is_joiner(c) {
+            chunk.get_or_insert(i);
+        } else if let Some(s) = chunk.take() {
+            emit_chunk(text, s, i, &mut pos, out);
+        }
+    }
+    if let Some(s) = chunk {
+        emit_chunk(text, s, text.len(), &mut pos, out);
+    }
+    if let Some(s) = cjk {
+        emit_cjk(text, s, text.len(), &mut pos, out);
+    }
+    pos
+}
+
+/// A run of Han, kana or hangul: overlapping character bigrams (the usual indexing unit for
+/// text without spaces), or the character itself when the run is one character long.
+fn emit_cjk(text: &str, from: usize, to: usize, pos: &mut u32, out: &mut Vec<Term>) {
+    let chars: Vec<(usize, char)> = text[from..to].char_indices().map(|(i, c)| (from + i, c)).collect();
+    if chars.len() == 1 {
+        out.push(Term {
+            text: text[from..to].to_string(),
+            pos: *pos,
+            strong: false,
+            start: from as u32,
+            end: to as u32,
+        });
+    }
+    for (k, w) in chars.windows(2).enumerate() {
+        let end = w[1].0 + w[1].1.len_utf8();
+        out.push(Term {
+            text: text[w[0].0..end].to_string(),
+            pos: *pos + k as u32,
+            strong: false,
+            start: w[0].0 as u32,
+            end: end as u32,
+        });
+    }
+    *pos += chars.len() as u32;
+}
+
+fn emit_chunk(text: &str, from: usize, to: usize, pos: &mut u32, out: &mut Vec<Term>) {
+    let raw = &text[from..to];
+    let lead = raw.len() - raw.trim_start_matches(is_joiner).len();
+    let chunk = raw.trim_matches(is_joiner);
+    if chunk.is_empty() {
+        return;
+    }
+    let base = from + lead;
+    let first = *pos;
+    let mut parts = 0;
+    let mut off = 0;
+    for word in chunk.split(is_joiner) {
+        if !word.is_empty() {
+            for_camel_parts(word, |i, p| {
+                if let Some((term, strong)) = part_term(p) {
+                    let at = base + off + i;
+                    out.push(Term { text: term, pos: *pos, strong, start: at as u32, end: (at + p.len()) as u32 });
+                }
+                *pos += 1;
+                parts += 1;
+            });
+        }
+        off += word.len() + 1;
+    }
+    // The whole identifier, as written (lowercased, unstemmed), when it is more than one word.
+    if parts > 1 && chunk.len() <= 64 {
+        out.push(Term {
+            text: chunk.to_lowercase(),
+            pos: first,
+            strong: true,
+            start: base as u32,
+            end: (base + chunk.len()) as u32,
+        });
+    }
+}
+
+pub fn analyse(text: &str) -> Vec<Term> {
+    let mut out = Vec::new();
+    analyse_into(text, 0, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(s: &str) -> Vec<String> {
+        analyse(s).into_iter().map(|t| t.text).collect()
+    }
+
+    #[test]
+    fn stopwords_are_sorted_for_binary_search() {
+        let mut sorted = STOPWORDS.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted, STOPWORDS);
+    }
+
+    #[test]
+    fn words_are_stemmed_and_stopwords_dropped() {
+        assert_eq!(texts("How many retries does the billing worker use?"), ["retri", "bill", "worker", "use"]);
+        assert_eq!(texts("Deploying deployments deployed"), ["deploy", "deploy", "deploy"]);
+    }
+
+    #[test]
+    fn identifiers_are_kept_whole_and_split() {
+        let t = analyse("Set RetryPolicy in src/store/mod.rs for s1234 on localhost:5433 (ERR_CONN_RESET).");
+        let strong: Vec<&str> = t.iter().filter(|t| t.strong).map(|t| t.text.as_str()).collect();
+        assert_eq!(strong, ["retrypolicy", "src/store/mod.rs", "s1234", "5433", "localhost:5433", "err_conn_reset"]);
+        let all: Vec<&str> = t.iter().map(|t| t.text.as_str()).collect();
+        for w in ["retri", "polici", "src", "store", "mod", "rs", "localhost", "err", "conn", "reset"] {
+            assert!(all.contains(&w), "{w} in {all:?}");
+        }
+    }
+
+    #[test]
+    fn trailing_punctuation_is_not_part_of_a_word() {
+        assert_eq!(texts("done. v1.2.3. -flag- __init__"), ["done", "v1", "2", "3", "v1.2.3", "flag", "init"]);
+    }
+
+    #[test]
+    fn cjk_text_becomes_bigrams() {
+        assert_eq!(texts("数据库端口 和"), ["数据", "据库", "库端", "端口", "和"]);
+    }
+
+    #[test]
+    fn byte_offsets_point_at_the_words() {
+        let text = "Ünïcode: fooBar_baz, 端口 x v2";
+        for t in analyse(text) {
+            let slice = &text[t.start as usize..t.end as usize];
+            if t.strong || !slice.is_ascii() {
+                assert_eq!(slice.to_lowercase(), t.text, "{t:?}");
+            }
+        }
+        let t = analyse("see fooBar_baz");
+        let spans: Vec<(&str, &str)> =
+            t.iter().map(|t| (t.text.as_str(), &"see fooBar_baz"[t.start as usize..t.end as usize])).collect();
+        assert_eq!(
+            spans,
+            [("see", "see"), ("foo", "foo"), ("bar", "Bar"), ("baz", "baz"), ("foobar_baz", "fooBar_baz")]
+        );
+    }
+
+    #[test]
+    fn positions_follow_words() {
+        let t = analyse("alpha beta_gamma delta");
+        let pos: Vec<(String, u32)> = t.into_iter().map(|t| (t.text, t.pos)).collect();
+        assert_eq!(
+            pos,
+            [
+                ("alpha".into(), 0),
+                ("beta".into(), 1),
+                ("gamma".into(), 2),
+                ("beta_gamma".into(), 1),
+                ("delta".into(), 3)
+            ]
+        );
+    }
+}

@@ -1,0 +1,712 @@
+//! The Hindsight and OpenViking clients against the real servers: hindsight-api-slim 1.1.0 (its
+//! embedded PostgreSQL, in the scale-out form: two API nodes and a worker on one database, API-key
+//! auth on) and openviking 0.5.2 (dev mode and api_key mode), installed by
+//! `tests/servers/install.sh` into `$OVMEM_SERVERS_DIR` (default `~/.cache/ovmem-servers`) and run
+//! on 127.0.0.1 against ovmem's stub model by `tests/servers/servers.py`, once per test binary.
+//! They are stopped by pid when the binary exits (an exit handler), and by a watchdog if it dies.
+//!
+//! Without the installed servers each test prints `SKIPPED (not a pass): <why>`; with
+//! `OVMEM_SERVERS_REQUIRED=1` (CI) a missing server fails instead. The dead-server and silent-server
+//! tests need no server and always run.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use ovmem::backend::hindsight::{self, Hindsight};
+use ovmem::backend::openviking::{self, OpenViking};
+use ovmem::backend::{configure, team_bank, Choice, Remote, RemoteError, Secret, Turn};
+use serde_json::Value;
+
+const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+const HS_KEY: &str = "ovmem-test-hindsight-key-5e1f";
+const OV_ROOT: &str = "ovmem-test-openviking-root-77ac";
+
+fn required() -> bool {
+    std::env::var("OVMEM_SERVERS_REQUIRED").is_ok_and(|v| v == "1")
+}
+
+/// Straight to the stderr handle: the test harness captures `eprintln!` of passing tests.
+fn note(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "{msg}");
+}
+
+fn servers_dir() -> PathBuf {
+    std::env::var_os("OVMEM_SERVERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ovmem-servers"))
+}
+
+fn helper() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/servers/servers.py")
+}
+
+struct Lab {
+    state: Value,
+}
+
+impl Lab {
+    fn at(&self, path: &[&str]) -> String {
+        let mut v = &self.state;
+        for p in path {
+            v = &v[*p];
+        }
+        v.as_str().unwrap_or_else(|| panic!("no {path:?} in the servers' state: {}", self.state)).to_string()
+    }
+    fn hs_a(&self) -> String {
+        self.at(&["hindsight", "url"])
+    }
+    fn hs_b(&self) -> String {
+        self.at(&["hindsight", "url_b"])
+    }
+    fn ov_dev(&self) -> String {
+        self.at(&["openviking", "dev", "url"])
+    }
+    fn ov_keyed(&self) -> String {
+        self.at(&["openviking", "api_key", "url"])
+    }
+    fn ov_user_key(&self, user: &str) -> String {
+        self.at(&["openviking", "api_key", "users", user])
+    }
+}
+
+static STATE_DIR: OnceLock<PathBuf> = OnceLock::new();
+static LAB: OnceLock<Result<Lab, String>> = OnceLock::new();
+
+extern "C" fn stop_servers() {
+    if let Some(dir) = STATE_DIR.get() {
+        let _ = Command::new("python3")
+            .arg(helper())
+            .args(["stop", "--state"])
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+fn start() -> Result<Lab, String> {
+    for name in ["hindsight", "openviking"] {
+        let dir = servers_dir().join(name);
+        if !dir.join("installed.txt").exists() {
+            return Err(format!(
+                "{name} is not installed in {} (run `bash tests/servers/install.sh`, which installs the pinned servers)",
+                dir.display()
+            ));
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("ovmem-servers-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    STATE_DIR.set(dir.clone()).expect("started once");
+    // SAFETY: registers a plain extern "C" function to run at process exit.
+    unsafe { libc::atexit(stop_servers) };
+    let t = Instant::now();
+    let status = Command::new("python3")
+        .arg(helper())
+        .args(["start", "--state"])
+        .arg(&dir)
+        .args(["--hindsight", "scaleout", "--workers", "1", "--hindsight-key", HS_KEY])
+        .args(["--openviking", "dev,api_key", "--openviking-root-key", OV_ROOT, "--openviking-users", "alice,bob"])
+        .args(["--owner-pid", &std::process::id().to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| format!("could not run python3 {}: {e}", helper().display()))?;
+    if !status.success() {
+        return Err(format!("the servers did not start (logs in {})", dir.join("logs").display()));
+    }
+    let state = std::fs::read_to_string(dir.join("state.json")).map_err(|e| e.to_string())?;
+    note(&format!("servers: started in {:.1} s", t.elapsed().as_secs_f64()));
+    Ok(Lab { state: serde_json::from_str(&state).map_err(|e| e.to_string())? })
+}
+
+fn lab() -> Option<&'static Lab> {
+    match LAB.get_or_init(start) {
+        Ok(lab) => Some(lab),
+        Err(why) if required() => panic!("real-server prerequisite missing with OVMEM_SERVERS_REQUIRED=1: {why}"),
+        Err(why) => {
+            note(&format!("SKIPPED (not a pass): {why}"));
+            None
+        }
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("{prefix}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
+}
+
+fn hs(url: &str, token: Option<&str>, state_dir: Option<&Path>) -> Hindsight {
+    Hindsight::new(hindsight::Options {
+        url: url.into(),
+        token: token.map(Secret::new),
+        max_tokens: 1024,
+        state_dir: state_dir.map(Path::to_path_buf),
+    })
+    .unwrap()
+}
+
+fn ov(url: &str, key: Option<&str>, user: Option<&str>) -> OpenViking {
+    OpenViking::new(openviking::Options {
+        url: url.into(),
+        api_key: key.map(Secret::new),
+        account: None,
+        user: user.map(String::from),
+    })
+    .unwrap()
+}
+
+struct T {
+    doc: String,
+    bank: String,
+    session: String,
+    harness: String,
+    project: String,
+    user: String,
+    assistant: String,
+    status: &'static str,
+    replay: bool,
+}
+
+impl T {
+    fn new(bank: &str, harness: &str, user: &str, assistant: &str) -> Self {
+        T {
+            doc: unique("turn"),
+            bank: bank.into(),
+            session: unique("sess"),
+            harness: harness.into(),
+            project: "github.com/acme/widgets".into(),
+            user: user.into(),
+            assistant: assistant.into(),
+            status: "completed",
+            replay: false,
+        }
+    }
+    fn turn(&self) -> Turn<'_> {
+        Turn {
+            doc_id: &self.doc,
+            bank: &self.bank,
+            session: &self.session,
+            harness: &self.harness,
+            project: &self.project,
+            user: &self.user,
+            assistant: &self.assistant,
+            at: 1_796_000_000,
+            status: self.status,
+            replay: self.replay,
+        }
+    }
+}
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// Polls `f` every 100 ms until it gives a value or `cap` passes; returns it and the time taken.
+fn poll<V>(cap: Duration, mut f: impl FnMut() -> Option<V>) -> Option<(V, Duration)> {
+    let t = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return Some((v, t.elapsed()));
+        }
+        if t.elapsed() > cap {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A raw GET, for checks the client has no method for.
+fn get_json(url: &str, headers: &[(&str, &str)]) -> Value {
+    let mut req = ureq::get(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut resp = req.call().unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    serde_json::from_str(&resp.body_mut().read_to_string().unwrap()).unwrap()
+}
+
+fn hs_get(base: &str, path: &str) -> Value {
+    get_json(&format!("{base}{path}"), &[("Authorization", &format!("Bearer {HS_KEY}"))])
+}
+
+// ------------------------------------------------------------------------------------------------
+// Hindsight
+
+#[test]
+fn hindsight_health_names_version_and_database() {
+    let Some(lab) = lab() else { return };
+    let (line, took) = timed(|| hs(&lab.hs_a(), Some(HS_KEY), None).health(5 * SECOND).unwrap());
+    assert_eq!(line, "Hindsight 1.1.0: healthy, database connected");
+    note(&format!("hindsight: health in {} ms", took.as_millis()));
+}
+
+fn timed<V>(f: impl FnOnce() -> V) -> (V, Duration) {
+    let t = Instant::now();
+    let v = f();
+    (v, t.elapsed())
+}
+
+#[test]
+fn hindsight_retained_through_node_a_is_recalled_through_node_b() {
+    let Some(lab) = lab() else { return };
+    let state = tempfile::tempdir().unwrap();
+    let a = hs(&lab.hs_a(), Some(HS_KEY), Some(state.path()));
+    let b = hs(&lab.hs_b(), Some(HS_KEY), None);
+    // The team bank two clones of one repository share, as the hooks derive it.
+    let bank = team_bank(&format!("github.com/acme/{}", unique("widgets")), Path::new("/home/ann/src/widgets"));
+    let mut t = T::new(&bank, "claude-code", "Remember: the deploy codename is BLUEHERON-7.", "Noted, BLUEHERON-7.");
+    t.status = "cancelled";
+    let (op, took) = timed(|| a.retain_turn(&t.turn(), 5 * SECOND).unwrap());
+    note(&format!("hindsight: first retain (bank created, missions set) in {} ms", took.as_millis()));
+    let (hits, readable) = poll(20 * SECOND, || {
+        let hits = b.recall(&bank, "other-session", "What is the deploy codename?", 5, 5 * SECOND).unwrap();
+        hits.iter().any(|h| h.text.contains("BLUEHERON-7")).then_some(hits)
+    })
+    .expect("the fact retained through node A is recalled through node B within 20 s");
+    note(&format!("hindsight: async retain on node A readable on node B after {} ms", readable.as_millis()));
+    let hit = hits.iter().find(|h| h.text.contains("BLUEHERON-7")).unwrap();
+    assert_eq!(hit.kind.as_deref(), Some("world"));
+    assert_eq!(hit.at, Some(1_796_000_000), "mentioned_at is the turn's time");
+    assert!(hit.score.is_some() && !hit.id.is_empty());
+    // What the server stored with the turn: context, tags, metadata, document id.
+    let (status, _) = poll(20 * SECOND, || {
+        let s = b.operation(&bank, &op, 5 * SECOND).unwrap().status;
+        (s != "pending" && s != "processing").then_some(s)
+    })
+    .expect("the retain operation ends");
+    assert_eq!(status, "completed", "node B sees the operation node A accepted and the worker ran");
+    let listed = hs_get(&lab.hs_b(), &format!("/v1/default/banks/{bank}/documents"));
+    let doc = &listed["items"][0];
+    assert_eq!(doc["id"], t.doc.as_str());
+    assert_eq!(doc["retain_params"]["context"], "claude-code");
+    let tags: Vec<&str> = doc["tags"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    for want in ["ovmem", "harness:claude-code", "status:cancelled", "project:github.com/acme/widgets"] {
+        assert!(tags.contains(&want), "{want} in {tags:?}");
+    }
+    assert!(tags.iter().any(|t2| t2.starts_with("session:sess-")), "{tags:?}");
+    let meta = &doc["document_metadata"];
+    assert_eq!((meta["status"].as_str(), meta["harness"].as_str()), (Some("cancelled"), Some("claude-code")));
+    assert_eq!(meta["project"], "github.com/acme/widgets");
+    // read() gives the memory's text for the MCP tools.
+    assert!(b.read(&bank, &hit.id, 5 * SECOND).unwrap().contains("BLUEHERON-7"));
+    // Latency of a recall on a warm bank.
+    let (_, took) = timed(|| b.recall(&bank, "s", "deploy codename", 5, 5 * SECOND).unwrap());
+    note(&format!("hindsight: recall in {} ms", took.as_millis()));
+    assert!(took < Duration::from_millis(1500), "recall fits the default hook budget: {took:?}");
+}
+
+#[test]
+fn hindsight_replaying_a_turn_never_duplicates_it() {
+    let Some(lab) = lab() else { return };
+    let c = hs(&lab.hs_a(), Some(HS_KEY), None);
+    let bank = unique("replay");
+    let mut t = T::new(&bank, "codex", "Our CI cache key includes the Cargo.lock hash (PELICAN-3).", "Understood.");
+    let op1 = c.retain_turn(&t.turn(), 5 * SECOND).unwrap();
+    let done = |op: &str| {
+        poll(20 * SECOND, || {
+            let s = c.operation(&bank, op, 5 * SECOND).unwrap().status;
+            (s == "completed" || s == "failed").then_some(s)
+        })
+        .expect("the retain finishes")
+        .0
+    };
+    assert_eq!(done(&op1), "completed");
+    let units = |_: ()| -> Vec<String> {
+        let listed = hs_get(&lab.hs_a(), &format!("/v1/default/banks/{bank}/memories/list?limit=100"));
+        let mut ids: Vec<String> = listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["document_id"] == t.doc.as_str())
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let before = units(());
+    assert!(!before.is_empty());
+    // The outbox sends it again (twice, as after two timeouts), flagged as a replay or not.
+    t.replay = true;
+    let op2 = c.retain_turn(&t.turn(), 5 * SECOND).unwrap();
+    t.replay = false;
+    let op3 = c.retain_turn(&t.turn(), 5 * SECOND).unwrap();
+    assert_eq!((op2.as_str(), op3.as_str()), (op1.as_str(), op1.as_str()), "the same turn is the same operation");
+    assert_eq!(done(&op1), "completed");
+    std::thread::sleep(Duration::from_millis(1500)); // a worker would have picked up any new work by now
+    assert_eq!(units(()), before, "a replayed turn leaves the bank's memories exactly as they were");
+    let docs = hs_get(&lab.hs_a(), &format!("/v1/default/banks/{bank}/documents"));
+    assert_eq!(docs["total"], 1);
+}
+
+#[test]
+fn hindsight_bank_missions_are_set_once_and_a_teams_own_are_kept() {
+    let Some(lab) = lab() else { return };
+    let state = tempfile::tempdir().unwrap();
+    let c = hs(&lab.hs_a(), Some(HS_KEY), Some(state.path()));
+    let fresh = unique("fresh");
+    c.ensure_bank(&fresh, "github.com/acme/fresh", 5 * SECOND).unwrap();
+    let cfg = hs_get(&lab.hs_a(), &format!("/v1/default/banks/{fresh}/config"));
+    assert_eq!(cfg["overrides"]["retain_mission"], hindsight::RETAIN_MISSION);
+    assert_eq!(cfg["overrides"]["reflect_mission"], hindsight::REFLECT_MISSION);
+    let banks = hs_get(&lab.hs_a(), "/v1/default/banks?limit=1000");
+    let listed = banks["banks"].as_array().unwrap().iter().find(|b| b["bank_id"] == fresh.as_str()).expect("listed");
+    assert_eq!(listed["name"], "github.com/acme/fresh", "the bank is named after the project");
+
+    // A bank whose team already wrote a retain mission keeps it; only the missing one is added.
+    let team = unique("team");
+    let resp = ureq::patch(&format!("{}/v1/default/banks/{team}/config", lab.hs_a()))
+        .header("Authorization", &format!("Bearer {HS_KEY}"))
+        .header("Content-Type", "application/json")
+        .send(r#"{"updates":{"retain_mission":"Our own mission."}}"#)
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    c.ensure_bank(&team, "team", 5 * SECOND).unwrap();
+    let cfg = hs_get(&lab.hs_a(), &format!("/v1/default/banks/{team}/config"));
+    assert_eq!(cfg["overrides"]["retain_mission"], "Our own mission.");
+    assert_eq!(cfg["overrides"]["reflect_mission"], hindsight::REFLECT_MISSION);
+
+    // Once ensured, a bank is remembered on disk: another client with the same state directory
+    // does not ask the server again (here: a server that is not even there).
+    let offline = Hindsight::new(hindsight::Options {
+        url: lab.hs_a(),
+        token: Some(Secret::new(HS_KEY)),
+        max_tokens: 100,
+        state_dir: Some(state.path().to_path_buf()),
+    })
+    .unwrap();
+    offline.ensure_bank(&fresh, "x", Duration::ZERO).expect("no request needed");
+    assert!(
+        offline.ensure_bank(&unique("never-seen"), "x", Duration::ZERO).is_err(),
+        "an unknown bank needs the server"
+    );
+}
+
+#[test]
+fn hindsight_auth_missing_wrong_and_right_token() {
+    let Some(lab) = lab() else { return };
+    let bank = unique("auth");
+    let t = T::new(&bank, "cline", "x", "y");
+    let none = hs(&lab.hs_a(), None, None);
+    let err = none.recall(&bank, "s", "anything", 3, 5 * SECOND).unwrap_err();
+    assert!(err.is_auth(), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("HTTP 401") && msg.contains("no token is configured") && msg.contains("HINDSIGHT_API_TOKEN"),
+        "{msg}"
+    );
+    assert!(none.retain(&t.turn(), 5 * SECOND).unwrap_err().is_auth());
+
+    let wrong = hs(&lab.hs_a(), Some("not-the-key"), None);
+    let msg = wrong.recall(&bank, "s", "anything", 3, 5 * SECOND).unwrap_err().to_string();
+    assert!(
+        msg.contains("HTTP 401: Authentication failed: Invalid API key") && msg.contains("the token was refused"),
+        "{msg}"
+    );
+    assert!(!msg.contains("not-the-key"), "the token never appears in an error: {msg}");
+
+    let right = hs(&lab.hs_a(), Some(HS_KEY), None);
+    assert_eq!(
+        right.recall(&bank, "s", "anything", 3, 5 * SECOND).unwrap(),
+        vec![],
+        "a bank not created yet has nothing"
+    );
+    // /health stays open without a token, as load balancers need.
+    assert!(none.health(5 * SECOND).unwrap().starts_with("Hindsight"));
+}
+
+// ------------------------------------------------------------------------------------------------
+// OpenViking (commits take OpenViking's 10 s batching window, so one test does all the commits and
+// waits for them together)
+
+/// The messages pending in a dev-mode session, read straight from the server.
+fn messages_in(base: &str, sid: &str, user: &str) -> usize {
+    let v = get_json(
+        &format!("{base}/api/v1/sessions/{sid}/context?token_budget=100000000"),
+        &[("X-OpenViking-User", user)],
+    );
+    v["result"]["messages"].as_array().map(Vec::len).unwrap_or(0)
+}
+
+#[test]
+fn openviking_sessions_commit_recall_replay_and_identity() {
+    let Some(lab) = lab() else { return };
+    let dev_user = unique("ovdev");
+    let dev = ov(&lab.ov_dev(), None, Some(&dev_user));
+    let alice_key = lab.ov_user_key("alice");
+    let alice = ov(&lab.ov_keyed(), Some(&alice_key), None);
+    let bob = ov(&lab.ov_keyed(), Some(&lab.ov_user_key("bob")), None);
+
+    assert_eq!(dev.health(5 * SECOND).unwrap(), format!("OpenViking 0.5.2: healthy, auth mode dev, user {dev_user}"));
+    assert_eq!(alice.health(5 * SECOND).unwrap(), "OpenViking 0.5.2: healthy, auth mode api_key, user alice");
+
+    // Dev mode: a turn, replayed before the commit (already pending: not added again).
+    let mut fact = T::new("", "trae-cli", "The release train is named KINGFISHER-77.", "Noted: KINGFISHER-77.");
+    let sid = OpenViking::session_id(&fact.harness, &fact.session);
+    let (_, took) = timed(|| dev.retain(&fact.turn(), 5 * SECOND).unwrap());
+    note(&format!("openviking: add turn in {} ms", took.as_millis()));
+    assert_eq!(messages_in(&lab.ov_dev(), &sid, &dev_user), 2);
+    fact.replay = true;
+    assert!(dev.has_turn(&sid, &fact.doc, 5 * SECOND).unwrap());
+    dev.retain(&fact.turn(), 5 * SECOND).unwrap();
+    assert_eq!(messages_in(&lab.ov_dev(), &sid, &dev_user), 2, "a replayed pending turn is not added again");
+
+    // The server itself does not deduplicate: the same turn not flagged as a replay is added twice.
+    let canary = T::new("", "cline", "Canary turn for the duplicate check.", "ok");
+    let canary_sid = OpenViking::session_id(&canary.harness, &canary.session);
+    dev.retain(&canary.turn(), 5 * SECOND).unwrap();
+    dev.retain(&canary.turn(), 5 * SECOND).unwrap();
+    assert_eq!(
+        messages_in(&lab.ov_dev(), &canary_sid, &dev_user),
+        4,
+        "if OpenViking ever deduplicates turn ids, Turn::replay's session check can go"
+    );
+
+    // api_key mode: alice's turn.
+    let secret = T::new("", "codex", "Alice's staging database lives on host HERONDB-12.", "ok");
+    alice.retain(&secret.turn(), 5 * SECOND).unwrap();
+
+    // Commit all three sessions (as Stop does) and wait for the extractions together.
+    let t0 = Instant::now();
+    let commits = [
+        (&dev, dev.commit(&sid, 5 * SECOND).unwrap()),
+        (&alice, alice.commit(&OpenViking::session_id(&secret.harness, &secret.session), 5 * SECOND).unwrap()),
+    ];
+    dev.end_session("", &canary.harness, &canary.session, 5 * SECOND).unwrap();
+    for (client, commit) in &commits {
+        assert_eq!(commit.status, "accepted");
+        let task = commit.task_id.as_deref().expect("an accepted commit has a task");
+        let (t, _) = poll(60 * SECOND, || {
+            let t = client.task(task, 5 * SECOND).unwrap();
+            t.done().then_some(t)
+        })
+        .expect("the commit's extraction finishes within 60 s");
+        assert_eq!((t.status.as_str(), t.error.as_deref()), ("completed", None), "{t:?}");
+        assert!(t.memories >= 1, "{t:?}");
+    }
+    note(&format!("openviking: commits extracted after {} ms", t0.elapsed().as_millis()));
+    // Committing again with nothing pending is skipped by the server (SessionEnd after Stop).
+    assert_eq!(dev.commit(&sid, 5 * SECOND).unwrap(), openviking::Commit { status: "skipped".into(), task_id: None });
+
+    // Recall: the fact, from the user's memories only (no directory overviews), readable by URI.
+    // The extracted memory is indexed a moment after its task completes.
+    let (hits, lag) = poll(20 * SECOND, || {
+        let hits = dev.recall("", "another-session", "what is the release train named", 5, 5 * SECOND).unwrap();
+        hits.iter().any(|h| h.text.contains("KINGFISHER-77")).then_some(hits)
+    })
+    .expect("the committed fact is recalled within 20 s of its task completing");
+    let (_, took) =
+        timed(|| dev.recall("", "another-session", "what is the release train named", 5, 5 * SECOND).unwrap());
+    note(&format!(
+        "openviking: searchable {} ms after the task completed; recall in {} ms",
+        lag.as_millis(),
+        took.as_millis()
+    ));
+    let hit = hits.iter().find(|h| h.text.contains("KINGFISHER-77")).unwrap();
+    assert!(hit.id.starts_with(&format!("viking://user/{dev_user}/memories/")), "{}", hit.id);
+    assert_eq!(hit.kind.as_deref(), Some("preferences"));
+    assert!(hits.iter().all(|h| !h.id.ends_with(".overview.md") && !h.id.ends_with(".abstract.md")), "{hits:?}");
+    assert!(dev.read("", &hit.id, 5 * SECOND).unwrap().contains("KINGFISHER-77"));
+
+    // A replay after the commit finds the turn in the session's archive and sends nothing.
+    assert!(dev.has_turn(&sid, &fact.doc, 5 * SECOND).unwrap());
+    dev.retain(&fact.turn(), 5 * SECOND).unwrap();
+    assert_eq!(messages_in(&lab.ov_dev(), &sid, &dev_user), 0, "nothing pending after the replay");
+    assert_eq!(dev.commit(&sid, 5 * SECOND).unwrap().status, "skipped");
+    let mut fresh = T::new("", "trae-cli", "never sent", "");
+    fresh.session = fact.session.clone();
+    assert!(!dev.has_turn(&sid, &fresh.doc, 5 * SECOND).unwrap());
+    assert!(!dev.has_turn(&unique("ovmem-no-such-session"), &fresh.doc, 5 * SECOND).unwrap());
+
+    // api_key mode: the key decides the user; bob sees none of alice's memories.
+    poll(20 * SECOND, || {
+        let found = alice.recall("", "s", "where is the staging database", 5, 5 * SECOND).unwrap();
+        found.iter().any(|h| h.text.contains("HERONDB-12") && h.id.starts_with("viking://user/alice/")).then_some(())
+    })
+    .expect("alice recalls her own memory");
+    let other = bob.recall("", "s", "where is the staging database", 5, 5 * SECOND).unwrap();
+    assert!(other.iter().all(|h| !h.text.contains("HERONDB-12")), "{other:?}");
+    // In dev mode the caller is root: the scoped search still keeps users apart.
+    let stranger = ov(&lab.ov_dev(), None, Some(&unique("stranger")));
+    let seen = stranger.recall("", "s", "what is the release train named", 5, 5 * SECOND).unwrap();
+    assert!(seen.iter().all(|h| !h.text.contains("KINGFISHER-77")), "{seen:?}");
+
+    // Auth errors say what to do, never the key.
+    let e = ov(&lab.ov_keyed(), None, None).recall("", "s", "q", 3, 5 * SECOND).unwrap_err();
+    assert!(e.is_auth() && e.to_string().contains("no API key is configured"), "{e}");
+    let e = ov(&lab.ov_keyed(), Some("wrong-key-123"), None).recall("", "s", "q", 3, 5 * SECOND).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        e.is_auth() && msg.contains("Invalid API key") && msg.contains("refused") && !msg.contains("wrong-key-123"),
+        "{msg}"
+    );
+    let e = ov(&lab.ov_keyed(), Some(OV_ROOT), None).recall("", "s", "q", 3, 5 * SECOND).unwrap_err();
+    assert!(e.is_auth() && e.to_string().contains("use a user key"), "{e}");
+}
+
+// ------------------------------------------------------------------------------------------------
+// Failure behaviour (no server needed)
+
+fn clients(url: &str) -> Vec<Box<dyn Remote>> {
+    vec![Box::new(hs(url, Some("t"), None)), Box::new(ov(url, Some("k"), Some("u")))]
+}
+
+type Call<'a> = Box<dyn Fn() -> Result<(), RemoteError> + 'a>;
+
+/// Every call of both clients fails within `budget` (plus `slack`), with `expect` deciding the error.
+fn all_calls_fail_within(url: &str, budget: Duration, slack: Duration, expect: fn(&RemoteError) -> bool) -> usize {
+    let mut count = 0;
+    for c in clients(url) {
+        let t = T::new("b", "claude-code", "u", "a");
+        let mut replay = T::new("b", "claude-code", "u", "a");
+        replay.replay = true;
+        let calls: Vec<(&str, Call)> = vec![
+            ("health", Box::new(|| c.health(budget).map(drop))),
+            ("retain", Box::new(|| c.retain(&t.turn(), budget))),
+            ("retain replay", Box::new(|| c.retain(&replay.turn(), budget))),
+            ("recall", Box::new(|| c.recall("b", "s", "query", 5, budget).map(drop))),
+            ("end_session", Box::new(|| c.end_session("b", "claude-code", "s", budget))),
+            ("read", Box::new(|| c.read("b", "viking://user/u/memories/x.md", budget).map(drop))),
+        ];
+        for (name, call) in calls {
+            let t0 = Instant::now();
+            let result = call();
+            let took = t0.elapsed();
+            let err = match result {
+                Err(e) => e,
+                Ok(()) if c.kind() == "hindsight" && name == "end_session" => continue, // no request at all
+                Ok(()) => panic!("{} {name} against {url} succeeded", c.kind()),
+            };
+            assert!(expect(&err), "{} {name}: unexpected error {err}", c.kind());
+            assert!(err.is_retryable(), "{} {name}: {err} should leave the turn queued", c.kind());
+            assert!(took <= budget + slack, "{} {name} took {took:?} with a budget of {budget:?}", c.kind());
+            count += 1;
+        }
+    }
+    count
+}
+
+#[test]
+fn a_dead_server_fails_at_once() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    }; // closed again: connections are refused
+    let url = format!("http://127.0.0.1:{port}");
+    let budget = Duration::from_millis(1500);
+    let t = Instant::now();
+    let n = all_calls_fail_within(
+        &url,
+        budget,
+        Duration::ZERO,
+        |e| matches!(e, RemoteError::Unreachable { reason, .. } if reason.contains("connection refused")),
+    );
+    note(&format!("failure: {n} calls to a closed port failed in {} ms in all", t.elapsed().as_millis()));
+    assert!(t.elapsed() < Duration::from_millis(500), "refused connections cost nothing like the budget");
+}
+
+#[test]
+fn a_server_that_accepts_but_never_answers_fails_within_the_budget() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (heads_tx, heads) = std::sync::mpsc::channel::<String>();
+    // Accepts every connection and reads forever, answering nothing; passes on what it read.
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let tx = heads_tx.clone();
+            std::thread::spawn(move || {
+                let mut conn = conn;
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+                }
+            });
+        }
+    });
+    let budget = Duration::from_millis(400);
+    let t = Instant::now();
+    let n =
+        all_calls_fail_within(&url, budget, Duration::from_millis(600), |e| matches!(e, RemoteError::Timeout { .. }));
+    note(&format!(
+        "failure: {n} calls to a silent server timed out at {} ms each ({} ms in all)",
+        budget.as_millis(),
+        t.elapsed().as_millis()
+    ));
+    let msg = hs(&url, None, None).health(budget).unwrap_err().to_string();
+    assert_eq!(msg, format!("Hindsight at {url} did not answer within 400 ms"));
+    // What the clients sent: ovmem's User-Agent on every request, and each server's credential.
+    let seen: Vec<String> = heads.try_iter().collect();
+    let requests: Vec<&String> = seen.iter().filter(|h| h.contains(" HTTP/1.1\r\n")).collect();
+    assert!(requests.len() >= 11, "{} requests seen", requests.len());
+    let agent = format!("user-agent: ovmem/{}\r\n", env!("CARGO_PKG_VERSION"));
+    assert!(requests.iter().all(|h| h.to_lowercase().contains(&agent)), "{requests:#?}");
+    let lower: Vec<String> = requests.iter().map(|h| h.to_lowercase()).collect();
+    assert!(lower.iter().any(|h| h.contains("authorization: bearer t\r\n")), "Hindsight sends its token as Bearer");
+    assert!(lower.iter().any(|h| h.contains("x-api-key: k\r\n") && h.contains("x-openviking-user: u\r\n")));
+}
+
+// ------------------------------------------------------------------------------------------------
+// `ovmem backend show|test` against a real server, credentials on disk
+
+#[test]
+fn backend_commands_report_without_leaking_the_token() {
+    let Some(lab) = lab() else { return };
+    let home = tempfile::tempdir().unwrap();
+    let env =
+        ovmem::env::Env::from_vars([("HOME".to_string(), home.path().to_string_lossy().into_owned())].into()).unwrap();
+    let done =
+        configure(&env, &Choice::Hindsight { url: lab.hs_a(), token: Some(Secret::new(HS_KEY)), bank: None }).unwrap();
+    let cred = done.credentials.unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&cred).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(home.path().join(".ovmem")).unwrap().permissions().mode() & 0o777, 0o700);
+
+    let run = |args: &[&str], extra: &[(&str, &str)]| {
+        let out = Command::new(OVMEM)
+            .args(args)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("PATH", "/usr/bin:/bin")
+            .envs(extra.iter().copied())
+            .current_dir(home.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!text.contains(HS_KEY), "the token leaked into `ovmem {}`:\n{text}", args.join(" "));
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), text)
+    };
+    let (code, _, text) = run(&["backend", "show"], &[]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("hindsight") && text.contains(&lab.hs_a()) && text.contains("present"), "{text}");
+    assert!(text.contains("~/.ovmem/credentials.toml"), "{text}");
+
+    let (code, stdout, text) = run(&["backend", "test", "--json"], &[]);
+    assert_eq!(code, Some(0), "{text}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["health"]["detail"], "Hindsight 1.1.0: healthy, database connected");
+    let ms = report["recall"]["ms"].as_u64().unwrap();
+    assert!(ms < 1500, "{report}");
+    note(&format!("ovmem backend test: health {} ms, recall {ms} ms", report["health"]["ms"]));
+
+    // A wrong token from the environment wins over the file, fails, and is not printed either.
+    let (code, _, text) = run(&["backend", "test"], &[("HINDSIGHT_API_TOKEN", "wrong-token-4242")]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("the token was refused") && !text.contains("wrong-token-4242"), "{text}");
+    let (code, _, text) = run(&["backend", "show", "--json"], &[("HINDSIGHT_API_TOKEN", "wrong-token-4242")]);
+    assert_eq!(code, Some(0));
+    assert!(text.contains("\"from\": \"$HINDSIGHT_API_TOKEN\"") && !text.contains("wrong-token-4242"), "{text}");
+
+    // The server down: exit 1 within the budget, and the note that hooks fall back.
+    let (code, _, text) = run(&["backend", "test"], &[("HINDSIGHT_API_URL", "http://127.0.0.1:9")]);
+    assert_eq!(code, Some(1));
+    assert!(text.contains("connection refused") && text.contains("local store"), "{text}");
+}

@@ -1,0 +1,212 @@
+//! What recall must get right, through the built binary as a harness runs it (`ovmem hook
+//! claude-code UserPromptSubmit`) against throwaway homes: the whole bank is ranked (an old exact
+//! match beats a new vague one, an identifier finds its one memory among thousands), `k` memories
+//! arrive within the harness's context limit, a later decision ranks before the one it reverses
+//! (which is marked), and a short follow-up turn is found and shown with its session's topic.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+const DAY: i64 = 86_400;
+const NOW: i64 = 1_795_000_000;
+
+struct Lab {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    proj: PathBuf,
+}
+
+impl Lab {
+    fn new() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let proj = tmp.path().join("proj");
+        std::fs::create_dir_all(proj.join(".git")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        Self { _tmp: tmp, home, proj }
+    }
+
+    fn run(&self, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> (String, i32) {
+        let mut c = Command::new(OVMEM);
+        c.args(args)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&self.proj)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().unwrap();
+        let mut input = child.stdin.take().unwrap();
+        let bytes = stdin.to_vec();
+        let writer = std::thread::spawn(move || {
+            let _ = input.write_all(&bytes);
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        (String::from_utf8_lossy(&out.stdout).into_owned(), out.status.code().unwrap_or(-1))
+    }
+
+    /// Imports memories (prompt, reply, age in days) into the project's bank.
+    fn import(&self, memories: &[(String, String, i64)]) {
+        let path = self.home.join("import.jsonl");
+        let lines: String = memories
+            .iter()
+            .enumerate()
+            .map(|(i, (p, r, age))| {
+                json!({"prompt": p, "reply": r, "harness": "codex", "session": format!("s{i}"), "created_at": NOW - age * DAY})
+                    .to_string()
+                    + "\n"
+            })
+            .collect();
+        std::fs::write(&path, lines).unwrap();
+        let (_, code) =
+            self.run(&["memory", "import", path.to_str().unwrap(), "--project", self.proj.to_str().unwrap()], b"", &[]);
+        assert_eq!(code, 0);
+    }
+
+    /// The context Claude Code's prompt hook injects for `prompt` (empty when nothing).
+    fn ask(&self, prompt: &str, k: usize) -> String {
+        let stdin =
+            json!({"session_id": "ask", "cwd": self.proj, "hook_event_name": "UserPromptSubmit", "prompt": prompt});
+        let (out, code) = self.run(
+            &["hook", "claude-code", "UserPromptSubmit"],
+            stdin.to_string().as_bytes(),
+            &[("OVMEM_RECALL_LIMIT", &k.to_string())],
+        );
+        assert_eq!(code, 0);
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        v.pointer("/hookSpecificOutput/additionalContext").and_then(Value::as_str).unwrap_or_default().to_string()
+    }
+
+    fn turn(&self, session: &str, prompt: &str, reply: &str) {
+        let ups =
+            json!({"session_id": session, "cwd": self.proj, "hook_event_name": "UserPromptSubmit", "prompt": prompt});
+        assert_eq!(self.run(&["hook", "claude-code", "UserPromptSubmit"], ups.to_string().as_bytes(), &[]).1, 0);
+        let stop = json!({"session_id": session, "cwd": self.proj, "hook_event_name": "Stop", "last_assistant_message": reply});
+        assert_eq!(self.run(&["hook", "claude-code", "Stop"], stop.to_string().as_bytes(), &[]).1, 0);
+    }
+}
+
+fn items(ctx: &str) -> Vec<&str> {
+    ctx.split("\n- [").skip(1).collect()
+}
+
+/// Decisions about many services, each in the same words: only the identifier tells them apart.
+fn decisions(n: usize) -> Vec<(String, String, i64)> {
+    (0..n)
+        .map(|i| {
+            (
+                format!(
+                    "Decision for service s{i}: the retry policy uses {} retries with exponential backoff",
+                    i % 7 + 2
+                ),
+                format!("Noted. Service s{i} retries {} times before it pages the on-call.", i % 7 + 2),
+                (n - i) as i64 % 400,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_identifier_finds_its_one_memory_among_thousands() {
+    let lab = Lab::new();
+    lab.import(&decisions(3000));
+    let ctx = lab.ask("How many retries does service s1234 use?", 5);
+    let first = items(&ctx).first().copied().unwrap_or_default();
+    assert!(first.contains("service s1234:"), "{ctx}");
+}
+
+#[test]
+fn an_old_exact_match_beats_a_new_vague_one() {
+    let lab = Lab::new();
+    let mut ms = vec![(
+        "The staging Postgres database listens on port 5433, not the default".to_string(),
+        "Right, staging Postgres is on 5433.".to_string(),
+        700,
+    )];
+    for i in 0..50 {
+        ms.push((format!("Staging deploy {i} went fine"), "The database migration ran too.".to_string(), 1));
+    }
+    lab.import(&ms);
+    let ctx = lab.ask("Which port does the staging Postgres database listen on?", 3);
+    assert!(items(&ctx)[0].contains("5433"), "{ctx}");
+}
+
+#[test]
+fn a_limit_of_k_delivers_k_within_the_context_budget() {
+    let lab = Lab::new();
+    let long = "The ingest pipeline batches events and flushes them every few seconds. ".repeat(60);
+    let ms: Vec<(String, String, i64)> = (0..40)
+        .map(|i| (format!("Question {i} about the ingest pipeline batching"), format!("{long} Answer {i}."), i))
+        .collect();
+    lab.import(&ms);
+    for k in [1, 5, 10] {
+        let ctx = lab.ask("How does the ingest pipeline batch events?", k);
+        assert_eq!(items(&ctx).len(), k, "{ctx}");
+        assert!(ctx.chars().count() <= 9500, "k={k}: {} chars", ctx.chars().count());
+        assert!(ctx.starts_with("<ovmem-memory>\n") && ctx.ends_with("</ovmem-memory>"));
+    }
+}
+
+#[test]
+fn a_later_decision_ranks_before_the_one_it_reverses() {
+    let lab = Lab::new();
+    let mut ms = vec![
+        (
+            "For checkout-svc we will keep user sessions in Redis with a 30 minute TTL".to_string(),
+            "Agreed, Redis for checkout-svc sessions.".to_string(),
+            60,
+        ),
+        (
+            "Actually, switch checkout-svc sessions to Memcached; Redis is too expensive at our volume".to_string(),
+            "Done: checkout-svc now stores sessions in Memcached.".to_string(),
+            5,
+        ),
+    ];
+    ms.extend((0..30).map(|i| (format!("Unrelated note {i} on the billing worker"), "ok".to_string(), i)));
+    lab.import(&ms);
+    let ctx = lab.ask("Where does checkout-svc keep user sessions?", 5);
+    let its = items(&ctx);
+    assert!(its[0].contains("Memcached"), "{ctx}");
+    let old = its.iter().find(|i| i.contains("30 minute TTL")).expect("the earlier decision is still shown");
+    assert!(old.contains("superseded by the entry of"), "{ctx}");
+}
+
+#[test]
+fn a_short_follow_up_is_found_with_its_session_topic() {
+    let lab = Lab::new();
+    lab.turn(
+        "s1",
+        "The nightly export job for the analytics warehouse fails with ERR_DISK_FULL",
+        "The /var volume is full.",
+    );
+    lab.turn("s1", "then drop the old partitions", "Dropped partitions older than 90 days; 40 GB free.");
+    for i in 0..20 {
+        lab.turn(&format!("x{i}"), &format!("Refactor the parser module, step {i}"), "Done.");
+    }
+    let ctx = lab.ask("What did we do about the analytics warehouse export running out of disk?", 5);
+    let hit = items(&ctx).into_iter().find(|i| i.contains("Dropped partitions")).unwrap_or_else(|| panic!("{ctx}"));
+    assert!(hit.contains("nightly export job"), "the follow-up is shown with its topic: {hit}");
+}
+
+#[test]
+fn import_keeps_dates_and_banks_and_is_batched() {
+    let lab = Lab::new();
+    lab.import(&decisions(2000));
+    let (out, code) = lab.run(&["memory", "list", "--json", "--limit", "1"], b"", &[]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[0]["created_at"], NOW, "the newest by its imported date");
+    assert_eq!(v[0]["bank"], format!("project:{}", lab.proj.display()));
+    let ctx = lab.ask("retry policy for service s77", 1);
+    assert!(ctx.contains("2026-") || ctx.contains("2025-"), "dates come from the import: {ctx}");
+    let _ = Path::new(OVMEM);
+}
