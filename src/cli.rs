@@ -1,12 +1,20 @@
-//! The command line (clap derive structs and dispatch). Exit codes: 0 success, 1 failure or
-//! findings, 2 refusal (a file that does not parse, bad usage, a missing confirmation).
+//! The command line: the verbs and their dispatch (each verb's arguments live with it in
+//! `cmd/`). Exit codes: 0 success, 1 failure or findings, 2 refusal (a file that does not parse,
+//! bad usage, a missing confirmation), 128 + n when signal n interrupted a change (rolled back).
 
-use std::path::PathBuf;
+use clap::{Parser, Subcommand};
 
-use clap::{Args, Parser, Subcommand};
-
-use crate::harness::Scope;
-use crate::{cmd, integrate};
+use crate::cmd::check::CheckArgs;
+use crate::cmd::demo::DemoArgs;
+use crate::cmd::install::InstallArgs;
+use crate::cmd::memory::MemoryCommand;
+use crate::cmd::migrate::MigrateArgs;
+use crate::cmd::repair::RepairArgs;
+use crate::cmd::status::StatusArgs;
+use crate::cmd::uninstall::UninstallArgs;
+use crate::cmd::{self, Refusal};
+use crate::env::Env;
+use crate::output::Printer;
 
 #[derive(Parser)]
 #[command(
@@ -32,6 +40,8 @@ pub enum Command {
     Check(CheckArgs),
     /// Replace legacy memory integrations (OpenViking, Hindsight, older ovmem) with ovmem
     Migrate(MigrateArgs),
+    /// Rebuild a lost or damaged receipt from ovmem's entries and the `.ovmem.bak` backups
+    Repair(RepairArgs),
     /// Run a hook (what the harnesses call; reads stdin, writes the harness's output)
     Hook { harness: String, event: String },
     /// Serve the memory tools over MCP (stdio), as registered by `ovmem install`
@@ -56,161 +66,6 @@ pub enum Command {
     Completions { shell: clap_complete::Shell },
 }
 
-#[derive(Args, Clone)]
-pub struct Selection {
-    /// Comma-separated harness ids (claude-code, codex, cursor, cline, trae-cli) or `all` (every detected one)
-    #[arg(long, value_name = "LIST")]
-    pub harness: Option<String>,
-    /// Where to install: the user's own config, or one project's
-    #[arg(long, value_enum, default_value = "user")]
-    pub scope: Scope,
-    /// The project for --scope project (default: the current directory)
-    #[arg(long, value_name = "DIR")]
-    pub project: Option<PathBuf>,
-    /// Show the diff of every file, write nothing
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Do not ask for confirmation
-    #[arg(long, short = 'y')]
-    pub yes: bool,
-    /// Report as JSON on stdout
-    #[arg(long)]
-    pub json: bool,
-    /// Replace or remove ovmem entries even where the user edited them
-    #[arg(long)]
-    pub force: bool,
-}
-
-#[derive(Args)]
-pub struct InstallArgs {
-    #[command(flatten)]
-    pub sel: Selection,
-    /// Do not trust the new hooks in Codex / TRAE CLI (they stay pending until trusted in `/hooks`)
-    #[arg(long)]
-    pub no_trust: bool,
-}
-
-#[derive(Args)]
-pub struct UninstallArgs {
-    #[command(flatten)]
-    pub sel: Selection,
-    /// Remove the legacy integrations ovmem recognises instead (OpenViking, Hindsight), without installing ovmem
-    #[arg(long)]
-    pub legacy: bool,
-}
-
-#[derive(Args)]
-pub struct MigrateArgs {
-    #[command(flatten)]
-    pub sel: Selection,
-}
-
-#[derive(Args)]
-pub struct CheckArgs {
-    /// Check only this repository tree (for CI) instead of the user's own configs
-    #[arg(long, value_name = "DIR")]
-    pub project: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-    Github,
-}
-
-#[derive(Args)]
-pub struct StatusArgs {
-    /// Also report project scope for this directory
-    #[arg(long, value_name = "DIR")]
-    pub project: Option<PathBuf>,
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Args)]
-pub struct DemoArgs {
-    /// The harness whose payloads to simulate
-    #[arg(long, default_value = "claude-code")]
-    pub harness: String,
-}
-
-#[derive(Subcommand)]
-pub enum MemoryCommand {
-    /// Memories relevant to a query
-    Search {
-        query: String,
-        #[command(flatten)]
-        bank: BankArgs,
-        #[arg(long, default_value_t = 10)]
-        limit: usize,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Add a fact by hand
-    Add {
-        text: String,
-        #[command(flatten)]
-        bank: BankArgs,
-    },
-    /// List memories, newest first
-    List {
-        #[command(flatten)]
-        bank: BankArgs,
-        /// Every bank
-        #[arg(long)]
-        all: bool,
-        #[arg(long)]
-        limit: Option<usize>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Delete memories by id, or every memory of a bank that contains all the words of --query
-    Forget {
-        ids: Vec<i64>,
-        /// Forget the memories that contain every word of this text (shown first; asks unless --yes)
-        #[arg(long, conflicts_with = "ids")]
-        query: Option<String>,
-        #[command(flatten)]
-        bank: BankArgs,
-        /// Do not ask for confirmation
-        #[arg(long, short = 'y')]
-        yes: bool,
-    },
-    /// Write memories as JSON lines (stdout, or --output FILE)
-    Export {
-        #[arg(long, short)]
-        output: Option<PathBuf>,
-        /// Only this bank
-        #[arg(long)]
-        bank: Option<String>,
-    },
-    /// Read memories from JSON lines (a file, or - for stdin); dates, harnesses and sessions are kept
-    Import {
-        file: PathBuf,
-        /// Put every memory into this project's bank (or --bank's) instead of the bank each line names
-        #[command(flatten)]
-        bank: BankArgs,
-    },
-    /// Counts per bank
-    Stats {
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-#[derive(Args, Clone)]
-pub struct BankArgs {
-    /// The project whose bank to use (default: the current directory's project)
-    #[arg(long, value_name = "DIR")]
-    pub project: Option<PathBuf>,
-    /// A bank id as stored (e.g. `user`), instead of a project
-    #[arg(long, conflicts_with = "project")]
-    pub bank: Option<String>,
-}
-
 pub fn run() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -220,15 +75,79 @@ pub fn run() -> i32 {
             return code;
         }
     };
-    let result = match cli.command {
-        Command::Install(a) => cmd::install::run(a),
-        Command::Uninstall(a) if a.legacy => cmd::migrate::run(&a.sel, false),
-        Command::Uninstall(a) => cmd::uninstall::run(a),
-        Command::Check(a) => cmd::check::run(a),
-        Command::Migrate(a) => cmd::migrate::run(&a.sel, true),
-        Command::Status(a) => cmd::status::run(a),
+    let p = Printer::new();
+    match dispatch(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{} {e:#}", p.red("error:"));
+            exit_code(&e)
+        }
+    }
+}
+
+/// The exit code an error means.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    if let Some(i) = e.downcast_ref::<crate::interrupt::Interrupted>() {
+        return i.exit_code();
+    }
+    let refused = e.downcast_ref::<Refusal>().is_some()
+        || e.downcast_ref::<crate::install::Refused>().is_some()
+        || e.downcast_ref::<crate::fsx::Escape>().is_some()
+        || e.downcast_ref::<crate::receipt::Damaged>().is_some();
+    if refused {
+        2
+    } else {
+        1
+    }
+}
+
+/// The environment, with what ovmem made of it said once, and the start-up chores done.
+fn env_for(mutating: bool, project: Option<&std::path::Path>) -> anyhow::Result<Env> {
+    let env = Env::from_process()?;
+    let p = Printer::new();
+    for n in env.notes() {
+        p.warn(&n);
+    }
+    let project = project.and_then(|p| cmd::project_dir(Some(p)).ok());
+    cmd::startup(&env, mutating, project.as_deref());
+    Ok(env)
+}
+
+fn dispatch(command: Command) -> anyhow::Result<i32> {
+    match command {
+        Command::Install(a) => {
+            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref())?;
+            cmd::install::run(a, &env)
+        }
+        Command::Uninstall(a) => {
+            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref())?;
+            if a.legacy {
+                cmd::migrate::run(&a.sel, false, &env)
+            } else {
+                cmd::uninstall::run(a, &env)
+            }
+        }
+        Command::Migrate(a) => {
+            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref())?;
+            cmd::migrate::run(&a.sel, true, &env)
+        }
+        Command::Repair(a) => {
+            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref())?;
+            cmd::repair::run(a, &env)
+        }
+        Command::Check(a) => {
+            let env = env_for(false, None)?;
+            cmd::check::run(a, &env)
+        }
+        Command::Status(a) => {
+            let env = env_for(false, None)?;
+            cmd::status::run(a, &env)
+        }
         Command::Hook { harness, event } => Ok(crate::runtime::main(&[harness, event])),
-        Command::Memory(m) => cmd::memory::run(m),
+        Command::Memory(m) => {
+            env_for(false, None)?;
+            cmd::memory::run(m)
+        }
         Command::Mcp => crate::mcp::serve(),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Backend(c) => cmd::backend::run(c),
@@ -241,18 +160,6 @@ pub fn run() -> i32 {
                 &mut std::io::stdout(),
             );
             Ok(0)
-        }
-    };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            let p = crate::output::Printer::new();
-            eprintln!("{} {e:#}", p.red("error:"));
-            if e.downcast_ref::<integrate::Unparseable>().is_some() || e.downcast_ref::<cmd::Refusal>().is_some() {
-                2
-            } else {
-                1
-            }
         }
     }
 }

@@ -11,6 +11,7 @@ use anyhow::{bail, Result};
 pub struct Env {
     vars: HashMap<String, String>,
     pub home: PathBuf,
+    cwd: PathBuf,
 }
 
 impl Env {
@@ -22,11 +23,12 @@ impl Env {
     }
 
     pub fn from_vars(vars: HashMap<String, String>) -> Result<Self> {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
         let home = match vars.get("HOME").filter(|h| !h.is_empty()) {
-            Some(h) => PathBuf::from(h),
+            Some(h) => absolute(&cwd, Path::new(h)),
             None => bail!("HOME is not set; ovmem needs it to find the agents' config files"),
         };
-        Ok(Self { vars, home })
+        Ok(Self { vars, home, cwd })
     }
 
     /// A variable, with set-but-empty treated as unset (as atuin and the harnesses do).
@@ -34,9 +36,13 @@ impl Env {
         self.vars.get(name).map(String::as_str).filter(|v| !v.is_empty())
     }
 
-    /// `$OVMEM_HOME`, default `~/.ovmem`.
+    /// `$OVMEM_HOME`, default `~/.ovmem`; a relative value is taken from the current directory
+    /// (see [`Env::notes`]), so no relative path ever reaches a hook command.
     pub fn ovmem_home(&self) -> PathBuf {
-        self.var("OVMEM_HOME").map(PathBuf::from).unwrap_or_else(|| self.home.join(".ovmem"))
+        match self.var("OVMEM_HOME") {
+            Some(h) => absolute(&self.cwd, Path::new(h)),
+            None => self.home.join(".ovmem"),
+        }
     }
 
     /// The staged runtime every hook command runs.
@@ -44,43 +50,75 @@ impl Env {
         self.ovmem_home().join("bin").join("ovmem")
     }
 
-    /// Finds an executable on `$PATH`.
+    /// What ovmem made of the environment that the user should know: relative paths it resolved.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for name in ["HOME", "OVMEM_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "TRAE_HOME", "TRAECLI_HOME", "CLINE_DIR"]
+        {
+            if let Some(v) = self.var(name).filter(|v| !Path::new(v).is_absolute()) {
+                out.push(format!(
+                    "{name} is the relative path `{v}`; ovmem uses `{}` (from the current directory)",
+                    absolute(&self.cwd, Path::new(v)).display()
+                ));
+            }
+        }
+        out
+    }
+
+    /// `$PATH` without its empty and relative elements (an empty element means the current
+    /// directory, where a repository could plant a `./codex`). Passed to every program ovmem starts.
+    pub fn safe_path(&self) -> String {
+        let path = self.var("PATH").unwrap_or("");
+        let kept: Vec<PathBuf> = std::env::split_paths(&OsString::from(path)).filter(|d| d.is_absolute()).collect();
+        std::env::join_paths(kept).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+
+    /// Finds an executable on `$PATH`, in absolute directories only.
     pub fn which(&self, name: &str) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
-        let path = self.var("PATH")?;
-        std::env::split_paths(&OsString::from(path))
+        std::env::split_paths(&OsString::from(self.safe_path()))
             .map(|d| d.join(name))
             .find(|p| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false))
     }
 
-    /// Expands a manifest path: `~`, `${VAR}`, `${VAR:-default}` (defaults nest), and
-    /// `{{PROJECT}}` for the project root.
+    /// Expands a manifest path in one pass: `~`, `${VAR}`, `${VAR:-default}` (defaults nest), and
+    /// `{{PROJECT}}` for the project root. Substituted values are never expanded again, and the
+    /// result is absolute.
     pub fn expand(&self, pattern: &str, project: Option<&Path>) -> Result<PathBuf> {
-        let mut s = pattern.to_string();
-        if s.contains("{{PROJECT}}") {
-            let Some(p) = project else { bail!("`{pattern}` needs a project directory") };
-            s = s.replace("{{PROJECT}}", &p.to_string_lossy());
-        }
-        let expanded = self.expand_vars(&s)?;
-        Ok(PathBuf::from(self.expand_tilde(&expanded)))
+        let s = self.expand_str(pattern, project, true)?;
+        Ok(absolute(&self.cwd, Path::new(&s)))
     }
 
-    fn expand_tilde(&self, s: &str) -> String {
-        if s == "~" {
-            self.home.to_string_lossy().into_owned()
-        } else if let Some(rest) = s.strip_prefix("~/") {
-            self.home.join(rest).to_string_lossy().into_owned()
-        } else {
-            s.to_string()
-        }
-    }
-
-    fn expand_vars(&self, s: &str) -> Result<String> {
+    fn expand_str(&self, s: &str, project: Option<&Path>, at_start: bool) -> Result<String> {
         let mut out = String::new();
         let mut rest = s;
-        while let Some(i) = rest.find("${") {
-            out.push_str(&rest[..i]);
-            let after = &rest[i + 2..];
+        if at_start || s.starts_with('~') {
+            if rest == "~" {
+                return Ok(self.home.to_string_lossy().into_owned());
+            }
+            if let Some(r) = rest.strip_prefix("~/") {
+                out.push_str(&self.home.to_string_lossy());
+                out.push('/');
+                rest = r;
+            }
+        }
+        loop {
+            let dollar = rest.find("${");
+            let proj = rest.find("{{PROJECT}}");
+            let next = match (dollar, proj) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+                (None, None) => break,
+            };
+            out.push_str(&rest[..next]);
+            if proj == Some(next) {
+                let Some(p) = project else { bail!("`{s}` needs a project directory") };
+                out.push_str(&p.to_string_lossy());
+                rest = &rest[next + "{{PROJECT}}".len()..];
+                continue;
+            }
+            let after = &rest[next + 2..];
             let end = matching_brace(after).ok_or_else(|| anyhow::anyhow!("unclosed `${{` in `{s}`"))?;
             let inner = &after[..end];
             let (name, default) = match inner.find(":-") {
@@ -89,13 +127,32 @@ impl Env {
             };
             match (self.var(name), default) {
                 (Some(v), _) => out.push_str(v),
-                (None, Some(d)) => out.push_str(&self.expand_tilde(&self.expand_vars(d)?)),
+                (None, Some(d)) => out.push_str(&self.expand_str(d, project, true)?),
                 (None, None) => bail!("`{s}` needs ${name}, which is not set"),
             }
             rest = &after[end + 1..];
         }
         out.push_str(rest);
         Ok(out)
+    }
+}
+
+/// `p` made absolute against `cwd` (lexically; symlinks are resolved where files are written).
+fn absolute(cwd: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        let mut out = cwd.to_path_buf();
+        for c in p.components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                std::path::Component::Normal(n) => out.push(n),
+                _ => {}
+            }
+        }
+        out
     }
 }
 
@@ -147,6 +204,28 @@ mod tests {
             env(&[("CLAUDE_CONFIG_DIR", "")]).expand(p, None).unwrap(),
             PathBuf::from("/h/.claude/settings.json")
         );
+    }
+
+    #[test]
+    fn substituted_values_are_not_expanded_again_and_paths_are_absolute() {
+        let e = env(&[("CODEX_HOME", "${HOME}/{{PROJECT}}")]);
+        assert_eq!(
+            e.expand("${CODEX_HOME:-~/.codex}/hooks.json", Some(Path::new("/p"))).unwrap(),
+            PathBuf::from("/${HOME}/{{PROJECT}}/hooks.json").strip_prefix("/").map(|p| e.cwd.join(p)).unwrap()
+        );
+        assert_eq!(
+            e.expand("{{PROJECT}}/.codex", Some(Path::new("/a/${HOME}/~"))).unwrap(),
+            PathBuf::from("/a/${HOME}/~/.codex")
+        );
+        let e = env(&[("OVMEM_HOME", "rel/home")]);
+        assert_eq!(e.ovmem_home(), e.cwd.join("rel/home"));
+        assert!(e.notes().iter().any(|n| n.contains("OVMEM_HOME")));
+    }
+
+    #[test]
+    fn relative_path_elements_are_never_searched() {
+        let e = env(&[("PATH", ":.:bin:/usr/bin")]);
+        assert_eq!(e.safe_path(), "/usr/bin");
     }
 
     #[test]

@@ -75,13 +75,17 @@ pub struct Manifest {
     pub root_defaults: toml::Table,
     /// How hooks get trusted after install, when the harness gates them.
     pub trust: Option<String>,
-    /// The config file the trust records are written to (snapshotted before the first one).
+    /// The config file trust records go in, when the harness's app-server does not name it.
     pub trust_config: Option<String>,
     /// The `ovmem mcp` server entry (a JSON value) and the object it goes in, for scopes that
     /// name an `mcp_file`.
     pub mcp_template: Option<String>,
     pub mcp_key: Option<String>,
     pub project_scope_note: Option<String>,
+    /// The largest `timeout` the harness accepts per event before it clamps it and warns (in the
+    /// manifest's own unit); every hook's timeout must stay within it.
+    #[serde(default)]
+    pub timeout_caps: BTreeMap<String, u32>,
     pub scopes: Scopes,
     pub hooks: Vec<HookSpec>,
 }
@@ -343,39 +347,40 @@ pub struct Placeholders<'a> {
     pub ovmem_home: &'a Path,
 }
 
-/// Renders a template: placeholders are replaced by values escaped for the template's format
-/// (a JSON string body for `.json`, raw for shell scripts; paths are shell-quoted first).
+/// Renders a template in one pass: each `{{NAME}}` is replaced by its value, escaped for the
+/// template's format (a JSON string body for `.json`, raw for shell scripts; paths are
+/// shell-quoted first). Values are never scanned again, so a `{{x}}` inside a path stays as it is.
 pub fn render(name: &str, p: &Placeholders) -> Result<String> {
     let text = template(name)?;
     let json = name.ends_with(".json");
     let esc =
         |s: &str| if json { serde_json::to_string(s).unwrap().trim_matches('"').to_string() } else { s.to_string() };
-    let out = text
-        .replace("{{OVMEM_BIN}}", &esc(&shell_quote(&p.bin.to_string_lossy())))
-        .replace("{{OVMEM_BIN_PATH}}", &esc(&p.bin.to_string_lossy()))
-        .replace("{{OVMEM_HOME}}", &esc(&shell_quote(&p.ovmem_home.to_string_lossy())))
-        .replace("{{HARNESS}}", &esc(p.harness))
-        .replace("{{EVENT}}", &esc(p.event))
-        .replace("{{MATCHER}}", &esc(p.matcher))
-        .replace("{{TIMEOUT}}", &p.timeout.to_string());
-    if let Some(i) = out.find("{{") {
-        bail!("template `{name}` has an unknown placeholder near `{}`", &out[i..(i + 20).min(out.len())]);
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut rest = text;
+    while let Some(i) = rest.find("{{") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let Some(end) = after.find("}}") else {
+            bail!("template `{name}` has an unclosed `{{{{`");
+        };
+        let value = match &after[..end] {
+            "OVMEM_BIN" => esc(&shell_quote(&p.bin.to_string_lossy())),
+            "OVMEM_BIN_PATH" => esc(&p.bin.to_string_lossy()),
+            "OVMEM_HOME" => esc(&shell_quote(&p.ovmem_home.to_string_lossy())),
+            "HARNESS" => esc(p.harness),
+            "EVENT" => esc(p.event),
+            "MATCHER" => esc(p.matcher),
+            "TIMEOUT" => p.timeout.to_string(),
+            other => bail!("template `{name}` has an unknown placeholder `{{{{{}}}}}`", other.escape_debug()),
+        };
+        out.push_str(&value);
+        rest = &after[end + 2..];
     }
+    out.push_str(rest);
     Ok(out)
 }
 
 pub use crate::shell::{quote as shell_quote, words as shell_words};
-
-/// Whether `cmd` runs some ovmem binary's `hook <harness> <event>` (any install path: older
-/// and moved runtimes are recognised too).
-pub fn is_ovmem_hook_command(cmd: &str, harness: &str, event: Option<&str>) -> bool {
-    let w = shell_words(cmd);
-    w.len() >= 4
-        && Path::new(&w[0]).file_name().is_some_and(|n| n == "ovmem")
-        && w[1] == "hook"
-        && w[2] == harness
-        && event.is_none_or(|e| w[3] == e)
-}
 
 #[cfg(test)]
 mod tests {
@@ -397,6 +402,25 @@ mod tests {
         }
     }
 
+    /// A timeout over the harness's cap is clamped by it, with a warning on every run.
+    #[test]
+    fn every_timeout_is_within_the_harness_cap() {
+        for h in all() {
+            for hook in &h.manifest.hooks {
+                if let (Some(cap), Some(t)) = (h.manifest.timeout_caps.get(&hook.event), hook.timeout) {
+                    assert!(t <= *cap, "{}: {} timeout {t} is over the cap {cap}", h.id(), hook.event);
+                }
+            }
+            for e in h.manifest.timeout_caps.keys() {
+                assert!(
+                    h.manifest.hooks.iter().any(|x| &x.event == e),
+                    "{}: a cap for `{e}`, which is not installed",
+                    h.id()
+                );
+            }
+        }
+    }
+
     /// Ids and aliases must be unique kebab-case, or `--harness` would be ambiguous.
     #[test]
     fn ids_and_aliases_are_unique_kebab_case() {
@@ -411,33 +435,38 @@ mod tests {
     }
 
     /// Every template a manifest names must exist, render with no placeholder left, and parse
-    /// as its format; an odd runtime path must survive escaping.
+    /// as its format; an odd runtime path (quotes, spaces, a `{{…}}`) must survive escaping and be
+    /// recognised as ovmem's exact command.
     #[test]
     fn templates_render_and_parse() {
-        let bin = Path::new("/home/o'neil/my dir/ovmem");
-        for h in all() {
-            for hook in &h.manifest.hooks {
-                let name = match (&hook.matcher, &h.manifest.template_with_matcher) {
-                    (Some(_), Some(t)) => t.clone(),
-                    _ => h.manifest.template.clone(),
-                };
-                let p = Placeholders {
-                    bin,
-                    harness: h.id(),
-                    event: &hook.event,
-                    timeout: 7,
-                    matcher: hook.matcher.as_deref().unwrap_or(""),
-                    ovmem_home: Path::new("/h/.ovmem"),
-                };
-                let out = render(&name, &p).unwrap();
-                if name.ends_with(".json") {
-                    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-                    let cmd = find_command(&v).expect("template has a command");
-                    assert!(is_ovmem_hook_command(&cmd, h.id(), Some(&hook.event)), "{cmd}");
-                    assert_eq!(shell_words(&cmd)[0], bin.to_string_lossy());
-                } else {
-                    let exec = out.lines().find(|l| l.starts_with("exec ")).unwrap();
-                    assert!(is_ovmem_hook_command(&exec[5..], h.id(), Some(&hook.event)));
+        for bin in ["/home/o'neil/my dir/bin/ovmem", "/h/{{EVENT}}/{{x}/bin/ovmem"] {
+            let bin = Path::new(bin);
+            for h in all() {
+                for hook in &h.manifest.hooks {
+                    let name = match (&hook.matcher, &h.manifest.template_with_matcher) {
+                        (Some(_), Some(t)) => t.clone(),
+                        _ => h.manifest.template.clone(),
+                    };
+                    let p = Placeholders {
+                        bin,
+                        harness: h.id(),
+                        event: &hook.event,
+                        timeout: 7,
+                        matcher: hook.matcher.as_deref().unwrap_or(""),
+                        ovmem_home: Path::new("/h/.ovmem"),
+                    };
+                    let out = render(&name, &p).unwrap();
+                    let cmd = if name.ends_with(".json") {
+                        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                        find_command(&v).expect("template has a command")
+                    } else {
+                        out.lines().find_map(|l| l.strip_prefix("exec ")).unwrap().to_string()
+                    };
+                    assert_eq!(
+                        crate::install::marker::hook_runtime(&cmd, h.id(), Some(&hook.event)).as_deref(),
+                        Some(bin),
+                        "{cmd}"
+                    );
                 }
             }
         }
@@ -456,11 +485,16 @@ mod tests {
     }
 
     #[test]
-    fn recognises_only_ovmem_hook_commands() {
-        assert!(is_ovmem_hook_command("'/a b/ovmem' hook codex Stop", "codex", Some("Stop")));
-        assert!(is_ovmem_hook_command("/old/bin/ovmem hook codex Stop", "codex", None));
-        assert!(!is_ovmem_hook_command("/x/not-ovmem hook codex Stop", "codex", None));
-        assert!(!is_ovmem_hook_command("/x/ovmem hook cursor stop", "codex", None));
-        assert!(!is_ovmem_hook_command("node /x/ovmem.mjs hook codex Stop", "codex", None));
+    fn placeholders_are_replaced_once_and_unknown_ones_refused() {
+        let p = Placeholders {
+            bin: Path::new("/x/{{HARNESS}}/bin/ovmem"),
+            harness: "codex",
+            event: "Stop",
+            timeout: 3,
+            matcher: "",
+            ovmem_home: Path::new("/x"),
+        };
+        let out = render("codex/group.json", &p).unwrap();
+        assert!(out.contains("/x/{{HARNESS}}/bin/ovmem"), "{out}");
     }
 }

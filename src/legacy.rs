@@ -12,9 +12,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::edit::json::{Document, Node};
 use crate::env::Env;
+use crate::fsx;
 use crate::harness::{self, Harness, InstallKind, Scope};
-use crate::integrate::script_is_ours;
-use crate::{fsx, trust};
+use crate::install::marker::{self, Owner};
+use crate::install::plan::{Edit, Editor};
+use crate::install::script_dir::script_runtime;
+use crate::install::{Refused, Target};
 
 type Groups = Vec<Vec<String>>;
 
@@ -211,6 +214,24 @@ impl Scan<'_> {
         out
     }
 
+    /// Reads a file of the scanned scope: within a project, never through a link out of it.
+    fn read_bytes(&self, path: &Path) -> Result<Option<Vec<u8>>> {
+        fsx::read_in(path, self.project)
+    }
+
+    /// What is at `path`, without following a link: a project's links are never followed out.
+    fn kind_of(&self, path: &Path) -> Option<std::fs::FileType> {
+        let m = std::fs::symlink_metadata(path).ok()?;
+        if m.file_type().is_symlink() && self.project.is_none() {
+            return std::fs::metadata(path).ok().map(|m| m.file_type());
+        }
+        Some(m.file_type())
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        self.kind_of(path).is_some_and(|t| t.is_dir())
+    }
+
     fn scope(&self) -> Scope {
         if self.project.is_some() {
             Scope::Project
@@ -233,8 +254,8 @@ impl Scan<'_> {
 }
 
 /// Reads a text file for scanning: `None` when absent; errors are recorded.
-fn read(path: &Path, errors: &mut Vec<ScanError>) -> Option<String> {
-    match fsx::read_opt(path) {
+fn read(s: &Scan, path: &Path, errors: &mut Vec<ScanError>) -> Option<String> {
+    match s.read_bytes(path) {
         Ok(Some(b)) => match String::from_utf8(b) {
             Ok(s) => Some(s),
             Err(_) => {
@@ -320,7 +341,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         };
         for rule in &integ.hooks {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = read(&file, &mut r.errors) else { continue };
+                let Some(text) = read(s, &file, &mut r.errors) else { continue };
                 let Some(doc) = parse_json(&file, &text, &mut r.errors) else { continue };
                 let key = dotted(&rule.events_key);
                 let Some(events) = doc.node_at(&key) else { continue };
@@ -341,7 +362,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
         for rule in &integ.json_keys {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = read(&file, &mut r.errors) else { continue };
+                let Some(text) = read(s, &file, &mut r.errors) else { continue };
                 let Some(doc) = parse_json(&file, &text, &mut r.errors) else { continue };
                 for (name, node) in json_key_hits(&doc, rule) {
                     push(&mut r, &file, Some(line_of(doc.text(), node.start)), format!("{}.{name}", rule.object));
@@ -350,7 +371,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
         for rule in &integ.toml_tables {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = read(&file, &mut r.errors) else { continue };
+                let Some(text) = read(s, &file, &mut r.errors) else { continue };
                 let doc: toml_edit::DocumentMut = match text.parse() {
                     Ok(d) => d,
                     Err(e) => {
@@ -367,7 +388,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
         for rule in &integ.text_blocks {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = read(&file, &mut r.errors) else { continue };
+                let Some(text) = read(s, &file, &mut r.errors) else { continue };
                 if let Some(i) = text.lines().position(|l| l.trim_end() == rule.begin) {
                     push(&mut r, &file, Some(i + 1), format!("block `{}`", rule.begin));
                 }
@@ -384,7 +405,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
         for rule in &integ.dirs {
             for dir in s.paths(&rule.paths, &rule.project_paths) {
-                if dir.is_dir() {
+                if s.is_dir(&dir) {
                     push(&mut r, &dir, None, "runtime directory".into());
                 }
             }
@@ -453,10 +474,11 @@ fn script_hits(s: &Scan, rule: &ScriptRule) -> Vec<(PathBuf, String, PathBuf)> {
     for dir in s.paths(&rule.dirs, &rule.project_dirs) {
         for name in &rule.names {
             let p = dir.join(name);
-            if fsx::read_opt(&p)
-                .ok()
-                .flatten()
-                .is_some_and(|b| matches(&String::from_utf8_lossy(&b), &rule.groups, false))
+            if s.kind_of(&p).is_some_and(|t| t.is_file())
+                && s.read_bytes(&p)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|b| matches(&String::from_utf8_lossy(&b), &rule.groups, false))
             {
                 out.push((dir.clone(), name.clone(), p));
             }
@@ -476,14 +498,10 @@ fn ovmem_findings(
     let bin = s.env.runtime_bin();
     let project_flag = s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default();
     for h in harnesses.iter().copied() {
-        let target = crate::integrate::Target {
-            env: s.env,
-            harness: h,
-            scope: s.scope(),
-            project: s.project.map(Path::to_path_buf),
-        };
+        let target = Target { env: s.env, harness: h, scope: s.scope(), project: s.project.map(Path::to_path_buf) };
         let Ok(location) = target.location() else { continue };
-        let desired: BTreeMap<String, String> = target.desired().unwrap_or_default().into_iter().collect();
+        let desired: BTreeMap<String, String> =
+            target.desired().unwrap_or_default().into_iter().map(|d| (d.event, d.text)).collect();
         let finding = |file: &Path, line, entry, kind, severity, message, fix| Finding {
             file: file.to_path_buf(),
             line,
@@ -497,11 +515,27 @@ fn ovmem_findings(
             harnesses: vec![h.id().to_string()],
         };
         // An ovmem entry that runs another runtime, or differs from what this version installs.
-        let judge = |r: &mut Report, file: &Path, line, entry, event: &str, cmd: &str, current: bool| {
-            let runtime = harness::shell_words(cmd).into_iter().next().unwrap_or_default();
+        let judge = |r: &mut Report, file: &Path, line, entry, event: &str, runtime: &Path, current: bool| {
             let install = format!("ovmem install --harness {}{project_flag}", h.id());
-            let (message, fix) = if Path::new(&runtime) != bin {
-                (format!("ovmem hook runs `{runtime}`, not the current runtime `{}`", bin.display()), install)
+            let (message, fix) = if let Owner::Other { live, home, .. } = marker::owner(runtime, &bin) {
+                let whose = if live {
+                    format!("another ovmem home's runtime (`{}`)", home.display())
+                } else {
+                    "a runtime that no longer exists".to_string()
+                };
+                let fix = if live {
+                    format!("{install} --force (or uninstall it with OVMEM_HOME={} first)", home.display())
+                } else {
+                    install
+                };
+                (
+                    format!(
+                        "ovmem hook runs `{}`, {whose}, not the current runtime `{}`",
+                        runtime.display(),
+                        bin.display()
+                    ),
+                    fix,
+                )
             } else if !current {
                 (
                     format!("ovmem's {event} entry differs from what this ovmem version installs (an older version's, or edited by hand)"),
@@ -515,25 +549,21 @@ fn ovmem_findings(
         let mut installed = false;
         match h.manifest.kind {
             InstallKind::JsonHooks => {
-                let Some(text) = read(&location, &mut r.errors) else { continue };
+                let Some(text) = read(s, &location, &mut r.errors) else { continue };
                 let Ok(doc) = Document::parse(&text) else { continue };
                 let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
                 let Some(events) = doc.node_at(&[key]) else { continue };
                 for m in events.members() {
                     for (i, el) in m.value.elements().iter().enumerate() {
                         let Some(v) = doc.value(el) else { continue };
-                        let mut cmds = Vec::new();
-                        crate::integrate::commands(&v, &mut cmds);
-                        let Some(cmd) = cmds.iter().find(|c| harness::is_ovmem_hook_command(c, h.id(), None)) else {
-                            continue;
-                        };
+                        let Some(runtime) = marker::entry_runtime(&v, h.id(), Some(&m.key)) else { continue };
                         installed = true;
                         per_event.entry((location.clone(), m.key.clone())).or_default().insert("ovmem".into());
                         let current =
                             desired.get(&m.key).and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok());
                         let line = Some(line_of(doc.text(), el.start));
                         let entry = format!("{key}.{}[{i}]", m.key);
-                        judge(r, &location, line, entry, &m.key, cmd, current.is_none_or(|w| w == v));
+                        judge(r, &location, line, entry, &m.key, &runtime, current.is_none_or(|w| w == v));
                     }
                 }
             }
@@ -543,19 +573,15 @@ fn ovmem_findings(
                     for hook in &h.manifest.hooks {
                         let p = dir.join(&hook.event);
                         let Some(text) =
-                            fsx::read_opt(&p).ok().flatten().map(|b| String::from_utf8_lossy(&b).into_owned())
+                            s.read_bytes(&p).ok().flatten().map(|b| String::from_utf8_lossy(&b).into_owned())
                         else {
                             continue;
                         };
-                        if !script_is_ours(&text, h.id(), &hook.event) {
-                            continue;
-                        }
+                        let Some(runtime) = script_runtime(&text, h.id(), &hook.event) else { continue };
                         installed = true;
                         per_event.entry((location.clone(), hook.event.clone())).or_default().insert("ovmem".into());
-                        if let Some(cmd) = text.lines().find_map(|l| l.strip_prefix("exec ")) {
-                            let current = desired.get(&hook.event).is_none_or(|d| *d == text);
-                            judge(r, &p, Some(1), hook.event.clone(), &hook.event, cmd, current);
-                        }
+                        let current = desired.get(&hook.event).is_none_or(|d| *d == text);
+                        judge(r, &p, Some(1), hook.event.clone(), &hook.event, &runtime, current);
                     }
                 }
             }
@@ -572,9 +598,9 @@ fn ovmem_findings(
             r.findings.push(f);
         }
         if installed && with_trust && h.manifest.kind == InstallKind::JsonHooks {
-            if let (Some(m), Some(binary)) = (&h.manifest.trust, h.detect(s.env).binary) {
-                let cwd = s.project.map(Path::to_path_buf).unwrap_or_else(|| s.env.home.clone());
-                if let Ok((_, pending)) = trust::status(&binary, m, h.id(), &location, &cwd) {
+            let rec = crate::receipt::load(&target.receipt_path()).ok().flatten();
+            if let (Some(_), Some(binary), Some(rec)) = (&h.manifest.trust, h.detect(s.env).binary, rec) {
+                if let Ok((_, pending)) = crate::install::trust::status(s.env, &target, &binary, &rec) {
                     if !pending.is_empty() {
                         let message = format!("{} will not run ovmem's hooks until they are trusted", h.manifest.name);
                         let fix =
@@ -596,113 +622,132 @@ fn ovmem_findings(
     }
 }
 
-/// What taking the selected integrations out means: new contents for edited files, and paths to
-/// move into a backup directory.
-#[derive(Debug, Default)]
+/// One rule of an integration, as it applies to one file.
+#[derive(Debug, Clone)]
+enum Rule {
+    Hooks(HookRule),
+    JsonKeys(JsonKeyRule),
+    Toml(TomlRule),
+    Text(TextRule),
+}
+
+/// Takes the selected integrations' entries out of one file: an editor of the install pipeline,
+/// so migrate gets the same journal, backups and concurrent-write handling as install.
+pub struct Strip {
+    pub path: PathBuf,
+    rules: Vec<Rule>,
+}
+
+fn unparseable(path: &Path, detail: impl ToString) -> anyhow::Error {
+    Refused::Unparseable { path: path.to_path_buf(), detail: detail.to_string() }.into()
+}
+
+impl Editor for Strip {
+    fn edit(&self, text: Option<&str>) -> Result<Edit> {
+        let Some(text) = text else { return Ok(Edit::keep(None)) };
+        let mut cur = text.to_string();
+        for rule in &self.rules {
+            cur = strip_rule(&self.path, &cur, rule)?;
+        }
+        Ok(Edit { after: Some(cur), ..Edit::default() })
+    }
+}
+
+fn strip_rule(path: &Path, text: &str, rule: &Rule) -> Result<String> {
+    match rule {
+        Rule::Hooks(rule) => {
+            let mut doc = Document::parse(text).map_err(|e| unparseable(path, e))?;
+            let key = dotted(&rule.events_key);
+            let events: Vec<String> =
+                doc.node_at(&key).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
+            for event in events {
+                let mut p = key.clone();
+                p.push(&event);
+                let arr = doc.node_at(&p).cloned().expect("member");
+                let hits: Vec<usize> = arr
+                    .elements()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| matches(doc.slice(e), &rule.groups, rule.ignore_case))
+                    .map(|(i, _)| i)
+                    .collect();
+                for i in hits.iter().rev() {
+                    doc.remove_child(&p, *i).map_err(|e| anyhow::anyhow!(e))?;
+                }
+                if !hits.is_empty() && doc.node_at(&p).is_some_and(|a| a.elements().is_empty()) {
+                    let idx = doc.member_index(&key, &event).expect("member");
+                    doc.remove_child(&key, idx).map_err(|e| anyhow::anyhow!(e))?;
+                }
+            }
+            Ok(doc.finish())
+        }
+        Rule::JsonKeys(rule) => {
+            let mut doc = Document::parse(text).map_err(|e| unparseable(path, e))?;
+            let names: Vec<String> = json_key_hits(&doc, rule).into_iter().map(|(n, _)| n).collect();
+            let obj = dotted(&rule.object);
+            for n in names {
+                let idx = doc.member_index(&obj, &n).expect("member");
+                doc.remove_child(&obj, idx).map_err(|e| anyhow::anyhow!(e))?;
+            }
+            Ok(doc.finish())
+        }
+        Rule::Toml(rule) => {
+            let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| unparseable(path, e))?;
+            let names = toml_hits(&doc, rule);
+            if names.is_empty() {
+                return Ok(text.to_string());
+            }
+            let mut item: &mut toml_edit::Item = doc.as_item_mut();
+            for k in rule.parent.split('.') {
+                item = item.get_mut(k).context("toml parent vanished")?;
+            }
+            let table = item.as_table_like_mut().context("toml parent is not a table")?;
+            for n in &names {
+                table.remove(n);
+            }
+            Ok(doc.to_string())
+        }
+        Rule::Text(rule) => Ok(strip_block(text, &rule.begin, &rule.end).unwrap_or_else(|| text.to_string())),
+    }
+}
+
+/// What taking the selected integrations out means: an editor for each file to edit, and paths
+/// to move into a backup directory.
+#[derive(Default)]
 pub struct Removal {
-    /// path -> (before, after)
-    pub edits: BTreeMap<PathBuf, (String, String)>,
+    pub edits: Vec<Strip>,
     pub moves: Vec<PathBuf>,
+    /// Things left alone, and why (a project's symlink out of the project).
+    pub skipped: Vec<String>,
 }
 
 /// The edits and moves that remove every entry of `integrations` in the scanned scope.
 pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal> {
     let mut out = Removal::default();
     let catalog: Vec<Integration> = catalog().into_iter().filter(|i| integrations.contains(&i.id)).collect();
-    // A file's text as edited so far: read from disk and staged (before = after) the first time;
-    // files no rule changed are dropped at the end.
-    let text_of = |path: &Path, out: &mut Removal| -> Result<Option<String>> {
-        if let Some((_, after)) = out.edits.get(path) {
-            return Ok(Some(after.clone()));
-        }
-        let Some(bytes) = fsx::read_opt(path)? else { return Ok(None) };
-        let text = String::from_utf8(bytes)
-            .map_err(|_| crate::integrate::Unparseable { path: path.into(), detail: "not UTF-8".into() })?;
-        out.edits.insert(path.to_path_buf(), (text.clone(), text.clone()));
-        Ok(Some(text))
-    };
-    let set = |out: &mut Removal, path: &Path, after: String| {
-        out.edits.get_mut(path).expect("staged by text_of").1 = after;
+    let add = |out: &mut Removal, file: PathBuf, rule: Rule| match out.edits.iter_mut().find(|e| e.path == file) {
+        Some(e) => e.rules.push(rule),
+        None => out.edits.push(Strip { path: file, rules: vec![rule] }),
     };
     for integ in &catalog {
         for rule in &integ.hooks {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = text_of(&file, &mut out)? else { continue };
-                let mut doc = Document::parse(&text)
-                    .map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: e.to_string() })?;
-                let key = dotted(&rule.events_key);
-                let events: Vec<String> =
-                    doc.node_at(&key).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
-                let mut changed = false;
-                for event in events {
-                    let mut path = key.clone();
-                    path.push(&event);
-                    let arr = doc.node_at(&path).cloned().expect("member");
-                    let hits: Vec<usize> = arr
-                        .elements()
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, e)| matches(doc.slice(e), &rule.groups, rule.ignore_case))
-                        .map(|(i, _)| i)
-                        .collect();
-                    for i in hits.iter().rev() {
-                        doc.remove_child(&path, *i).map_err(|e| anyhow::anyhow!(e))?;
-                        changed = true;
-                    }
-                    if !hits.is_empty() && doc.node_at(&path).is_some_and(|a| a.elements().is_empty()) {
-                        let idx = doc.member_index(&key, &event).expect("member");
-                        doc.remove_child(&key, idx).map_err(|e| anyhow::anyhow!(e))?;
-                    }
-                }
-                if changed {
-                    set(&mut out, &file, doc.finish());
-                }
+                add(&mut out, file, Rule::Hooks(rule.clone()));
             }
         }
         for rule in &integ.json_keys {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = text_of(&file, &mut out)? else { continue };
-                let mut doc = Document::parse(&text)
-                    .map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: e.to_string() })?;
-                let names: Vec<String> = json_key_hits(&doc, rule).into_iter().map(|(n, _)| n).collect();
-                if names.is_empty() {
-                    continue;
-                }
-                let obj = dotted(&rule.object);
-                for n in names {
-                    let idx = doc.member_index(&obj, &n).expect("member");
-                    doc.remove_child(&obj, idx).map_err(|e| anyhow::anyhow!(e))?;
-                }
-                set(&mut out, &file, doc.finish());
+                add(&mut out, file, Rule::JsonKeys(rule.clone()));
             }
         }
         for rule in &integ.toml_tables {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = text_of(&file, &mut out)? else { continue };
-                let mut doc: toml_edit::DocumentMut = text
-                    .parse()
-                    .map_err(|e| crate::integrate::Unparseable { path: file.clone(), detail: format!("{e}") })?;
-                let names = toml_hits(&doc, rule);
-                if names.is_empty() {
-                    continue;
-                }
-                let mut item: &mut toml_edit::Item = doc.as_item_mut();
-                for k in rule.parent.split('.') {
-                    item = item.get_mut(k).context("toml parent vanished")?;
-                }
-                let table = item.as_table_like_mut().context("toml parent is not a table")?;
-                for n in &names {
-                    table.remove(n);
-                }
-                set(&mut out, &file, doc.to_string());
+                add(&mut out, file, Rule::Toml(rule.clone()));
             }
         }
         for rule in &integ.text_blocks {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = text_of(&file, &mut out)? else { continue };
-                if let Some(after) = strip_block(&text, &rule.begin, &rule.end) {
-                    set(&mut out, &file, after);
-                }
+                add(&mut out, file, Rule::Text(rule.clone()));
             }
         }
         for rule in &integ.scripts {
@@ -710,27 +755,46 @@ pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal
             for (dir, _, path) in &hits {
                 out.moves.push(path.clone());
                 // Companions go once no script of this rule's names is left in the directory.
-                let others_left =
-                    rule.names.iter().any(|n| dir.join(n).exists() && !hits.iter().any(|(_, _, p)| p == &dir.join(n)));
-                if !others_left {
-                    for c in &rule.companions {
-                        let cp = dir.join(c);
-                        if cp.exists() && !out.moves.contains(&cp) {
-                            out.moves.push(cp);
-                        }
+                let others_left = rule
+                    .names
+                    .iter()
+                    .any(|n| s.kind_of(&dir.join(n)).is_some() && !hits.iter().any(|(_, _, p)| p == &dir.join(n)));
+                if others_left {
+                    continue;
+                }
+                for c in &rule.companions {
+                    let cp = dir.join(c);
+                    let Some(kind) = s.kind_of(&cp) else { continue };
+                    if kind.is_symlink() {
+                        out.skipped.push(format!(
+                            "`{}` is a symlink (to `{}`); ovmem does not move links out of a project",
+                            cp.display(),
+                            std::fs::read_link(&cp).unwrap_or_default().display()
+                        ));
+                    } else if !out.moves.contains(&cp) {
+                        out.moves.push(cp);
                     }
                 }
             }
         }
         for rule in &integ.dirs {
             for dir in s.paths(&rule.paths, &rule.project_paths) {
-                if dir.is_dir() && !out.moves.contains(&dir) {
+                if s.is_dir(&dir) && !out.moves.contains(&dir) {
                     out.moves.push(dir);
                 }
             }
         }
     }
-    out.edits.retain(|_, (before, after)| before != after);
+    // Only files that exist and that some rule changes.
+    let mut kept = Vec::new();
+    for e in out.edits {
+        let Some(bytes) = s.read_bytes(&e.path)? else { continue };
+        let text = String::from_utf8(bytes).map_err(|_| unparseable(&e.path, "not UTF-8"))?;
+        if e.edit(Some(&text))?.after.as_deref() != Some(text.as_str()) {
+            kept.push(e);
+        }
+    }
+    out.edits = kept;
     Ok(out)
 }
 
@@ -744,30 +808,13 @@ pub fn strip_block(text: &str, begin: &str, end: &str) -> Option<String> {
     Some(out)
 }
 
-/// Moves `path` into `backup_root`, mirroring its absolute path, so that it can be put back.
+/// Moves `path` into `backup_root`, mirroring its absolute path, so that it can be put back. A
+/// symlink moves as a symlink; nothing is followed.
 pub fn move_to_backup(path: &Path, backup_root: &Path) -> Result<PathBuf> {
     let rel = path.strip_prefix("/").unwrap_or(path);
     let dest = backup_root.join(rel);
-    std::fs::create_dir_all(dest.parent().expect("backup path has a parent"))
-        .with_context(|| format!("could not create `{}`", dest.display()))?;
-    std::fs::rename(path, &dest)
-        .or_else(|_| copy_then_remove(path, &dest))
-        .with_context(|| format!("could not move `{}` to `{}`", path.display(), dest.display()))?;
+    fsx::move_no_follow(path, &dest)?;
     Ok(dest)
-}
-
-fn copy_then_remove(src: &Path, dest: &Path) -> std::io::Result<()> {
-    if src.is_dir() {
-        std::fs::create_dir_all(dest)?;
-        for e in std::fs::read_dir(src)? {
-            let e = e?;
-            copy_then_remove(&e.path(), &dest.join(e.file_name()))?;
-        }
-        std::fs::remove_dir(src)
-    } else {
-        std::fs::copy(src, dest)?;
-        std::fs::remove_file(src)
-    }
 }
 
 #[cfg(test)]
@@ -803,8 +850,12 @@ mod tests {
         );
         let h: &'static Harness = Box::leak(Box::new(Harness::from_manifest(&manifest, "claude-code").unwrap()));
         assert!(h.manifest.deprecated);
-        let target = crate::integrate::Target { env: &env, harness: h, scope: Scope::User, project: None };
-        target.install(crate::integrate::Options::default()).unwrap();
+        let target = Target { env: &env, harness: h, scope: Scope::User, project: None };
+        let plan = crate::install::plan::plan(&target, crate::install::Verb::Install, Default::default()).unwrap();
+        for f in &plan.files {
+            std::fs::create_dir_all(f.real.parent().unwrap()).unwrap();
+            std::fs::write(&f.real, f.edit.after.as_deref().unwrap()).unwrap();
+        }
         let s = Scan { env: &env, project: None };
         let mut r = Report::default();
         ovmem_findings(&s, false, &mut r, &mut BTreeMap::new(), &[h]);

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::fsx;
@@ -24,9 +24,9 @@ pub struct Receipt {
     /// Trust records written into the harness's own config (Codex `hooks.state` keys).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trust: Vec<TrustRecord>,
-    /// The harness config as it was before ovmem's first trust write (see `trust::snapshot`).
+    /// The config the trust records are in, as it was before ovmem's first one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trust_snapshot: Option<PathBuf>,
+    pub trust_config: Option<TrustConfig>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -46,6 +46,17 @@ pub struct FileRecord {
     /// Hash of the last `<file>.bak` ovmem wrote, so a user's own `.bak` is never replaced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup_hash: Option<String>,
+    /// Containers that were empty when ovmem first inserted into them, with the text that was
+    /// between their brackets (whitespace, comments), given back when they are empty again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub empty: Vec<EmptyContainer>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EmptyContainer {
+    /// Dotted key path (`` for the top level, `hooks`, `hooks.Stop`).
+    pub key_path: String,
+    pub inner: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -53,7 +64,15 @@ pub struct Entry {
     pub event: String,
     /// Where the entry sits: `hooks.SessionStart` in JSON, the file name for scripts.
     pub key_path: String,
+    /// Hash of the whole entry as ovmem wrote it (a hook group, a flat entry, a script).
     pub sha256: String,
+    /// Hash of ovmem's own handler inside it (the object with the command), for groups that
+    /// the user has since added handlers to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler: Option<String>,
+    /// The exact command lines ovmem wrote: the only ones it ever trusts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -61,6 +80,18 @@ pub struct TrustRecord {
     pub config: PathBuf,
     pub key: String,
     pub hash: String,
+}
+
+/// The harness config holding trust records, as it was before ovmem's first trust write: the
+/// exact text (given back when ovmem's records are all that changed), whether ovmem created it,
+/// and its mode.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrustConfig {
+    pub path: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<u32>,
 }
 
 pub fn dir(ovmem_home: &Path) -> PathBuf {
@@ -78,24 +109,50 @@ pub fn path(ovmem_home: &Path, harness: &str, scope: Scope, project: Option<&Pat
     dir(ovmem_home).join(name)
 }
 
+/// A receipt that does not parse: ovmem will not act on guesses about what it installed.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the receipt `{path}` is damaged ({detail}); `ovmem repair --harness {harness}{project}` rebuilds it from \
+     ovmem's entries and the `.ovmem.bak` backups, then run this command again"
+)]
+pub struct Damaged {
+    pub path: PathBuf,
+    pub detail: String,
+    pub harness: String,
+    pub project: String,
+}
+
 pub fn load(path: &Path) -> Result<Option<Receipt>> {
     match fsx::read_opt(path)? {
         None => Ok(None),
-        Some(bytes) => serde_json::from_slice(&bytes).map(Some).with_context(|| {
-            format!("the receipt `{}` is damaged; move it aside and run the command again", path.display())
+        Some(bytes) => serde_json::from_slice::<Receipt>(&bytes).map(Some).map_err(|e| {
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let harness = name.split('.').next().unwrap_or_default().to_string();
+            Damaged { path: path.to_path_buf(), detail: e.to_string(), harness, project: String::new() }.into()
         }),
     }
 }
 
-/// Every receipt under `$OVMEM_HOME/receipts`.
+/// Every receipt file under `$OVMEM_HOME/receipts`, damaged ones included.
+pub fn paths(ovmem_home: &Path) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir(ovmem_home)) else { return Vec::new() };
+    let mut paths: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Every receipt under `$OVMEM_HOME/receipts` that parses.
 pub fn load_all(ovmem_home: &Path) -> Result<Vec<(PathBuf, Receipt)>> {
     let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir(ovmem_home)) else { return Ok(out) };
-    let mut paths: Vec<PathBuf> =
-        rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
-    paths.sort();
-    for p in paths {
-        if let Some(r) = load(&p)? {
+    for p in paths(ovmem_home) {
+        if let Ok(Some(r)) = load(&p) {
             out.push((p, r));
         }
     }

@@ -363,7 +363,9 @@ fn codex_trusted_by_install_remembers_across_sessions() {
 
     let out = lab.ovmem(&["install", "--harness", "codex"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("trusted"), "install did not trust the hooks: {err}");
+    assert!(err.contains("trusted 5 ovmem hook(s)"), "install did not trust the hooks: {err}");
+    // Every timeout is within Codex's caps: nothing is clamped, nothing warned about.
+    assert!(!err.contains("clamp") && !err.contains("reported"), "{err}");
     let cfg = std::fs::read_to_string(codex_home.join("config.toml")).unwrap();
     assert!(
         cfg.contains("trusted_hash")
@@ -496,4 +498,94 @@ fn gemini_cli_remembers_across_sessions() {
     lab.clear_fired();
     gemini(&lab, &bin, QUESTION);
     assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
+}
+
+/// What Codex's own app-server lists for `cwd`: (command, trust status), offline.
+fn codex_listed(lab: &Lab, bin: &Path) -> Vec<(String, String)> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = Command::new("unshare")
+        .args(["-n", bin.to_str().unwrap(), "app-server"])
+        .env_clear()
+        .envs(lab.base_env())
+        .current_dir(&lab.home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut call = |id: u64, method: &str, params: serde_json::Value| -> serde_json::Value {
+        let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{msg}").unwrap();
+        loop {
+            let v: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap_or_default();
+            if v["id"] == id {
+                return v["result"].clone();
+            }
+        }
+    };
+    call(1, "initialize", serde_json::json!({"clientInfo": {"name": "test", "version": "1"}}));
+    let r = call(2, "hooks/list", serde_json::json!({"cwds": [lab.home]}));
+    let _ = child.kill();
+    let _ = child.wait();
+    r["data"][0]["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["command"].as_str().unwrap().to_string(), h["trustStatus"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+#[test]
+fn codex_trust_is_given_only_to_the_exact_hooks_ovmem_wrote() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(bin) = cli("codex", "node_modules/.bin/codex") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    let codex_home = lab.home.join(".codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    let config = CODEX_CONFIG.replace("PORT", &lab.port.to_string());
+    let config_path = codex_home.join("config.toml");
+    std::fs::write(&config_path, &config).unwrap();
+    std::fs::set_permissions(&config_path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // Hooks of the user's own that are merely named like ovmem's.
+    let mine = [
+        "./tools/ovmem hook codex PostToolUse",
+        "/opt/tools/bin/ovmem hook codex PostToolUse",
+        "/usr/local/bin/ovmem hook codex Stop --verbose",
+        "ovmem hook codex UserPromptSubmit",
+    ];
+    let hooks = serde_json::json!({"hooks": {
+        "PostToolUse": [{"hooks": [{"type": "command", "command": mine[0]}, {"type": "command", "command": mine[1]}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": mine[2]}]}],
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": mine[3]}]}],
+    }});
+    let original = serde_json::to_string_pretty(&hooks).unwrap() + "\n";
+    std::fs::write(codex_home.join("hooks.json"), &original).unwrap();
+
+    let out = lab.ovmem(&["install", "--harness", "codex"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("trusted 5 ovmem hook(s)"), "{err}");
+    let listed = codex_listed(&lab, &bin);
+    let runtime = lab.home.join(".ovmem/bin/ovmem");
+    for (cmd, trust) in &listed {
+        let ours = cmd.starts_with(&format!("{} hook codex ", runtime.display()));
+        assert_eq!(trust == "trusted", ours, "{cmd}: {trust}");
+    }
+    assert_eq!(listed.iter().filter(|(_, t)| t == "trusted").count(), 5, "{listed:?}");
+    assert_eq!(listed.len(), 5 + mine.len(), "{listed:?}");
+    // The trust edit kept the file's mode.
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&config_path), 0o644);
+
+    // A reinstall that changes nothing says so, and trusts nothing new.
+    let out = lab.ovmem(&["install", "--harness", "codex"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already trusted") && !err.contains("trusted 5"), "{err}");
+
+    lab.ovmem(&["uninstall", "--harness", "codex", "--yes"]);
+    assert_eq!(std::fs::read_to_string(&config_path).unwrap(), config, "config.toml not restored");
+    assert_eq!(mode(&config_path), 0o644);
+    assert_eq!(std::fs::read_to_string(codex_home.join("hooks.json")).unwrap(), original);
+    assert!(codex_listed(&lab, &bin).iter().all(|(_, t)| t != "trusted"));
 }

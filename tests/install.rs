@@ -114,7 +114,7 @@ fn ovmem_entries_per_event(text: &str) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for (event, arr) in v["hooks"].as_object().unwrap() {
         let mut cmds = Vec::new();
-        ovmem::integrate::commands(arr, &mut cmds);
+        ovmem::install::marker::commands(arr, &mut cmds);
         m.insert(event.clone(), cmds.iter().filter(|c| c.contains(".ovmem/bin/ovmem hook")).count());
     }
     m
@@ -431,8 +431,9 @@ fn without_a_terminal_or_harness_list_nothing_changes() {
     let out = home.run(&["uninstall"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--yes"));
+    // An unknown harness is a usage error, like clap's own.
     let out = home.run(&["install", "--harness", "vim"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("unknown harness `vim`"));
 }
 
@@ -488,7 +489,7 @@ fn installed_commands_run_under_sh_from_a_home_with_spaces_and_quotes() {
     {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.join(rel)).unwrap()).unwrap();
         let mut cmds = Vec::new();
-        ovmem::integrate::commands(&v["hooks"][event], &mut cmds);
+        ovmem::install::marker::commands(&v["hooks"][event], &mut cmds);
         let mut child = Command::new("sh")
             .args(["-c", &cmds[0]])
             .env_clear()

@@ -322,7 +322,15 @@ fn hooks_pointing_at_an_old_runtime_are_drift() {
         v["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "ovmem-drift").collect();
     assert_eq!(drift.len(), 12, "{v}");
     assert!(drift[0]["message"].as_str().unwrap().contains("/old/bin/ovmem"));
-    assert!(run("new", &["install", "--harness", "cursor,cline"]).status.success());
+    // The old home's runtime is still there: a second OVMEM_HOME does not take its hooks over
+    // silently, and says how to proceed.
+    let before = std::fs::read(home.path().join(".cursor/hooks.json")).unwrap();
+    let out = run("new", &["install", "--harness", "cursor,cline"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("another ovmem home") && err.contains("OVMEM_HOME=") && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read(home.path().join(".cursor/hooks.json")).unwrap(), before);
+    assert!(run("new", &["install", "--harness", "cursor,cline", "--force"]).status.success());
     assert_eq!(run("new", &["check"]).status.code(), Some(0));
     let cursor = std::fs::read_to_string(home.path().join(".cursor/hooks.json")).unwrap();
     assert!(!cursor.contains("/old/bin/ovmem") && cursor.matches("new/bin/ovmem hook cursor").count() == 6, "{cursor}");

@@ -3,16 +3,34 @@
 
 use anyhow::Result;
 
+use std::path::PathBuf;
+
+use clap::Args;
+
 use super::tilde;
-use crate::cli::{CheckArgs, Format};
 use crate::env::Env;
-use crate::integrate;
 use crate::legacy::{self, Scan, Severity};
 use crate::output::{self, Printer};
 
-pub fn run(args: CheckArgs) -> Result<i32> {
-    let env = Env::from_process()?;
-    let project = args.project.as_deref().map(|p| integrate::project_dir(Some(p))).transpose()?;
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Check only this repository tree (for CI) instead of the user's own configs
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Github,
+}
+
+pub fn run(args: CheckArgs, env: &Env) -> Result<i32> {
+    let env = env.clone();
+    let project = args.project.as_deref().map(|p| super::project_dir(Some(p))).transpose()?;
     let report = legacy::scan(&Scan { env: &env, project: project.as_deref() }, project.is_none());
     let code = if !report.errors.is_empty() {
         2

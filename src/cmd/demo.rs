@@ -7,11 +7,18 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use serde_json::{Map, Value};
 
-use crate::cli::DemoArgs;
 use crate::harness::{self, Adapter, Canonical};
 use crate::output::Printer;
+
+#[derive(Args)]
+pub struct DemoArgs {
+    /// The harness whose payloads to simulate
+    #[arg(long, default_value = "claude-code")]
+    pub harness: String,
+}
 
 /// Sets a dotted path (numeric parts index arrays) in a JSON object.
 fn set(root: &mut Value, path: &str, v: Value) {

@@ -2,14 +2,90 @@
 
 use std::io::{BufRead, Write};
 
-use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
 
-use crate::cli::{BankArgs, MemoryCommand};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
 use crate::config::{BankMode, Config};
 use crate::env::Env;
 use crate::output::{self, Printer};
 use crate::runtime::format_date;
 use crate::store::{self, Exported, Memory, Store};
+
+#[derive(Subcommand)]
+pub enum MemoryCommand {
+    /// Memories relevant to a query
+    Search {
+        query: String,
+        #[command(flatten)]
+        bank: BankArgs,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a fact by hand
+    Add {
+        text: String,
+        #[command(flatten)]
+        bank: BankArgs,
+    },
+    /// List memories, newest first
+    List {
+        #[command(flatten)]
+        bank: BankArgs,
+        /// Every bank
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete memories by id, or every memory of a bank that contains all the words of --query
+    Forget {
+        ids: Vec<i64>,
+        /// Forget the memories that contain every word of this text (shown first; asks unless --yes)
+        #[arg(long, conflicts_with = "ids")]
+        query: Option<String>,
+        #[command(flatten)]
+        bank: BankArgs,
+        /// Do not ask for confirmation
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Write memories as JSON lines (stdout, or --output FILE)
+    Export {
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Only this bank
+        #[arg(long)]
+        bank: Option<String>,
+    },
+    /// Read memories from JSON lines (a file, or - for stdin); dates, harnesses and sessions are kept
+    Import {
+        file: PathBuf,
+        /// Put every memory into this project's bank (or --bank's) instead of the bank each line names
+        #[command(flatten)]
+        bank: BankArgs,
+    },
+    /// Counts per bank
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Clone)]
+pub struct BankArgs {
+    /// The project whose bank to use (default: the current directory's project)
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// A bank id as stored (e.g. `user`), instead of a project
+    #[arg(long, conflicts_with = "project")]
+    pub bank: Option<String>,
+}
 
 fn open(env: &Env) -> Result<Store> {
     Store::open(&env.ovmem_home().join("memory.db"), std::time::Duration::from_secs(10))
@@ -20,7 +96,7 @@ fn bank(env: &Env, args: &BankArgs) -> Result<String> {
     if let Some(b) = &args.bank {
         return Ok(b.clone());
     }
-    let dir = crate::integrate::project_dir(args.project.as_deref())?;
+    let dir = super::project_dir(args.project.as_deref())?;
     let cfg = Config::load(env)?;
     Ok(match cfg.bank {
         BankMode::User => "user".into(),
@@ -104,7 +180,7 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             let cfg = Config::load(&env)?;
             let added = match crate::runtime::remote::link(&env, &cfg) {
                 Some(Ok(link)) => {
-                    let dir = crate::integrate::project_dir(b.project.as_deref())?;
+                    let dir = super::project_dir(b.project.as_deref())?;
                     let (rbank, project) = crate::runtime::remote::target(&link.settings, cfg.bank, &bank, &dir);
                     let id =
                         store.add_queued(&fact, &crate::runtime::remote::outbound(&rbank, &project, "completed"))?;

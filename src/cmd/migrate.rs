@@ -1,38 +1,54 @@
 //! `ovmem migrate` (and `ovmem uninstall --legacy`): take out the legacy integrations ovmem
-//! recognises, and only those, with the same safety as install (diff preview, backups, one
-//! transaction, refusal on unparseable files); runtime directories and hook scripts are moved to
-//! `$OVMEM_HOME/backups/<time>/`, never deleted. Then install ovmem in their place.
+//! recognises, and only those, through the same pipeline as install (diff preview, backups, one
+//! journaled transaction, refusal on unparseable files); hook scripts and runtime directories are
+//! then moved to `$OVMEM_HOME/backups/<time>/`, never deleted, never followed through a symlink.
+//! Then install ovmem in their place.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use anyhow::Result;
+use clap::Args;
 
-use super::{interactive, scope_and_project, tilde, Refusal};
-use crate::cli::Selection;
+use super::{interactive, parse_harnesses, scope_and_project, tilde, Refusal, Selection};
 use crate::env::Env;
-use crate::fsx::Transaction;
+use crate::fsx;
+use crate::fsx::journal::{Change, Kind, Mode, Tx};
 use crate::harness::{self, Harness};
-use crate::integrate::Options;
-use crate::legacy::{self, Kind, Scan};
+use crate::install::plan::{self, FilePlan};
+use crate::install::{Options, Verb};
+use crate::legacy::{self, Kind as FindingKind, Scan};
 use crate::output::{self, Printer};
 
-pub fn run(sel: &Selection, install_after: bool) -> Result<i32> {
-    let env = Env::from_process()?;
-    let (_, project) = scope_and_project(sel)?;
-    let scan = Scan { env: &env, project: project.as_deref() };
+#[derive(Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub sel: Selection,
+}
+
+pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
+    let (scope, project) = scope_and_project(sel)?;
+    let scan = Scan { env, project: project.as_deref() };
     let report = legacy::scan(&scan, false);
-    if let Some(e) = report.errors.first() {
-        return Err(crate::integrate::Unparseable { path: e.file.clone(), detail: e.error.clone() }.into());
+    if !report.errors.is_empty() {
+        let p = Printer::new();
+        for e in &report.errors {
+            eprintln!("{} `{}`: {}", p.red("error:"), tilde(env, &e.file), e.error);
+        }
+        return Err(Refusal(format!(
+            "{} file(s) could not be read or parsed (above), so nothing was changed; fix or move them and run again",
+            report.errors.len()
+        ))
+        .into());
     }
     let wanted: Option<Vec<String>> = match sel.harness.as_deref() {
         None | Some("all") => None,
-        Some(list) => Some(harness::parse_list(list, &env)?.iter().map(|h| h.id().to_string()).collect()),
+        Some(list) => Some(parse_harnesses(list, env)?.iter().map(|h| h.id().to_string()).collect()),
     };
     let selected: BTreeSet<String> = report
         .findings
         .iter()
-        .filter(|f| matches!(f.kind, Kind::Legacy | Kind::Deprecated))
+        .filter(|f| matches!(f.kind, FindingKind::Legacy | FindingKind::Deprecated))
         .filter(|f| wanted.as_ref().is_none_or(|w| f.harnesses.iter().any(|h| w.contains(h))))
         .map(|f| f.integration.clone())
         .collect();
@@ -47,31 +63,37 @@ pub fn run(sel: &Selection, install_after: bool) -> Result<i32> {
         }
     }
     let p = Printer::new();
-    let plan = legacy::plan_removal(&scan, &selected)?;
+    let _lock = if sel.dry_run { None } else { Some(crate::install::apply::lock(&env.ovmem_home())?) };
+    let removal = legacy::plan_removal(&scan, &selected)?;
+    let mut files: Vec<FilePlan> = Vec::new();
+    for strip in removal.edits {
+        let path = strip.path.clone();
+        let mut fp = plan::file_plan(path, project.as_deref(), Mode::Keep { new: 0o644 }, Box::new(strip))?;
+        p_warn_all(&p, plan::plan_backups(&mut fp, None, Verb::Install));
+        files.push(fp);
+    }
+    for s in &removal.skipped {
+        p.warn(s);
+    }
     if selected.is_empty() {
         eprintln!("{} no legacy integrations to migrate", p.green("ok:"));
     } else if !sel.json {
         eprintln!("{} {}", p.bold("removing:"), selected.iter().cloned().collect::<Vec<_>>().join(", "));
-        for (path, (before, after)) in &plan.edits {
-            eprintln!("  {} `{}`", p.yellow("edit"), tilde(&env, path));
+        for f in &files {
+            eprintln!("  {} `{}`", p.yellow("edit"), tilde(env, &f.path));
             if sel.dry_run {
-                let name = path.display().to_string();
-                print!(
-                    "{}",
-                    similar::TextDiff::from_lines(before, after)
-                        .unified_diff()
-                        .header(&format!("a{name}"), &format!("b{name}"))
-                );
+                print!("{}", plan::diff(&f.path, f.before.as_deref(), f.edit.after.as_deref()).unwrap_or_default());
             }
         }
-        for m in &plan.moves {
-            eprintln!("  {} `{}` (to a backup)", p.yellow("move"), tilde(&env, m));
+        for m in &removal.moves {
+            eprintln!("  {} `{}` (to a backup)", p.yellow("move"), tilde(env, m));
         }
     }
+    let edited: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
     if sel.dry_run {
         if sel.json {
             output::json(
-                &serde_json::json!({"dry_run": true, "remove": selected, "edits": plan.edits.keys().collect::<Vec<_>>(), "moves": plan.moves}),
+                &serde_json::json!({"dry_run": true, "remove": selected, "edits": edited, "moves": removal.moves}),
             );
         }
         return Ok(0);
@@ -90,32 +112,58 @@ pub fn run(sel: &Selection, install_after: bool) -> Result<i32> {
     let backup_root = env.ovmem_home().join("backups").join(timestamp());
     let mut moved: Vec<(PathBuf, PathBuf)> = Vec::new();
     if !selected.is_empty() {
-        let mut tx = Transaction::new();
-        for (path, (_, after)) in &plan.edits {
-            let _lock = crate::fsx::FileLock::acquire(&env.ovmem_home(), &crate::fsx::resolve(path)?)?;
-            tx.write(path, after.as_bytes(), None, None)?;
+        crate::interrupt::arm();
+        let mut tx = Tx::begin(&env.ovmem_home(), "migrate");
+        let mut changes: Vec<Change> = Vec::new();
+        for f in &files {
+            for b in &f.backups {
+                changes.push(Change {
+                    path: b.path.clone(),
+                    before: b.before.clone(),
+                    after: b.after.clone(),
+                    mode: Mode::Keep { new: fsx::meta(&f.real).map(|m| m.mode).unwrap_or(0o600) },
+                    kind: Kind::Backup,
+                    redo: None,
+                });
+            }
         }
-        for m in &plan.moves {
+        for f in files.iter_mut() {
+            let before = f.before.clone().map(String::into_bytes);
+            let after = f.edit.after.clone().map(String::into_bytes);
+            changes.push(Change {
+                path: f.real.clone(),
+                before,
+                after,
+                mode: f.mode,
+                kind: Kind::Shared,
+                redo: Some(f),
+            });
+        }
+        tx.apply(&mut changes)?;
+        drop(changes);
+        for w in tx.commit()? {
+            p.warn(&w);
+        }
+        // Each move is one rename: every item is either where it was or in the backup.
+        for m in &removal.moves {
             moved.push((m.clone(), legacy::move_to_backup(m, &backup_root)?));
         }
-        tx.commit();
     }
+    drop(_lock);
     let mut code = 0;
     if install_after && !targets.is_empty() {
-        let (scope, _) = scope_and_project(sel)?;
         code = super::install::install_harnesses(
-            &env,
+            env,
             &targets,
             scope,
             project.as_deref(),
-            Options { dry_run: false, force: sel.force },
+            Options { dry_run: false, force: sel.force, no_trust: false },
             sel.json,
-            false,
         )?;
     }
     if sel.json {
         output::json(
-            &serde_json::json!({"removed": selected, "edited": plan.edits.keys().collect::<Vec<_>>(), "moved": moved, "installed": targets.iter().map(|h| h.id()).collect::<Vec<_>>()}),
+            &serde_json::json!({"removed": selected, "edited": edited, "moved": moved, "installed": targets.iter().map(|h| h.id()).collect::<Vec<_>>()}),
         );
     } else if !selected.is_empty() {
         eprintln!(
@@ -125,11 +173,17 @@ pub fn run(sel: &Selection, install_after: bool) -> Result<i32> {
             if moved.is_empty() {
                 String::new()
             } else {
-                format!(", moved items are under `{}`", tilde(&env, &backup_root))
+                format!(", moved items are under `{}`", tilde(env, &backup_root))
             }
         );
     }
     Ok(code)
+}
+
+fn p_warn_all(p: &Printer, ws: Vec<String>) {
+    for w in ws {
+        p.warn(&w);
+    }
 }
 
 /// `YYYYMMDD-HHMMSS` (UTC) for backup folder names.

@@ -1,18 +1,31 @@
 //! `ovmem status`: per harness and scope, what is detected, what ovmem installed, and whether
 //! each entry is still as installed (or was edited, removed, or is waiting for trust).
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde::Serialize;
 
+use clap::Args;
+
 use super::tilde;
-use crate::cli::StatusArgs;
 use crate::env::Env;
 use crate::harness::{self, Detection, InstallKind, Scope};
-use crate::integrate::{self, entry_is_ours, script_is_ours, Target};
+use crate::install::marker::{self, Owner};
+use crate::install::script_dir::script_runtime;
+use crate::install::{apply::trust_state, plan::read_text, Target};
 use crate::output::{self, Printer};
-use crate::{edit::json::Document, fsx, receipt, trust};
+use crate::{edit::json::Document, receipt};
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// Also report project scope for this directory
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
 
 #[derive(Serialize)]
 struct HarnessStatus {
@@ -36,6 +49,9 @@ struct ScopeStatus {
     project: Option<PathBuf>,
     location: PathBuf,
     installed: bool,
+    /// Set when the receipt does not parse (`ovmem repair` rebuilds it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receipt_error: Option<String>,
     entries: Vec<EntryStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
     trust: Option<String>,
@@ -45,13 +61,14 @@ struct ScopeStatus {
 struct EntryStatus {
     event: String,
     file: PathBuf,
-    /// ok, edited, missing, or unrecorded (an ovmem entry with no receipt)
+    /// ok, edited, missing, unrecorded (an ovmem entry with no receipt), or foreign (another
+    /// ovmem home's)
     state: &'static str,
 }
 
-pub fn run(args: StatusArgs) -> Result<i32> {
-    let env = Env::from_process()?;
-    let project = args.project.as_deref().map(|p| integrate::project_dir(Some(p))).transpose()?;
+pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
+    let env = env.clone();
+    let project = args.project.as_deref().map(|p| super::project_dir(Some(p))).transpose()?;
     let legacy = crate::legacy::scan(&crate::legacy::Scan { env: &env, project: None }, false);
     let mut out = Vec::new();
     for h in harness::all() {
@@ -60,7 +77,7 @@ pub fn run(args: StatusArgs) -> Result<i32> {
             .binary
             .as_ref()
             .filter(|_| !h.manifest.version_args.is_empty())
-            .and_then(|b| version_of(b, &h.manifest.version_args));
+            .and_then(|b| version_of(&env, b, &h.manifest.version_args));
         let mut scopes = Vec::new();
         let mut wanted = vec![(Scope::User, None)];
         if let Some(p) = &project {
@@ -77,29 +94,18 @@ pub fn run(args: StatusArgs) -> Result<i32> {
             }
             let target = Target { env: &env, harness: h, scope, project: proj.clone() };
             let location = target.location()?;
-            let rec = receipt::load(&receipt::path(&env.ovmem_home(), h.id(), scope, proj.as_deref()))?;
-            let mut entries = entry_states(h, &location, rec.as_ref());
-            entries.extend(mcp_states(rec.as_ref()));
-            let installed = rec.is_some() || !entries.is_empty();
-            let trust = match (&h.manifest.trust, installed, &detected.binary) {
-                (Some(m), true, Some(bin)) if h.manifest.kind == InstallKind::JsonHooks => {
-                    let cwd = proj.clone().unwrap_or_else(|| env.home.clone());
-                    Some(match trust::status(bin, m, h.id(), &location, &cwd) {
-                        Ok((n, pending)) if pending.is_empty() && n > 0 => "trusted".to_string(),
-                        Ok((_, pending)) if !pending.is_empty() => {
-                            format!("trust pending ({} hook(s)); open `/hooks` in {}", pending.len(), h.manifest.name)
-                        }
-                        Ok(_) => format!(
-                            "trust pending: {} lists none of ovmem's hooks (is the project trusted?)",
-                            h.manifest.name
-                        ),
-                        Err(e) => format!("trust unknown: {e:#}"),
-                    })
-                }
-                (Some(_), true, None) => Some(format!("trust unknown: `{}` is not on PATH", h.manifest.binaries[0])),
+            let (rec, receipt_error) = match receipt::load(&target.receipt_path()) {
+                Ok(r) => (r, None),
+                Err(e) => (None, Some(format!("{e:#}"))),
+            };
+            let mut entries = entry_states(&target, &location, rec.as_ref());
+            entries.extend(mcp_states(&target, rec.as_ref()));
+            let installed = rec.is_some() || receipt_error.is_some() || entries.iter().any(|e| e.state != "foreign");
+            let trust = match (&rec, installed, h.manifest.kind) {
+                (Some(r), true, InstallKind::JsonHooks) => trust_state(&env, &target, r),
                 _ => None,
             };
-            scopes.push(ScopeStatus { scope, project: proj, location, installed, entries, trust });
+            scopes.push(ScopeStatus { scope, project: proj, location, installed, receipt_error, entries, trust });
         }
         // A finding belongs to this harness when it sits under one of the harness's own locations.
         let roots: Vec<PathBuf> = h
@@ -150,8 +156,17 @@ pub fn run(args: StatusArgs) -> Result<i32> {
                 Some(pr) => format!("project `{}`", pr.display()),
                 None => "user".into(),
             };
+            if let Some(e) = &sc.receipt_error {
+                println!("    {label}: {} {e}", p.yellow("receipt damaged:"));
+            }
             if !sc.installed {
-                println!("    {label}: {} (`{}`)", p.dim("not installed"), tilde(&env, &sc.location));
+                let foreign = sc.entries.iter().any(|e| e.state == "foreign");
+                let what = if foreign {
+                    "not installed from this ovmem home; another home's hooks are there"
+                } else {
+                    "not installed"
+                };
+                println!("    {label}: {} (`{}`)", p.dim(what), tilde(&env, &sc.location));
                 continue;
             }
             let ok = sc.entries.iter().filter(|e| e.state == "ok").count();
@@ -181,9 +196,10 @@ pub fn run(args: StatusArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn version_of(bin: &std::path::Path, args: &[String]) -> Option<String> {
+fn version_of(env: &Env, bin: &std::path::Path, args: &[String]) -> Option<String> {
     let mut child = std::process::Command::new(bin)
         .args(args)
+        .env("PATH", env.safe_path())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -209,15 +225,14 @@ fn version_of(bin: &std::path::Path, args: &[String]) -> Option<String> {
 }
 
 /// The state of the `ovmem` MCP server entries the receipt records.
-fn mcp_states(rec: Option<&receipt::Receipt>) -> Vec<EntryStatus> {
+fn mcp_states(t: &Target, rec: Option<&receipt::Receipt>) -> Vec<EntryStatus> {
     let mut out = Vec::new();
     for f in rec.map(|r| r.files.as_slice()).unwrap_or(&[]) {
         let Some(e) = f.entries.iter().find(|e| e.event == "mcp") else { continue };
         let keys: Vec<&str> = e.key_path.split('.').collect();
-        let value = fsx::read_opt(&f.path)
+        let value = read_text(t, &f.path)
             .ok()
-            .flatten()
-            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|(_, t)| t)
             .and_then(|t| Document::parse(&t).ok())
             .and_then(|d| d.node_at(&keys).and_then(|n| d.value(n)));
         let state = match value {
@@ -231,16 +246,15 @@ fn mcp_states(rec: Option<&receipt::Receipt>) -> Vec<EntryStatus> {
 }
 
 /// The state of each ovmem entry at a location, against the receipt.
-fn entry_states(h: &harness::Harness, location: &std::path::Path, rec: Option<&receipt::Receipt>) -> Vec<EntryStatus> {
+fn entry_states(t: &Target, location: &Path, rec: Option<&receipt::Receipt>) -> Vec<EntryStatus> {
+    let h = t.harness;
+    let ours = t.env.runtime_bin();
     let mut out = Vec::new();
+    let read = |p: &Path| read_text(t, p).ok().and_then(|(_, t)| t);
     match h.manifest.kind {
         InstallKind::JsonHooks => {
             let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
-            let doc = fsx::read_opt(location)
-                .ok()
-                .flatten()
-                .and_then(|b| String::from_utf8(b).ok())
-                .and_then(|t| Document::parse(&t).ok());
+            let doc = read(location).and_then(|t| Document::parse(&t).ok());
             let recorded: Vec<receipt::Entry> =
                 rec.and_then(|r| r.file(location)).map(|f| f.entries.clone()).unwrap_or_default();
             let events: Vec<String> = doc
@@ -248,22 +262,25 @@ fn entry_states(h: &harness::Harness, location: &std::path::Path, rec: Option<&r
                 .and_then(|d| d.node_at(&[key]))
                 .map(|n| n.members().iter().map(|m| m.key.clone()).collect())
                 .unwrap_or_default();
-            for event in
-                events.iter().chain(recorded.iter().map(|e| &e.event)).collect::<std::collections::BTreeSet<_>>()
-            {
-                let doc = doc.as_ref().expect("events come from the document or the receipt");
-                let found: Vec<serde_json::Value> = doc
-                    .node_at(&[key, event])
-                    .map(|a| {
+            for event in events.iter().chain(recorded.iter().map(|e| &e.event)).collect::<BTreeSet<_>>() {
+                let found: Vec<(serde_json::Value, Owner)> = doc
+                    .as_ref()
+                    .and_then(|d| d.node_at(&[key, event]).map(|a| (d, a)))
+                    .map(|(d, a)| {
                         a.elements()
                             .iter()
-                            .filter_map(|n| doc.value(n))
-                            .filter(|v| entry_is_ours(v, h.id(), Some(event)))
+                            .filter_map(|n| d.value(n))
+                            .filter_map(|v| {
+                                let r = marker::entry_runtime(&v, h.id(), Some(event))?;
+                                Some((v, marker::owner(&r, &ours)))
+                            })
                             .collect()
                     })
                     .unwrap_or_default();
+                let mine = found.iter().find(|(_, o)| *o == Owner::Us).map(|(v, _)| v);
                 let want = recorded.iter().find(|e| &e.event == event);
-                let state = match (found.first(), want) {
+                let state = match (mine, want) {
+                    (None, None) if !found.is_empty() => "foreign",
                     (None, None) => continue,
                     (None, Some(_)) => "missing",
                     (Some(_), None) => "unrecorded",
@@ -275,24 +292,25 @@ fn entry_states(h: &harness::Harness, location: &std::path::Path, rec: Option<&r
         }
         InstallKind::ScriptDir => {
             let files: Vec<receipt::FileRecord> = rec.map(|r| r.files.clone()).unwrap_or_default();
-            for f in &files {
+            for f in files.iter().filter(|f| f.format == "script") {
                 let event = f.entries.first().map(|e| e.event.clone()).unwrap_or_default();
-                let state = match fsx::read_opt(&f.path).ok().flatten() {
+                let state = match read(&f.path) {
                     None => "missing",
-                    Some(b) if f.entries.first().is_some_and(|e| e.sha256 == fsx::sha256_hex(&b)) => "ok",
+                    Some(b) if f.entries.first().is_some_and(|e| e.sha256 == crate::fsx::sha256_hex(b.as_bytes())) => {
+                        "ok"
+                    }
                     Some(_) => "edited",
                 };
                 out.push(EntryStatus { event, file: f.path.clone(), state });
             }
             for hook in &h.manifest.hooks {
                 let p = location.join(&hook.event);
-                if !files.iter().any(|f| f.path == p)
-                    && fsx::read_opt(&p)
-                        .ok()
-                        .flatten()
-                        .is_some_and(|b| script_is_ours(&String::from_utf8_lossy(&b), h.id(), &hook.event))
-                {
-                    out.push(EntryStatus { event: hook.event.clone(), file: p, state: "unrecorded" });
+                if files.iter().any(|f| f.path == p) {
+                    continue;
+                }
+                if let Some(r) = read(&p).and_then(|b| script_runtime(&b, h.id(), &hook.event)) {
+                    let state = if marker::owner(&r, &ours) == Owner::Us { "unrecorded" } else { "foreign" };
+                    out.push(EntryStatus { event: hook.event.clone(), file: p, state });
                 }
             }
         }

@@ -1,22 +1,30 @@
-//! `ovmem uninstall`: remove exactly what the receipts say ovmem added (and ovmem-marked
-//! entries of older installs), the trust records it wrote, and the directories it created.
+//! `ovmem uninstall`: remove exactly what the receipts say ovmem added (without a receipt, what
+//! ovmem's markers and backups show), the trust records it wrote, and the directories it
+//! created; the runtime goes once nothing uses it. One transaction.
 
 use anyhow::Result;
+use clap::Args;
 
-use super::{interactive, scope_and_project, tilde, Refusal};
-use crate::cli::UninstallArgs;
+use super::{interactive, parse_harnesses, scope_and_project, tilde, Refusal, Selection};
 use crate::env::Env;
 use crate::harness::{self, Harness};
-use crate::integrate::{Action, Options, Target, Unparseable};
+use crate::install::{self, Action, Options, Target, Verb};
 use crate::output::{self, Printer};
-use crate::{receipt, trust};
 
-pub fn run(args: UninstallArgs) -> Result<i32> {
-    let env = Env::from_process()?;
+#[derive(Args)]
+pub struct UninstallArgs {
+    #[command(flatten)]
+    pub sel: Selection,
+    /// Remove the legacy integrations ovmem recognises instead (OpenViking, Hindsight), without installing ovmem
+    #[arg(long)]
+    pub legacy: bool,
+}
+
+pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
     let sel = &args.sel;
     let (scope, project) = scope_and_project(sel)?;
     let harnesses: Vec<&'static Harness> = match &sel.harness {
-        Some(list) => harness::parse_list(list, &env)?,
+        Some(list) => parse_harnesses(list, env)?,
         None => harness::all().iter().filter(|h| h.scope(scope).is_ok()).collect(),
     };
     if !sel.yes && !sel.dry_run {
@@ -36,84 +44,60 @@ pub fn run(args: UninstallArgs) -> Result<i32> {
             return Err(Refusal("nothing was changed".into()).into());
         }
     }
-    let opts = Options { dry_run: sel.dry_run, force: sel.force };
-    let p = Printer::new();
-    let mut code = 0;
-    let mut reports = Vec::new();
-    for h in harnesses {
-        let target = Target { env: &env, harness: h, scope, project: project.clone() };
-        let rpath = receipt::path(&env.ovmem_home(), h.id(), scope, project.as_deref());
-        let old = receipt::load(&rpath).ok().flatten();
-        match target.uninstall(opts) {
-            Ok(report) => {
-                let mut untrusted = 0;
-                if !opts.dry_run {
-                    if let Some(r) = &old {
-                        match trust::untrust(&r.trust, r.trust_snapshot.as_deref()) {
-                            Ok(n) => untrusted = n,
-                            Err(e) => p.warn(&format!("{}: could not remove trust records: {e:#}", h.id())),
-                        }
-                        if let Some(s) = &r.trust_snapshot {
-                            let _ = std::fs::remove_file(s);
-                        }
-                    }
-                }
-                if !sel.json {
-                    print_report(&p, &env, &report, opts.dry_run);
-                    if untrusted > 0 {
-                        eprintln!("    {} {untrusted} trust record(s)", p.yellow("-"));
-                    }
-                }
-                reports.push(serde_json::json!({"report": report, "trust_records_removed": untrusted}));
-            }
-            Err(e) => {
-                code = code.max(if e.downcast_ref::<Unparseable>().is_some() { 2 } else { 1 });
-                if !sel.json {
-                    eprintln!("{} {}: {e:#}", p.red("✗"), p.bold(h.id()));
-                }
-                reports.push(serde_json::json!({"harness": h.id(), "error": format!("{e:#}")}));
-            }
-        }
-    }
-    if !opts.dry_run && receipt::load_all(&env.ovmem_home())?.is_empty() {
-        // Nothing installed anywhere: the staged runtime goes too. Memories stay.
-        let bin = env.runtime_bin();
-        let home = env.ovmem_home();
-        let _ = std::fs::remove_dir_all(home.join("locks"));
-        crate::fsx::remove_empty_dirs(&[receipt::dir(&home)]);
-        if bin.exists() && std::fs::remove_file(&bin).is_ok() {
-            crate::fsx::remove_empty_dirs(&[home.clone(), bin.parent().unwrap().to_path_buf()]);
-            if !sel.json {
-                let db = home.join("memory.db");
-                let kept =
-                    if db.exists() { format!("; memories stay in `{}`", tilde(&env, &db)) } else { String::new() };
-                eprintln!("{} runtime `{}`{kept}", p.yellow("removed"), tilde(&env, &bin));
-            }
-        }
-    }
+    let opts = Options { dry_run: sel.dry_run, force: sel.force, no_trust: false };
+    let targets: Vec<Target> =
+        harnesses.iter().map(|h| Target { env, harness: h, scope, project: project.clone() }).collect();
+    let out = install::run(env, &targets, Verb::Uninstall, opts)?;
     if sel.json {
-        output::json(&serde_json::json!({"dry_run": opts.dry_run, "scope": scope, "harnesses": reports}));
+        output::json(&serde_json::json!({"dry_run": opts.dry_run, "scope": scope, "harnesses": out.results}));
+        return Ok(out.code);
     }
-    Ok(code)
-}
-
-fn print_report(p: &Printer, env: &Env, r: &crate::integrate::Report, dry_run: bool) {
-    if r.files.iter().all(|f| f.entries.is_empty() && f.change == "unchanged") {
-        eprintln!("{} {}: not installed ({} scope)", p.dim("·"), p.bold(&r.harness), r.scope.as_str());
-        return;
-    }
-    for f in &r.files {
-        eprintln!("{} {} `{}`: {}", p.green("✓"), p.bold(&r.harness), tilde(env, &f.path), f.change);
-        for e in &f.entries {
-            match e.action {
-                Action::Removed => eprintln!("    {} {} removed", p.yellow("-"), e.event),
-                _ => eprintln!("    {} {} {}", p.yellow("!"), e.event, e.detail.as_deref().unwrap_or("left in place")),
+    let p = Printer::new();
+    for r in &out.results {
+        if let Some(e) = &r.error {
+            eprintln!("{} {}: {e}", p.red("✗"), p.bold(&r.harness));
+            continue;
+        }
+        let Some(report) = &r.report else { continue };
+        if report.files.iter().all(|f| f.entries.is_empty() && f.change == "unchanged") && report.warnings.is_empty() {
+            eprintln!("{} {}: not installed ({} scope)", p.dim("·"), p.bold(&r.harness), report.scope.as_str());
+            continue;
+        }
+        for f in &report.files {
+            eprintln!("{} {} `{}`: {}", p.green("✓"), p.bold(&r.harness), tilde(env, &f.path), f.change);
+            for e in &f.entries {
+                match e.action {
+                    Action::Removed => eprintln!(
+                        "    {} {} removed{}",
+                        p.yellow("-"),
+                        e.event,
+                        e.detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default()
+                    ),
+                    _ => eprintln!(
+                        "    {} {} {}",
+                        p.yellow("!"),
+                        e.event,
+                        e.detail.as_deref().unwrap_or("left in place")
+                    ),
+                }
+            }
+            if opts.dry_run {
+                if let Some(d) = &f.diff {
+                    print!("{d}");
+                }
             }
         }
-        if dry_run {
-            if let Some(d) = &f.diff {
-                print!("{d}");
-            }
+        for w in &report.warnings {
+            p.warn(w);
         }
     }
+    for w in &out.warnings {
+        p.warn(w);
+    }
+    if let Some(bin) = &out.removed_runtime {
+        let db = env.ovmem_home().join("memory.db");
+        let kept = if db.exists() { format!("; memories stay in `{}`", tilde(env, &db)) } else { String::new() };
+        eprintln!("{} runtime `{}`{kept}", p.yellow("removed"), tilde(env, bin));
+    }
+    Ok(out.code)
 }

@@ -107,9 +107,39 @@ impl Document {
         &self.text[node.start..node.end]
     }
 
-    /// The node's value, when it is plain JSON (no comments or trailing commas inside).
+    /// The node's value, read from the tree: comments and trailing commas inside it do not
+    /// matter, so an entry is recognised however it was annotated.
     pub fn value(&self, node: &Node) -> Option<serde_json::Value> {
-        serde_json::from_str(self.slice(node)).ok()
+        Some(match &node.kind {
+            Kind::Object(ms) => {
+                let mut m = serde_json::Map::new();
+                for mem in ms {
+                    m.insert(mem.key.clone(), self.value(&mem.value)?);
+                }
+                serde_json::Value::Object(m)
+            }
+            Kind::Array(es) => serde_json::Value::Array(es.iter().map(|e| self.value(e)).collect::<Option<_>>()?),
+            Kind::String | Kind::Scalar => serde_json::from_str(self.slice(node)).ok()?,
+        })
+    }
+
+    /// The text between a container's brackets (empty for anything else).
+    pub fn inner(&self, node: &Node) -> &str {
+        if node.is_object() || node.is_array() {
+            &self.text[node.start + 1..node.end - 1]
+        } else {
+            ""
+        }
+    }
+
+    /// Replaces the text between the brackets of the (empty) container at `path`: how the
+    /// whitespace of a container that was empty before ovmem inserted into it is given back.
+    pub fn set_inner(&mut self, path: &[&str], inner: &str) -> Result<(), ParseError> {
+        let node = self.node_at(path).cloned().expect("caller checked the path");
+        if !node.child_spans().is_empty() {
+            return Ok(());
+        }
+        self.splice(node.start + 1, node.end - 1, inner)
     }
 
     /// The document as bytes to write, with the original BOM and line endings.
@@ -222,6 +252,18 @@ impl Document {
                 let outer = self.line_indent(container.start);
                 let inner = format!("{outer}{}", self.indent_unit());
                 let multi = self.text.contains('\n') || self.text.trim().len() <= 2;
+                let old = self.inner(container);
+                let trimmed = old.trim_end_matches([' ', '\t', '\r', '\n']);
+                if !trimmed.trim_start_matches([' ', '\t', '\r', '\n']).is_empty() {
+                    // Comments inside: they stay, and the item goes after them.
+                    let at = container.start + 1 + trimmed.len();
+                    let text = if multi {
+                        format!("{nl}{inner}{}", item(self, &inner, true))
+                    } else {
+                        format!(" {}", item(self, "", false))
+                    };
+                    return self.splice(at, at, &text);
+                }
                 let text = if multi {
                     format!("{nl}{inner}{}{nl}{outer}", item(self, &inner, true))
                 } else {
@@ -254,7 +296,21 @@ impl Document {
         let spans = container.child_spans();
         let (start, end) = spans[index];
         if spans.len() == 1 {
-            return self.splice(container.start + 1, container.end - 1, "");
+            let ws = [' ', '\t', '\r', '\n'];
+            let lead = &self.text[container.start + 1..start];
+            let trail = &self.text[end..container.end - 1];
+            let trail_body = trail.trim_start_matches(ws).trim_start_matches(',');
+            if lead.trim_matches(ws).is_empty() && trail_body.trim_matches(ws).is_empty() {
+                return self.splice(container.start + 1, container.end - 1, "");
+            }
+            // Comments beside the only child stay: take the child and the blank run before it
+            // (what inserting after those comments added), and a comma right after it.
+            let from = container.start + 1 + lead.trim_end_matches(ws).len();
+            let mut to = end;
+            if self.text[end..].trim_start_matches(ws).starts_with(',') {
+                to = end + self.text[end..].find(',').expect("a comma") + 1;
+            }
+            return self.splice(from, to, "");
         }
         if index + 1 < spans.len() {
             self.splice(start, spans[index + 1].0, "")
@@ -537,6 +593,34 @@ mod tests {
         assert!(Document::parse("{\"a\": }").is_err());
         assert!(Document::parse("{\"a\": 1} x").is_err());
         assert!(Document::parse("{\"a\": \"x").is_err());
+    }
+
+    #[test]
+    fn comments_in_an_empty_container_stay_through_insert_and_remove() {
+        for src in [
+            "{\n  \"hooks\": {\n    // none yet\n  }\n}\n",
+            "{\"hooks\": { /* add hooks here */ }}",
+            "{ // first\n}\n",
+            "{\n  /* a */ /* b */\n}",
+        ] {
+            let mut d = Document::parse(src).unwrap();
+            let path: Vec<&str> = if src.contains("hooks") { vec!["hooks"] } else { vec![] };
+            d.insert_member(&path, "Stop", &json!([{"command": "x"}])).unwrap();
+            let inserted = d.finish();
+            for c in ["none yet", "add hooks here", "// first", "/* a */ /* b */"] {
+                assert_eq!(src.contains(c), inserted.contains(c), "{inserted}");
+            }
+            assert!(Document::parse(&inserted).unwrap().node_at(&[&path[..], &["Stop"]].concat()).is_some());
+            let idx = d.member_index(&path, "Stop").unwrap();
+            d.remove_child(&path, idx).unwrap();
+            assert_eq!(d.finish(), src);
+        }
+    }
+
+    #[test]
+    fn values_are_read_through_comments() {
+        let d = Document::parse("{\"a\": {\"command\": \"x\", // why\n \"timeout\": 5, /* t */},}").unwrap();
+        assert_eq!(d.value(d.node_at(&["a"]).unwrap()).unwrap(), json!({"command": "x", "timeout": 5}));
     }
 
     #[test]

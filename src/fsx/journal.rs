@@ -1,0 +1,897 @@
+//! Journaled transactions. Before the first byte of a file changes, the intent is on disk and
+//! flushed: every file with the sha256 of its bytes before and after, where a copy of the before
+//! bytes is kept, and the directories about to be created (`$OVMEM_HOME/journal/journal.json`).
+//! Then each file is replaced atomically, and verified: the rename *exchanges* the new file with
+//! the old one, so ovmem sees exactly what it replaced; if another program wrote in between, the
+//! edit is redone on that program's bytes. A transaction is committed by marking the journal; one
+//! that never got there (an error, a signal, a kill) is rolled back: in-process when it can be,
+//! else by [`recover`] at the start of the next ovmem command. Flushes are issued in parallel so
+//! the filesystem can group them.
+
+use std::fs::{self, File};
+use std::io::ErrorKind;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{fault_point, meta, read_opt, sha256_hex, sync_dirs, sync_files, temp_beside, Meta};
+use crate::interrupt;
+
+/// What kind of file a change is about; it decides how a rollback treats it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A file shared with a harness: rolled back only while it still holds ovmem's bytes.
+    Shared,
+    /// A backup beside a shared file (`.ovmem.bak`, `.bak`).
+    Backup,
+    /// One of ovmem's own files (receipts, the runtime): always restored.
+    Own,
+}
+
+/// The mode a written file gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The existing file's mode and owner; `new` for a file that does not exist yet.
+    Keep { new: u32 },
+    /// Exactly this mode (the owner is kept).
+    Set(u32),
+}
+
+/// Recomputes a file's new bytes from what another program left there. `over_ours`: that
+/// program wrote after ovmem did, so `current` may already hold ovmem's edit.
+pub trait Redo {
+    fn redo(&mut self, current: Option<&[u8]>, over_ours: bool) -> Result<Option<Vec<u8>>>;
+}
+
+/// One file to change: its real path (symlinks already resolved), the bytes the change was
+/// computed from, and the bytes it should hold (`None`: the file goes).
+pub struct Change<'a> {
+    pub path: PathBuf,
+    pub before: Option<Vec<u8>>,
+    pub after: Option<Vec<u8>>,
+    pub mode: Mode,
+    pub kind: Kind,
+    pub redo: Option<&'a mut dyn Redo>,
+}
+
+impl Change<'_> {
+    fn is_noop(&self) -> bool {
+        let mode_ok = match self.mode {
+            Mode::Set(m) => self.after.is_none() || meta(&self.path).is_none_or(|x| x.mode == m),
+            Mode::Keep { .. } => true,
+        };
+        self.before == self.after && mode_ok
+    }
+}
+
+/// Steps that finish a committed transaction; each can run twice without harm.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Post {
+    /// Files to delete (the unused runtime, the lock file).
+    pub remove_files: Vec<PathBuf>,
+    /// Directories to delete when empty, in this order (innermost first).
+    pub remove_empty_dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum State {
+    Prepared,
+    Committed,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Before {
+    sha256: String,
+    meta: Meta,
+    /// The copy's file name in the journal directory.
+    copy: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct JFile {
+    path: PathBuf,
+    kind: Kind,
+    before: Option<Before>,
+    /// Every content ovmem may have left there (sha256; `None`: the file deleted). More than one
+    /// when the edit was redone on another program's bytes.
+    afters: Vec<Option<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Journal {
+    version: u32,
+    pid: u32,
+    command: String,
+    state: State,
+    files: Vec<JFile>,
+    /// Directories this transaction created, outermost first.
+    dirs: Vec<PathBuf>,
+    post: Post,
+}
+
+pub fn dir(ovmem_home: &Path) -> PathBuf {
+    ovmem_home.join("journal")
+}
+
+/// An open transaction. Dropping it uncommitted rolls back everything it changed.
+pub struct Tx {
+    home: PathBuf,
+    dir: PathBuf,
+    j: Journal,
+    started: bool,
+    copies: usize,
+    done: bool,
+    /// Another program wrote one of the files during this transaction.
+    contended: bool,
+    /// Journal writes not flushed yet (see [`Tx::note_journal`]).
+    unsynced: Vec<File>,
+    /// Files ovmem replaced in this apply, checked once more for late writes.
+    kept: Vec<Kept>,
+    pub warnings: Vec<String>,
+}
+
+/// A file ovmem replaced (now at a temp name), with the bytes it had then.
+struct Kept {
+    k: usize,
+    tmp: tempfile::TempPath,
+    bytes: Option<Vec<u8>>,
+}
+
+/// A staged new file: anonymous (`O_TMPFILE`, invisible until linked in) where the filesystem
+/// allows it, else a named temp file.
+enum Staged {
+    Anon(File),
+    Named(tempfile::NamedTempFile),
+}
+
+impl Staged {
+    fn new(target: &Path, bytes: &[u8], mode: u32, like: Option<Meta>) -> Result<Self> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = target.parent().unwrap_or(Path::new("/"));
+        let anon = fs::OpenOptions::new().write(true).mode(mode).custom_flags(libc::O_TMPFILE).open(dir);
+        match anon {
+            Ok(mut f) => {
+                f.write_all(bytes).with_context(|| format!("could not write in `{}`", dir.display()))?;
+                f.set_permissions(fs::Permissions::from_mode(mode))?;
+                if let Some(m) = like {
+                    let _ = std::os::unix::fs::fchown(&f, Some(m.uid), Some(m.gid));
+                }
+                Ok(Self::Anon(f))
+            }
+            Err(_) => Ok(Self::Named(temp_beside(target, bytes, mode, like)?)),
+        }
+    }
+
+    fn file(&self) -> &File {
+        match self {
+            Self::Anon(f) => f,
+            Self::Named(t) => t.as_file(),
+        }
+    }
+
+    /// Gives the staged file a (random, unused) name beside `target`.
+    fn link(self, target: &Path) -> Result<tempfile::TempPath> {
+        match self {
+            Self::Named(t) => Ok(t.into_temp_path()),
+            Self::Anon(f) => {
+                use std::os::fd::AsRawFd;
+                let proc_path = std::ffi::CString::new(format!("/proc/self/fd/{}", f.as_raw_fd())).expect("no NUL");
+                for _ in 0..16 {
+                    let name = temp_name(target);
+                    let c = std::ffi::CString::new(name.as_os_str().as_bytes()).context("a NUL in a path")?;
+                    // SAFETY: both are valid C strings; linkat does not retain them.
+                    let r = unsafe {
+                        libc::linkat(
+                            libc::AT_FDCWD,
+                            proc_path.as_ptr(),
+                            libc::AT_FDCWD,
+                            c.as_ptr(),
+                            libc::AT_SYMLINK_FOLLOW,
+                        )
+                    };
+                    if r == 0 {
+                        return tempfile::TempPath::try_from_path(name).map_err(Into::into);
+                    }
+                    let e = std::io::Error::last_os_error();
+                    if e.kind() != ErrorKind::AlreadyExists {
+                        return Err(e)
+                            .with_context(|| format!("could not create a file beside `{}`", target.display()));
+                    }
+                }
+                anyhow::bail!("could not find a free temporary name beside `{}`", target.display())
+            }
+        }
+    }
+}
+
+fn temp_name(target: &Path) -> PathBuf {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    target.with_file_name(format!(".{name}{}{}.{:016x}", super::TEMP_MARK, std::process::id(), h.finish()))
+}
+
+fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> std::io::Result<()> {
+    let a = std::ffi::CString::new(from.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    let b = std::ffi::CString::new(to.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: valid C strings, AT_FDCWD.
+    let r = unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), flags) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+fn unsupported(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP))
+}
+
+impl Tx {
+    /// A new transaction. The caller holds the [`super::InstallLock`] and ran [`recover`].
+    pub fn begin(ovmem_home: &Path, command: &str) -> Self {
+        Self {
+            home: ovmem_home.to_path_buf(),
+            dir: dir(ovmem_home),
+            j: Journal {
+                version: 1,
+                pid: std::process::id(),
+                command: command.to_string(),
+                state: State::Prepared,
+                files: Vec::new(),
+                dirs: Vec::new(),
+                post: Post::default(),
+            },
+            started: false,
+            copies: 0,
+            done: false,
+            contended: false,
+            unsynced: Vec::new(),
+            kept: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Adds finishing steps, run once the transaction is committed.
+    pub fn post(&mut self, post: Post) {
+        self.j.post.remove_files.extend(post.remove_files);
+        self.j.post.remove_empty_dirs.extend(post.remove_empty_dirs);
+    }
+
+    fn start(&mut self) -> Result<()> {
+        if self.started {
+            return Ok(());
+        }
+        if fs::symlink_metadata(self.dir.join("journal.json")).is_ok() {
+            anyhow::bail!(
+                "an unfinished transaction is in `{}`; run `ovmem status` to finish it, then try again",
+                self.dir.display()
+            );
+        }
+        let made = super::missing_dirs(&self.dir);
+        fs::create_dir_all(&self.dir).with_context(|| format!("could not create `{}`", self.dir.display()))?;
+        for d in &made {
+            let _ = fs::set_permissions(d, fs::Permissions::from_mode(0o700));
+        }
+        // The journal directory must survive a crash, and so must the home it was created in.
+        let mut parents: Vec<PathBuf> = made.iter().filter_map(|d| d.parent().map(Path::to_path_buf)).collect();
+        parents.push(self.home.clone());
+        sync_dirs(&parents)?;
+        self.started = true;
+        Ok(())
+    }
+
+    fn write_journal(&mut self, mut extra: Vec<File>) -> Result<()> {
+        let path = self.dir.join("journal.json");
+        let bytes = serde_json::to_vec_pretty(&self.j).expect("journals serialise");
+        let tmp = temp_beside(&path, &bytes, 0o600, None)?;
+        let tmp_file = tmp.as_file().try_clone()?;
+        extra.append(&mut self.unsynced);
+        extra.push(tmp_file);
+        let refs: Vec<&File> = extra.iter().collect();
+        sync_files(&refs)?;
+        tmp.persist(&path).map_err(|e| e.error).with_context(|| format!("could not write `{}`", path.display()))?;
+        sync_dirs(std::slice::from_ref(&self.dir))
+    }
+
+    /// A journal update while another program is writing the same file: in place at once (it
+    /// survives the process being killed), flushed with the next durable write, so that ovmem's
+    /// retries stay fast enough to catch up with the other writer.
+    fn note_journal(&mut self, extra: Vec<File>) -> Result<()> {
+        let path = self.dir.join("journal.json");
+        let bytes = serde_json::to_vec_pretty(&self.j).expect("journals serialise");
+        let tmp = temp_beside(&path, &bytes, 0o600, None)?;
+        self.unsynced.extend(extra);
+        self.unsynced.push(tmp.as_file().try_clone()?);
+        tmp.persist(&path).map_err(|e| e.error).with_context(|| format!("could not write `{}`", path.display()))?;
+        Ok(())
+    }
+
+    /// Keeps a copy of `bytes` in the journal; the file is returned unflushed.
+    fn keep(&mut self, bytes: &[u8], path: &Path, kind: Kind) -> Result<(Before, File)> {
+        let name = format!("before-{}", self.copies);
+        self.copies += 1;
+        let copy = self.dir.join(&name);
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&copy)
+            .with_context(|| format!("could not write `{}`", copy.display()))?;
+        std::io::Write::write_all(&mut &f, bytes).with_context(|| format!("could not write `{}`", copy.display()))?;
+        let m = meta(path).unwrap_or(Meta { mode: 0o644, uid: 0, gid: 0 });
+        let sha256 = if kind == Kind::Own { String::new() } else { sha256_hex(bytes) };
+        Ok((Before { sha256, meta: m, copy: name }, f))
+    }
+
+    /// Applies `changes` (all or nothing, with the rest of the transaction). Each change's
+    /// `before` and `after` are updated when its edit had to be redone on another program's write.
+    pub fn apply(&mut self, changes: &mut [Change]) -> Result<()> {
+        let idx: Vec<usize> = (0..changes.len()).filter(|&i| !changes[i].is_noop()).collect();
+        if idx.is_empty() {
+            return Ok(());
+        }
+        self.start()?;
+        let mut new_dirs: Vec<PathBuf> = Vec::new();
+        for &i in &idx {
+            if changes[i].after.is_some() {
+                for d in super::missing_dirs(changes[i].path.parent().unwrap_or(Path::new("/"))) {
+                    if !new_dirs.contains(&d) {
+                        new_dirs.push(d);
+                    }
+                }
+            }
+        }
+        let base = self.j.files.len();
+        let mut copies = Vec::new();
+        for &i in &idx {
+            let c = &changes[i];
+            let before = match &c.before {
+                Some(b) => {
+                    let (before, f) = self.keep(b, &c.path, c.kind)?;
+                    copies.push(f);
+                    Some(before)
+                }
+                None => None,
+            };
+            // ovmem's own files are restored whatever they hold: no hash needed (the runtime is large).
+            let afters = if c.kind == Kind::Own { Vec::new() } else { vec![c.after.as_deref().map(sha256_hex)] };
+            self.j.files.push(JFile { path: c.path.clone(), kind: c.kind, before, afters });
+        }
+        self.j.dirs.extend(new_dirs.iter().cloned());
+        self.write_journal(copies)?;
+        interrupt::check()?;
+        for d in &new_dirs {
+            match fs::create_dir(d) {
+                Ok(()) => {
+                    // Inside `$OVMEM_HOME` everything is private to its owner.
+                    if d.starts_with(&self.home) {
+                        let _ = fs::set_permissions(d, fs::Permissions::from_mode(0o700));
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e).with_context(|| format!("could not create the directory `{}`", d.display())),
+            }
+        }
+        let mut staged: Vec<Option<Staged>> = Vec::new();
+        for &i in &idx {
+            let c = &changes[i];
+            staged.push(match &c.after {
+                Some(a) => Some(stage(c, a)?),
+                None => None,
+            });
+        }
+        let files: Vec<&File> = staged.iter().flatten().map(Staged::file).collect();
+        sync_files(&files)?;
+        for (k, &i) in idx.iter().enumerate() {
+            if changes[i].kind != Kind::Own {
+                fault_point("between-files")?;
+            }
+            interrupt::check()?;
+            self.place(base + k, &mut changes[i], staged[k].take(), false)?;
+        }
+        let mut dirs: Vec<PathBuf> =
+            idx.iter().filter_map(|&i| changes[i].path.parent().map(Path::to_path_buf)).collect();
+        dirs.extend(new_dirs.iter().filter_map(|d| d.parent().map(Path::to_path_buf)));
+        sync_dirs(&dirs)?;
+        self.verify(changes, &idx, base)?;
+        if !self.unsynced.is_empty() {
+            let files = std::mem::take(&mut self.unsynced);
+            sync_files(&files.iter().collect::<Vec<_>>())?;
+            sync_dirs(std::slice::from_ref(&self.dir))?;
+        }
+        // Files that were redone on another program's bytes are flushed again.
+        let files: Vec<File> = idx.iter().filter_map(|&i| File::open(&changes[i].path).ok()).collect();
+        if self.contended {
+            sync_files(&files.iter().collect::<Vec<_>>())?;
+        }
+        Ok(())
+    }
+
+    /// Puts one change in place, redoing it while another program keeps writing the file. The
+    /// file is read right before each rename, and the rename *exchanges* the two files, so ovmem
+    /// sees exactly what it replaced: when another program got a write into that instant, its
+    /// bytes go straight back in place and ovmem's edit is redone on them. `wrote`: ovmem already
+    /// wrote this file in this transaction (so what is there may hold its edit).
+    fn place(&mut self, k: usize, c: &mut Change, mut staged: Option<Staged>, wrote: bool) -> Result<()> {
+        let shared = c.kind != Kind::Own && c.redo.is_some();
+        let mut expect = c.before.clone();
+        for _ in 0..64 {
+            if c.kind != Kind::Own {
+                fault_point("before-rename")?;
+            }
+            // Named now, so that nothing but a comparison lies between the read and the rename.
+            let tmp = staged.take().map(|s| s.link(&c.path)).transpose()?;
+            let now = if shared { read_opt(&c.path)? } else { None };
+            if shared && now != expect {
+                // Written since ovmem read it: redo on what is there, before replacing anything.
+                drop(tmp);
+                if !self.redo(k, c, now.clone(), wrote)? {
+                    return Ok(());
+                }
+                expect = now;
+                staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
+                continue;
+            }
+            let Some(tmp) = tmp else {
+                // A deletion: move the file aside first, so ovmem sees what it removes.
+                if fs::symlink_metadata(&c.path).is_err() {
+                    return Ok(());
+                }
+                let aside = temp_name(&c.path);
+                renameat2(&c.path, &aside, libc::RENAME_NOREPLACE)
+                    .or_else(|e| if unsupported(&e) { fs::rename(&c.path, &aside) } else { Err(e) })
+                    .with_context(|| format!("could not remove `{}`", c.path.display()))?;
+                let gone = read_opt(&aside)?;
+                if !shared || gone == expect {
+                    let _ = fs::remove_file(&aside);
+                    return Ok(());
+                }
+                // Written in that instant: it goes back (unless a newer file is there already).
+                if renameat2(&aside, &c.path, libc::RENAME_NOREPLACE).is_err() {
+                    let _ = fs::remove_file(&aside);
+                }
+                continue;
+            };
+            if !shared {
+                fs::rename(&tmp, &c.path).with_context(|| format!("could not write `{}`", c.path.display()))?;
+                return Ok(());
+            }
+            if now.is_none() {
+                match renameat2(&tmp, &c.path, libc::RENAME_NOREPLACE) {
+                    Ok(()) => return Ok(()),
+                    // Created in that instant by someone else: theirs stays, ovmem redoes.
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                        staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
+                        continue;
+                    }
+                    Err(e) if unsupported(&e) => {
+                        fs::rename(&tmp, &c.path).with_context(|| format!("could not write `{}`", c.path.display()))?;
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e).with_context(|| format!("could not write `{}`", c.path.display())),
+                }
+            }
+            match renameat2(&tmp, &c.path, libc::RENAME_EXCHANGE) {
+                Ok(()) => {}
+                Err(e) if unsupported(&e) => {
+                    fs::rename(&tmp, &c.path).with_context(|| format!("could not replace `{}`", c.path.display()))?;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == ErrorKind::NotFound => {
+                    // Removed in that instant: redo on its absence.
+                    staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
+                    continue;
+                }
+                Err(e) => return Err(e).with_context(|| format!("could not replace `{}`", c.path.display())),
+            }
+            let displaced = read_opt(&tmp)?;
+            if displaced == expect {
+                // The replaced file is kept a moment: a program that opened it before the rename
+                // may still be writing into it (see `verify`).
+                self.kept.push(Kept { k, tmp, bytes: displaced });
+                return Ok(());
+            }
+            // Another program wrote between ovmem's read and its rename: its bytes go back at once
+            // (and if it wrote yet again in between, that newest write does).
+            renameat2(&tmp, &c.path, libc::RENAME_EXCHANGE)
+                .with_context(|| format!("could not put `{}` back", c.path.display()))?;
+            if read_opt(&tmp)? != c.after {
+                let _ = renameat2(&tmp, &c.path, libc::RENAME_EXCHANGE);
+            }
+            staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
+        }
+        anyhow::bail!("`{}` kept changing while ovmem wrote it; nothing was changed, try again", c.path.display())
+    }
+
+    /// Redoes `c` on `current` (another program's bytes). `false` when nothing is left to write.
+    fn redo(&mut self, k: usize, c: &mut Change, current: Option<Vec<u8>>, over_ours: bool) -> Result<bool> {
+        self.contended(&c.path);
+        let Some(r) = c.redo.as_mut() else { return Ok(false) };
+        let after = r.redo(current.as_deref(), over_ours)?;
+        let before = match &current {
+            Some(b) => {
+                let (before, f) = self.keep(b, &c.path, c.kind)?;
+                self.j.files[k].before = Some(before);
+                Some(f)
+            }
+            None => {
+                self.j.files[k].before = None;
+                None
+            }
+        };
+        self.j.files[k].afters.push(after.as_deref().map(sha256_hex));
+        self.note_journal(before.into_iter().collect())?;
+        c.before = current;
+        let same = c.before == after;
+        c.after = after;
+        Ok(!same)
+    }
+
+    /// After the renames: a shared file that no longer holds what ovmem wrote was written by
+    /// another program since; ovmem's edit is redone on its bytes. While that happens, the files
+    /// are checked again a little later, until they stay put.
+    fn verify(&mut self, changes: &mut [Change], idx: &[usize], base: usize) -> Result<()> {
+        // Checked soon (an in-place writer's late write lands within moments of its open) and
+        // again a little later; replaced files are kept until the last check.
+        const WAITS_MS: [u64; 8] = [2, 10, 30, 30, 30, 30, 30, 30];
+        let mut held: Vec<Kept> = Vec::new();
+        for wait in WAITS_MS {
+            held.append(&mut self.kept);
+            if !held.is_empty() || self.contended {
+                std::thread::sleep(std::time::Duration::from_millis(wait));
+            }
+            let mut moved = false;
+            // A write into a file ovmem had already replaced (a program that writes in place,
+            // and had it open): those bytes go back in place, and the edit is redone on them.
+            let kept = std::mem::take(&mut held);
+            for kf in kept {
+                let late = read_opt(&kf.tmp)?;
+                if late == kf.bytes {
+                    held.push(kf);
+                    continue;
+                }
+                moved = true;
+                let k = kf.k;
+                let c = &mut changes[idx[k - base]];
+                // Only when nothing newer was written at the path since: then that late write is
+                // the newest state of the file. Else it was superseded, and the check below
+                // redoes on what is there now.
+                if read_opt(&c.path)? != c.after {
+                    continue;
+                }
+                renameat2(&kf.tmp, &c.path, libc::RENAME_EXCHANGE)
+                    .with_context(|| format!("could not put `{}` back", c.path.display()))?;
+                drop(kf);
+                if self.redo(k, c, late, false)? {
+                    let staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
+                    self.place(k, c, staged, false)?;
+                }
+            }
+            for (k, &i) in idx.iter().enumerate() {
+                let c = &mut changes[i];
+                if c.kind != Kind::Shared || c.redo.is_none() {
+                    continue;
+                }
+                let now = read_opt(&c.path)?;
+                if now == c.after {
+                    continue;
+                }
+                moved = true;
+                let expect = now.clone();
+                let Some(r) = c.redo.as_mut() else { continue };
+                let redone = r.redo(now.as_deref(), true)?;
+                if redone == now {
+                    // Their write already holds ovmem's edit.
+                    c.after = redone;
+                    continue;
+                }
+                // Redo on their bytes, exactly as if they had written before ovmem's rename.
+                c.before = expect.clone();
+                self.contended(&c.path);
+                c.after = redone;
+                let before = match &expect {
+                    Some(b) => {
+                        let (before, f) = self.keep(b, &c.path, c.kind)?;
+                        self.j.files[base + k].before = Some(before);
+                        Some(f)
+                    }
+                    None => None,
+                };
+                self.j.files[base + k].afters.push(c.after.as_deref().map(sha256_hex));
+                self.note_journal(before.into_iter().collect())?;
+                let staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
+                self.place(base + k, c, staged, true)?;
+            }
+            if !moved && self.kept.is_empty() && (held.is_empty() || wait >= 30) {
+                return Ok(());
+            }
+        }
+        self.kept.clear();
+        Ok(())
+    }
+
+    fn contended(&mut self, path: &Path) {
+        self.contended = true;
+        let msg = format!(
+            "`{}` was written by another program while ovmem changed it; that write was kept and ovmem's edit redone on it",
+            path.display()
+        );
+        if !self.warnings.contains(&msg) {
+            self.warnings.push(msg);
+        }
+    }
+
+    /// Commits: marks the journal, runs the finishing steps, removes the journal.
+    pub fn commit(mut self) -> Result<Vec<String>> {
+        interrupt::check()?;
+        if self.started {
+            self.j.state = State::Committed;
+            self.write_journal(Vec::new())?;
+        }
+        self.done = true;
+        fault_point("committed")?;
+        finish(&self.dir, &self.j.post, self.started);
+        Ok(std::mem::take(&mut self.warnings))
+    }
+}
+
+fn stage(c: &Change, after: &[u8]) -> Result<Staged> {
+    let old = meta(&c.path);
+    let mode = match c.mode {
+        Mode::Set(m) => m,
+        Mode::Keep { new } => old.map(|m| m.mode).unwrap_or(new),
+    };
+    Staged::new(&c.path, after, mode, old)
+}
+
+/// The finishing steps of a committed transaction, then the journal goes (and last, the
+/// directories that only held the journal).
+fn finish(dir: &Path, post: &Post, journal: bool) {
+    for f in &post.remove_files {
+        let _ = fs::remove_file(f);
+    }
+    super::remove_empty_dirs(&post.remove_empty_dirs);
+    if journal {
+        let _ = fs::remove_dir_all(dir);
+        super::remove_empty_dirs(&post.remove_empty_dirs);
+    }
+}
+
+impl Drop for Tx {
+    fn drop(&mut self) {
+        if self.done || !self.started {
+            return;
+        }
+        let r = rollback(&self.dir, &self.j);
+        for w in r.left {
+            eprintln!("warning: {w}");
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+        super::remove_empty_dirs(std::slice::from_ref(&self.dir));
+    }
+}
+
+#[derive(Debug, Default)]
+struct Rollback {
+    restored: usize,
+    left: Vec<String>,
+}
+
+/// Puts every file of `j` back, last first: each one still holding ovmem's bytes (its own files
+/// always) gets its before bytes, mode and owner back; created directories go when empty.
+fn rollback(dir: &Path, j: &Journal) -> Rollback {
+    let mut out = Rollback::default();
+    for f in j.files.iter().rev() {
+        if f.kind != Kind::Own {
+            let current = match read_opt(&f.path) {
+                Ok(c) => c,
+                Err(e) => {
+                    out.left.push(format!("{e:#}; it was left as it is"));
+                    continue;
+                }
+            };
+            let cur = current.as_deref().map(sha256_hex);
+            if cur.as_deref() == f.before.as_ref().map(|b| b.sha256.as_str()) {
+                continue;
+            }
+            if !f.afters.contains(&cur) {
+                out.left.push(format!(
+                    "`{}` was changed by another program after ovmem wrote it, so it was left as it is; \
+                     `ovmem status` shows what is installed and `ovmem repair` rebuilds ovmem's records",
+                    f.path.display()
+                ));
+                continue;
+            }
+        }
+        match restore(dir, f) {
+            Ok(()) => out.restored += 1,
+            Err(e) => out.left.push(format!("could not put `{}` back: {e:#}", f.path.display())),
+        }
+    }
+    let mut dirs = j.dirs.clone();
+    dirs.reverse();
+    super::remove_empty_dirs(&dirs);
+    let parents: Vec<PathBuf> = j.files.iter().filter_map(|f| f.path.parent().map(Path::to_path_buf)).collect();
+    let _ = sync_dirs(&parents);
+    for p in &parents {
+        super::sweep_temps(p);
+    }
+    out
+}
+
+/// Gives `f` its before bytes, mode and owner back (or removes it, when it did not exist).
+fn restore(dir: &Path, f: &JFile) -> Result<()> {
+    match &f.before {
+        Some(b) => {
+            let bytes = fs::read(dir.join(&b.copy))
+                .with_context(|| format!("the journal's copy of `{}` is missing", f.path.display()))?;
+            let tmp = temp_beside(&f.path, &bytes, b.meta.mode, Some(b.meta))?;
+            tmp.as_file().sync_all()?;
+            tmp.persist(&f.path).map_err(|e| e.error)?;
+            Ok(())
+        }
+        None => match fs::remove_file(&f.path) {
+            Err(e) if e.kind() != ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        },
+    }
+}
+
+/// What [`recover`] did with a transaction a dead process left.
+#[derive(Debug)]
+pub struct Recovered {
+    pub command: String,
+    pub pid: u32,
+    pub outcome: Outcome,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It had not changed anything yet.
+    Discarded,
+    /// It had started changing files: they were put back.
+    RolledBack { restored: usize },
+    /// It had committed: its finishing steps were done.
+    RolledForward,
+}
+
+impl std::fmt::Display for Recovered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = format!("an `ovmem {}` (pid {}) did not finish", self.command, self.pid);
+        match self.outcome {
+            Outcome::Discarded if self.pid == 0 => {
+                write!(f, "an interrupted ovmem had not started changing files; its journal was discarded")
+            }
+            Outcome::Discarded => write!(f, "{what} before changing anything; its journal was discarded"),
+            Outcome::RolledBack { restored } => {
+                write!(f, "{what}; it was rolled back ({restored} file(s) put back as they were)")
+            }
+            Outcome::RolledForward => write!(f, "{what} after it had committed; it was completed (rolled forward)"),
+        }
+    }
+}
+
+/// Finishes what a dead process left in the journal: a prepared transaction is rolled back, a
+/// committed one is rolled forward. The caller holds the [`super::InstallLock`].
+pub fn recover(ovmem_home: &Path) -> Result<Option<Recovered>> {
+    let dir = dir(ovmem_home);
+    if fs::symlink_metadata(&dir).is_err() {
+        return Ok(None);
+    }
+    let journal: Option<Journal> =
+        fs::read(dir.join("journal.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let out = match journal {
+        None => Recovered { command: "?".into(), pid: 0, outcome: Outcome::Discarded, warnings: Vec::new() },
+        Some(j) if j.state == State::Committed => {
+            finish(&dir, &j.post, true);
+            Recovered { command: j.command, pid: j.pid, outcome: Outcome::RolledForward, warnings: Vec::new() }
+        }
+        Some(j) => {
+            let r = rollback(&dir, &j);
+            Recovered {
+                command: j.command.clone(),
+                pid: j.pid,
+                outcome: Outcome::RolledBack { restored: r.restored },
+                warnings: r.left,
+            }
+        }
+    };
+    fs::remove_dir_all(&dir)
+        .or_else(|e| if e.kind() == ErrorKind::NotFound { Ok(()) } else { Err(e) })
+        .with_context(|| format!("could not remove `{}`", dir.display()))?;
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change<'a>(path: &Path, before: Option<&str>, after: Option<&str>) -> Change<'a> {
+        Change {
+            path: path.to_path_buf(),
+            before: before.map(|s| s.as_bytes().to_vec()),
+            after: after.map(|s| s.as_bytes().to_vec()),
+            mode: Mode::Keep { new: 0o644 },
+            kind: Kind::Shared,
+            redo: None,
+        }
+    }
+
+    #[test]
+    fn dropped_transaction_rolls_back_files_modes_and_dirs() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let a = t.path().join("a");
+        fs::write(&a, "old").unwrap();
+        fs::set_permissions(&a, fs::Permissions::from_mode(0o640)).unwrap();
+        let b = t.path().join("sub/dir/b");
+        {
+            let mut tx = Tx::begin(&home, "test");
+            tx.apply(&mut [change(&a, Some("old"), Some("new")), change(&b, None, Some("new"))]).unwrap();
+            assert_eq!(fs::read_to_string(&a).unwrap(), "new");
+            assert_eq!(fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o640);
+        }
+        assert_eq!(fs::read_to_string(&a).unwrap(), "old");
+        assert_eq!(fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o640);
+        assert!(!t.path().join("sub").exists());
+        assert!(!dir(&home).exists());
+    }
+
+    #[test]
+    fn a_left_journal_is_rolled_back_or_forward() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let a = t.path().join("a");
+        fs::write(&a, "old").unwrap();
+        let mut tx = Tx::begin(&home, "test");
+        tx.apply(&mut [change(&a, Some("old"), Some("new"))]).unwrap();
+        // As if the process had been killed here.
+        std::mem::forget(tx);
+        let r = recover(&home).unwrap().unwrap();
+        assert_eq!(r.outcome, Outcome::RolledBack { restored: 1 });
+        assert_eq!(fs::read_to_string(&a).unwrap(), "old");
+        assert!(recover(&home).unwrap().is_none());
+
+        let mut tx = Tx::begin(&home, "test");
+        tx.apply(&mut [change(&a, Some("old"), Some("new"))]).unwrap();
+        tx.j.state = State::Committed;
+        tx.write_journal(Vec::new()).unwrap();
+        std::mem::forget(tx);
+        assert_eq!(recover(&home).unwrap().unwrap().outcome, Outcome::RolledForward);
+        assert_eq!(fs::read_to_string(&a).unwrap(), "new");
+    }
+
+    struct Append;
+    impl Redo for Append {
+        fn redo(&mut self, current: Option<&[u8]>, _: bool) -> Result<Option<Vec<u8>>> {
+            let mut v = current.unwrap_or_default().to_vec();
+            v.extend_from_slice(b"+ovmem");
+            Ok(Some(v))
+        }
+    }
+
+    #[test]
+    fn a_write_between_read_and_rename_is_kept_and_the_edit_redone() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let a = t.path().join("a");
+        fs::write(&a, "theirs-v2").unwrap();
+        let mut redo = Append;
+        let mut c = change(&a, Some("theirs-v1"), Some("theirs-v1+ovmem"));
+        c.redo = Some(&mut redo);
+        let mut tx = Tx::begin(&home, "test");
+        tx.apply(std::slice::from_mut(&mut c)).unwrap();
+        assert_eq!(fs::read_to_string(&a).unwrap(), "theirs-v2+ovmem");
+        // A rollback gives back their bytes, not the stale ones ovmem had read.
+        drop(tx);
+        assert_eq!(fs::read_to_string(&a).unwrap(), "theirs-v2");
+    }
+}

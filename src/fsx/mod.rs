@@ -1,0 +1,472 @@
+//! The only code that touches the agents' files. Paths are resolved component by component so a
+//! project can be confined to its own tree; only regular files are read, with a size cap; temp
+//! files get random names opened `O_EXCL`; every change to a shared file goes through a journaled
+//! transaction ([`journal::Tx`]) held under the one installer lock of an `OVMEM_HOME`.
+
+pub mod journal;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+
+/// The largest file ovmem reads (configs of a few MB exist: `~/.claude.json`).
+pub const MAX_READ: u64 = 64 << 20;
+
+/// Marks ovmem's temp files: `.<name>.ovmem-tmp.<pid>.<random>`.
+pub const TEMP_MARK: &str = ".ovmem-tmp.";
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// A path that leads out of the tree it must stay in (a project's symlink to `~/.bash_profile`).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{path}` leads to `{target}`, outside the project `{root}` (a symlink); ovmem never follows links out of a \
+     project. Remove the link (or install at user scope)"
+)]
+pub struct Escape {
+    pub path: PathBuf,
+    pub target: PathBuf,
+    pub root: PathBuf,
+}
+
+/// Where `path` really leads, with every symlink on the way followed: a write there lands on the
+/// final target and the links stay links.
+pub fn resolve(path: &Path) -> Result<PathBuf> {
+    resolve_in(path, None)
+}
+
+/// [`resolve`], component by component (`..` applied to real directories). With `root`, the
+/// result must lie inside `root` (itself already canonical), else [`Escape`].
+pub fn resolve_in(path: &Path, root: Option<&Path>) -> Result<PathBuf> {
+    let mut done = PathBuf::from("/");
+    let mut todo: Vec<PathBuf> = Vec::new();
+    let start = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().context("could not read the current directory")?.join(path)
+    };
+    // Components still to walk, last first.
+    let push_all = |todo: &mut Vec<PathBuf>, p: &Path| {
+        let parts: Vec<PathBuf> = p
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(PathBuf::from(n)),
+                Component::ParentDir => Some(PathBuf::from("..")),
+                _ => None,
+            })
+            .collect();
+        todo.extend(parts.into_iter().rev());
+    };
+    push_all(&mut todo, &start);
+    let mut hops = 0;
+    while let Some(c) = todo.pop() {
+        if c.as_os_str() == ".." {
+            done.pop();
+            continue;
+        }
+        let cand = done.join(&c);
+        match fs::symlink_metadata(&cand) {
+            Ok(m) if m.file_type().is_symlink() => {
+                hops += 1;
+                if hops > 40 {
+                    bail!("too many levels of symlinks at `{}`", path.display());
+                }
+                let target =
+                    fs::read_link(&cand).with_context(|| format!("could not read the symlink `{}`", cand.display()))?;
+                if target.is_absolute() {
+                    done = PathBuf::from("/");
+                }
+                push_all(&mut todo, &target);
+            }
+            _ => done = cand,
+        }
+    }
+    if let Some(root) = root {
+        if !done.starts_with(root) {
+            return Err(Escape { path: path.to_path_buf(), target: done, root: root.to_path_buf() }.into());
+        }
+    }
+    Ok(done)
+}
+
+/// Reads a regular file, following symlinks; `None` when it does not exist. Anything else (a
+/// FIFO, a device, a directory) and anything over [`MAX_READ`] is an error, never a hang.
+pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("could not read `{}`", path.display())),
+    };
+    if !meta.is_file() {
+        bail!("`{}` is not a regular file; ovmem reads only regular files", path.display());
+    }
+    if meta.len() > MAX_READ {
+        bail!("`{}` is larger than {} MiB; ovmem does not read it", path.display(), MAX_READ >> 20);
+    }
+    let f = match OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("could not read `{}`", path.display())),
+    };
+    // The path could have been swapped between the stat and the open.
+    if !f.metadata()?.is_file() {
+        bail!("`{}` is not a regular file; ovmem reads only regular files", path.display());
+    }
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    f.take(MAX_READ + 1).read_to_end(&mut out).with_context(|| format!("could not read `{}`", path.display()))?;
+    if out.len() as u64 > MAX_READ {
+        bail!("`{}` is larger than {} MiB; ovmem does not read it", path.display(), MAX_READ >> 20);
+    }
+    Ok(Some(out))
+}
+
+/// [`read_opt`] of what `path` leads to, confined to `root` when given.
+pub fn read_in(path: &Path, root: Option<&Path>) -> Result<Option<Vec<u8>>> {
+    read_opt(&resolve_in(path, root)?)
+}
+
+/// Mode and owner of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Meta {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+pub fn meta(path: &Path) -> Option<Meta> {
+    fs::metadata(path).ok().map(|m| Meta { mode: m.permissions().mode() & 0o7777, uid: m.uid(), gid: m.gid() })
+}
+
+/// A new temp file beside `target` (random name, `O_EXCL`, so an existing file or symlink at that
+/// name is never followed), holding `bytes` with `mode` and, when given, the owner of `like`.
+/// Not yet flushed: see [`sync_files`].
+pub fn temp_beside(target: &Path, bytes: &[u8], mode: u32, like: Option<Meta>) -> Result<tempfile::NamedTempFile> {
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}{TEMP_MARK}{}.", std::process::id()))
+        .rand_bytes(8)
+        .tempfile_in(dir)
+        .with_context(|| format!("could not create a temporary file in `{}`", dir.display()))?;
+    tmp.write_all(bytes).with_context(|| format!("could not write in `{}`", dir.display()))?;
+    tmp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
+    if let Some(m) = like {
+        // Keep the owner when root edits someone else's file; harmless when unchanged.
+        let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(m.uid), Some(m.gid));
+    }
+    Ok(tmp)
+}
+
+/// Flushes files to disk in parallel: the filesystem groups concurrent flushes into one commit,
+/// so twenty files cost about as much as two.
+pub fn sync_files(files: &[&File]) -> Result<()> {
+    if files.len() <= 1 {
+        for f in files {
+            f.sync_all().context("could not flush a file to disk")?;
+        }
+        return Ok(());
+    }
+    let results: Vec<std::io::Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = files.iter().map(|f| s.spawn(move || f.sync_all())).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("panic")))).collect()
+    });
+    for r in results {
+        r.context("could not flush a file to disk")?;
+    }
+    Ok(())
+}
+
+/// Flushes directory entries (renames, creations) of each directory.
+pub fn sync_dirs(dirs: &[PathBuf]) -> Result<()> {
+    let mut ds = dirs.to_vec();
+    ds.sort();
+    ds.dedup();
+    let files: Vec<File> = ds.iter().filter_map(|d| File::open(d).ok()).collect();
+    let refs: Vec<&File> = files.iter().collect();
+    sync_files(&refs)
+}
+
+/// Atomically replaces `path` with `bytes` (temp file, flush, rename, flush of the directory),
+/// keeping the old file's mode and owner, or `mode` for a new file. For ovmem's own files; shared
+/// configs go through [`journal::Tx`].
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
+    let old = meta(path);
+    let mode = old.map(|m| m.mode).or(mode).unwrap_or(0o644);
+    let tmp = temp_beside(path, bytes, mode, old)?;
+    tmp.as_file().sync_all().with_context(|| format!("could not flush `{}` to disk", path.display()))?;
+    tmp.persist(path).map_err(|e| e.error).with_context(|| format!("could not replace `{}`", path.display()))?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Whether process `pid` is alive.
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else { return false };
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// The pid in an ovmem temp file name, if `name` is one.
+fn temp_pid(name: &str) -> Option<u32> {
+    let rest = &name[name.find(TEMP_MARK)? + TEMP_MARK.len()..];
+    rest.split('.').next()?.parse().ok()
+}
+
+/// Removes ovmem's temp files in `dir` whose process is gone (or is this very process, at start-up).
+/// Only regular files are removed; nothing is followed. Returns how many went.
+pub fn sweep_temps(dir: &Path) -> usize {
+    let Ok(rd) = fs::read_dir(dir) else { return 0 };
+    let me = std::process::id();
+    let mut n = 0;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = temp_pid(&name) else { continue };
+        if !name.starts_with('.') || (pid != me && pid_alive(pid)) {
+            continue;
+        }
+        if e.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(e.path()).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Removes each directory in `dirs` that is empty, in the order given (innermost first).
+pub fn remove_empty_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    for d in dirs {
+        let is_dir = fs::symlink_metadata(d).is_ok_and(|m| m.is_dir());
+        if is_dir && fs::read_dir(d).map(|mut it| it.next().is_none()).unwrap_or(false) && fs::remove_dir(d).is_ok() {
+            removed.push(d.clone());
+        }
+    }
+    removed
+}
+
+/// The directories that creating `dir` would make, outermost first.
+pub fn missing_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut missing = Vec::new();
+    let mut d = dir.to_path_buf();
+    while fs::symlink_metadata(&d).is_err() {
+        missing.push(d.clone());
+        if !d.pop() {
+            break;
+        }
+    }
+    missing.reverse();
+    missing
+}
+
+/// The one lock per `OVMEM_HOME` that every command changing files holds for its whole run, so
+/// receipts and journals are never acted on by two processes at once.
+pub struct InstallLock {
+    _file: File,
+}
+
+impl InstallLock {
+    fn path(ovmem_home: &Path) -> PathBuf {
+        ovmem_home.join("locks").join("ovmem.lock")
+    }
+
+    /// Waits for the lock, creating it.
+    pub fn acquire(ovmem_home: &Path) -> Result<Self> {
+        let path = Self::path(ovmem_home);
+        let dir = path.parent().expect("locks dir");
+        loop {
+            let made = missing_dirs(dir);
+            fs::create_dir_all(dir).with_context(|| format!("could not create `{}`", dir.display()))?;
+            for d in &made {
+                let _ = fs::set_permissions(d, fs::Permissions::from_mode(0o700));
+            }
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .mode(0o600)
+                .open(&path)
+                .with_context(|| format!("could not open the lock file `{}`", path.display()))?;
+            file.lock().with_context(|| format!("could not lock `{}`", path.display()))?;
+            // An uninstall that took the last thing away removes the lock file: a lock on the
+            // removed file would be no lock at all.
+            if Self::still_there(&file, &path) {
+                return Ok(Self { _file: file });
+            }
+        }
+    }
+
+    /// The lock if nobody holds it, `None` if somebody does (or ovmem never ran here).
+    pub fn try_acquire(ovmem_home: &Path) -> Option<Self> {
+        let path = Self::path(ovmem_home);
+        let file = OpenOptions::new().write(true).open(&path).ok()?;
+        file.try_lock().ok()?;
+        Self::still_there(&file, &path).then_some(Self { _file: file })
+    }
+
+    fn still_there(file: &File, path: &Path) -> bool {
+        match (file.metadata(), fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+            _ => false,
+        }
+    }
+}
+
+/// Moves `from` to `to` without following symlinks (a link moves as a link), creating `to`'s
+/// parents; across filesystems a tree is copied (links as links, modes kept) and then removed.
+pub fn move_no_follow(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to.parent().expect("destination has a parent"))
+        .with_context(|| format!("could not create `{}`", to.display()))?;
+    match fs::rename(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+            copy_no_follow(from, to).with_context(|| format!("could not copy `{}`", from.display()))?;
+            remove_no_follow(from).with_context(|| format!("could not remove `{}`", from.display()))
+        }
+        Err(e) => Err(e).with_context(|| format!("could not move `{}` to `{}`", from.display(), to.display())),
+    }
+}
+
+fn copy_no_follow(src: &Path, dest: &Path) -> std::io::Result<()> {
+    let m = fs::symlink_metadata(src)?;
+    if m.file_type().is_symlink() {
+        std::os::unix::fs::symlink(fs::read_link(src)?, dest)
+    } else if m.is_dir() {
+        fs::create_dir(dest)?;
+        for e in fs::read_dir(src)? {
+            let e = e?;
+            copy_no_follow(&e.path(), &dest.join(e.file_name()))?;
+        }
+        fs::set_permissions(dest, m.permissions())
+    } else if m.is_file() {
+        fs::copy(src, dest).map(|_| ())
+    } else {
+        Err(std::io::Error::other(format!("`{}` is not a file, directory or symlink", src.display())))
+    }
+}
+
+fn remove_no_follow(p: &Path) -> std::io::Result<()> {
+    let m = fs::symlink_metadata(p)?;
+    if m.is_dir() {
+        fs::remove_dir_all(p)
+    } else {
+        fs::remove_file(p)
+    }
+}
+
+/// Test-only fault injection: `OVMEM_FAULT=<point>:<n>` fails (or with `abort:` crashes) the
+/// n-th time `point` is reached. It lets the integration tests prove the transaction guarantees.
+pub(crate) fn fault_point(point: &str) -> Result<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static HITS: AtomicUsize = AtomicUsize::new(0);
+    let Ok(spec) = std::env::var("OVMEM_FAULT") else { return Ok(()) };
+    let (abort, spec) = match spec.strip_prefix("abort:") {
+        Some(rest) => (true, rest.to_string()),
+        None => (false, spec),
+    };
+    // `sleep:<point>:<n>` waits there (up to 5 s, less once a signal came in), so a test can
+    // signal the process at that exact step.
+    let (sleep, spec) = match spec.strip_prefix("sleep:") {
+        Some(rest) => (true, rest.to_string()),
+        None => (false, spec),
+    };
+    let Some((p, n)) = spec.split_once(':') else { return Ok(()) };
+    if p != point {
+        return Ok(());
+    }
+    let hit = HITS.fetch_add(1, Ordering::SeqCst) + 1;
+    if n.parse::<usize>().ok() == Some(hit) {
+        if sleep {
+            for _ in 0..100 {
+                if crate::interrupt::check().is_err() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            return Ok(());
+        }
+        if abort {
+            std::process::abort();
+        }
+        bail!("injected fault at {point} #{hit}");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_follows_every_link_and_confines() {
+        let t = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(t.path()).unwrap();
+        let proj = root.join("proj");
+        fs::create_dir_all(proj.join("a")).unwrap();
+        std::os::unix::fs::symlink("../../outside", proj.join("a/link")).unwrap();
+        std::os::unix::fs::symlink("a", proj.join("dirlink")).unwrap();
+        // A dangling link out of the project is an escape, even though its target does not exist.
+        let e = resolve_in(&proj.join("a/link"), Some(&proj)).unwrap_err();
+        assert!(e.downcast_ref::<Escape>().is_some(), "{e:#}");
+        assert_eq!(resolve(&proj.join("a/link")).unwrap(), root.join("outside"));
+        // Links that stay inside are fine, and intermediate directory links are followed.
+        assert_eq!(resolve_in(&proj.join("dirlink/x.json"), Some(&proj)).unwrap(), proj.join("a/x.json"));
+        std::os::unix::fs::symlink("/", proj.join("up")).unwrap();
+        assert!(resolve_in(&proj.join("up/etc/passwd"), Some(&proj)).is_err());
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        assert!(read_opt(Path::new("/dev/zero")).is_err());
+        assert!(read_opt(Path::new("/")).is_err());
+        assert_eq!(read_opt(Path::new("/nonexistent/x")).unwrap(), None);
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+        // SAFETY: a valid C string path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        assert!(read_opt(&fifo).is_err(), "a FIFO must be refused, not block");
+    }
+
+    #[test]
+    fn temps_of_dead_processes_are_swept() {
+        let t = tempfile::tempdir().unwrap();
+        let dead = t.path().join(format!(".a.json{TEMP_MARK}999999999.abc"));
+        let live = t.path().join(format!(".a.json{TEMP_MARK}1.abc"));
+        let mine = t.path().join("a.json.ovmem-tmp-not-ours");
+        for p in [&dead, &live, &mine] {
+            fs::write(p, "x").unwrap();
+        }
+        assert_eq!(sweep_temps(t.path()), 1);
+        assert!(!dead.exists() && live.exists() && mine.exists());
+    }
+
+    #[test]
+    fn moves_never_follow_links() {
+        let t = tempfile::tempdir().unwrap();
+        let victim = t.path().join("victim");
+        fs::create_dir_all(&victim).unwrap();
+        fs::write(victim.join("id_rsa"), "secret").unwrap();
+        let link = t.path().join("lib");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        copy_no_follow(&link, &t.path().join("copy")).unwrap();
+        assert!(fs::symlink_metadata(t.path().join("copy")).unwrap().file_type().is_symlink());
+        move_no_follow(&link, &t.path().join("b/lib")).unwrap();
+        assert_eq!(fs::read_to_string(victim.join("id_rsa")).unwrap(), "secret");
+    }
+}

@@ -1,0 +1,472 @@
+//! Step 3 of the pipeline: the plans of every target of one command applied as one journaled
+//! transaction, in this order: the staged runtime, backups and shared files; then trust (an edit
+//! of the harness's TOML config, decided by what the harness lists once the hooks are on disk);
+//! then the receipts; then the finishing steps (empty directories, an unused runtime). Any error
+//! or signal before the commit rolls all of it back.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::plan::{self, Editor, FilePlan, TargetPlan};
+use super::{check_runtime_path, trust, Action, Options, Refused, Report, Target, Verb};
+use crate::env::Env;
+use crate::fsx::journal::{self, Change, Kind, Mode, Post, Tx};
+use crate::fsx::{self, InstallLock};
+use crate::harness::Scope;
+use crate::interrupt;
+use crate::receipt::{self, Receipt, TrustConfig, TrustRecord};
+
+#[derive(Debug, Serialize)]
+pub struct HarnessResult {
+    #[serde(flatten)]
+    pub report: Option<Report>,
+    pub harness: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// 1 for a failure, 2 for a refusal.
+    #[serde(skip)]
+    pub code: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust: Option<TrustReport>,
+    /// `ovmem repair`: the receipt that was rebuilt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repaired: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize, Default, Clone)]
+pub struct TrustReport {
+    /// trusted (now), already-trusted, or pending
+    pub state: String,
+    pub message: String,
+    /// What the harness itself warned about when it listed the hooks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub results: Vec<HarnessResult>,
+    /// The runtime copied into place by this run.
+    pub staged: Option<PathBuf>,
+    /// The runtime removed because nothing uses it any more.
+    pub removed_runtime: Option<PathBuf>,
+    pub warnings: Vec<String>,
+    pub code: i32,
+}
+
+fn refusal_code(e: &anyhow::Error) -> i32 {
+    let refused = e.downcast_ref::<Refused>().is_some()
+        || e.downcast_ref::<fsx::Escape>().is_some()
+        || e.downcast_ref::<receipt::Damaged>().is_some();
+    if refused {
+        2
+    } else {
+        1
+    }
+}
+
+/// The runtime copy to stage, when the running binary differs from it.
+fn runtime_change<'a>(env: &Env) -> Result<Option<Change<'a>>> {
+    let dest = env.runtime_bin();
+    let exe = std::env::current_exe()?;
+    if fsx::resolve_in(&exe, None).ok() == fsx::resolve_in(&dest, None).ok() {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(&exe).map_err(|e| anyhow::anyhow!("could not read `{}`: {e}", exe.display()))?;
+    let same_size = std::fs::metadata(&dest).is_ok_and(|m| m.len() == bytes.len() as u64);
+    let before = if same_size || dest.exists() { std::fs::read(&dest).ok() } else { None };
+    if before.as_deref() == Some(&bytes[..]) {
+        return Ok(None);
+    }
+    // Private like everything in `$OVMEM_HOME`; the harnesses run it as its owner.
+    Ok(Some(Change { path: dest, before, after: Some(bytes), mode: Mode::Set(0o700), kind: Kind::Own, redo: None }))
+}
+
+/// Takes the installer lock, then finishes a transaction a dead process left (it may have died
+/// after start-up looked).
+pub fn lock(home: &Path) -> Result<InstallLock> {
+    let lock = InstallLock::acquire(home)?;
+    if let Some(r) = journal::recover(home)? {
+        let p = crate::output::Printer::new();
+        p.warn(&r.to_string());
+        for w in &r.warnings {
+            p.warn(w);
+        }
+    }
+    Ok(lock)
+}
+
+/// Runs `verb` for every target: plan, then (unless a dry run) one transaction.
+pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<Outcome> {
+    if verb == Verb::Install {
+        check_runtime_path(env)?;
+    }
+    let home = env.ovmem_home();
+    if !opts.dry_run {
+        // From here on a signal is answered by rolling back, never by dying half-way.
+        interrupt::arm();
+    }
+    let _lock = if opts.dry_run { None } else { Some(lock(&home)?) };
+    let mut out = Outcome::default();
+    let mut plans: Vec<Option<TargetPlan>> = Vec::new();
+    for t in targets {
+        let mut r = HarnessResult {
+            report: None,
+            harness: t.harness.id().to_string(),
+            error: None,
+            code: 0,
+            trust: None,
+            repaired: None,
+        };
+        match plan::plan(t, verb, opts) {
+            Ok(p) => plans.push(Some(p)),
+            Err(e) => {
+                r.code = refusal_code(&e);
+                r.error = Some(format!("{e:#}"));
+                plans.push(None);
+            }
+        }
+        out.results.push(r);
+    }
+    if opts.dry_run {
+        for (p, r) in plans.iter().zip(&mut out.results) {
+            if let Some(p) = p {
+                r.report = Some(report(p, true));
+                if verb == Verb::Repair && p.old.is_none() && p.base.is_some() {
+                    r.repaired = Some(p.target.receipt_path());
+                }
+            }
+        }
+        out.code = out.results.iter().map(|r| r.code).max().unwrap_or(0);
+        return Ok(out);
+    }
+    let done = transact(env, &mut plans, &mut out, verb, opts);
+    // With nothing installed (a failed first install, a refusal), nothing of ovmem's stays
+    // behind, not even its lock.
+    if receipt::paths(&home).is_empty() {
+        let _ = std::fs::remove_file(home.join("locks").join("ovmem.lock"));
+        fsx::remove_empty_dirs(&[
+            env.runtime_bin().parent().expect("bin dir").to_path_buf(),
+            receipt::dir(&home),
+            home.join("locks"),
+            journal::dir(&home),
+            home.clone(),
+        ]);
+    }
+    done?;
+    for (p, r) in plans.iter().zip(&mut out.results) {
+        if let Some(p) = p {
+            r.report = Some(report(p, false));
+        }
+    }
+    out.code = out.results.iter().map(|r| r.code).max().unwrap_or(0);
+    Ok(out)
+}
+
+/// The transaction of a run: everything planned, applied and committed, or nothing.
+fn transact(env: &Env, plans: &mut [Option<TargetPlan>], out: &mut Outcome, verb: Verb, opts: Options) -> Result<()> {
+    let home = env.ovmem_home();
+    interrupt::check()?;
+    let mut tx = Tx::begin(&home, verb.as_str());
+    let any = plans.iter().any(Option::is_some);
+    // 1. The runtime first (so no hook ever points at a missing one), then backups, then files.
+    let mut changes: Vec<Change> = Vec::new();
+    if verb == Verb::Install && any {
+        if let Some(c) = runtime_change(env)? {
+            out.staged = Some(c.path.clone());
+            changes.push(c);
+        }
+    }
+    for p in plans.iter().flatten() {
+        for f in &p.files {
+            for b in &f.backups {
+                changes.push(Change {
+                    path: b.path.clone(),
+                    before: b.before.clone(),
+                    after: b.after.clone(),
+                    mode: Mode::Keep { new: fsx::meta(&f.real).map(|m| m.mode).unwrap_or(0o600) },
+                    kind: Kind::Backup,
+                    redo: None,
+                });
+            }
+        }
+    }
+    for p in plans.iter_mut().flatten() {
+        for f in p.files.iter_mut() {
+            let before = f.before.clone().map(String::into_bytes);
+            let after = f.edit.after.clone().map(String::into_bytes);
+            changes.push(Change {
+                path: f.real.clone(),
+                before,
+                after,
+                mode: f.mode,
+                kind: Kind::Shared,
+                redo: Some(f),
+            });
+        }
+    }
+    tx.apply(&mut changes)?;
+    drop(changes);
+    // 2. Trust, now that the hooks are where the harness looks.
+    let mut trusts: Vec<(Vec<TrustRecord>, Option<TrustConfig>)> = Vec::new();
+    for (p, r) in plans.iter_mut().zip(out.results.iter_mut()) {
+        let Some(p) = p else {
+            trusts.push((Vec::new(), None));
+            continue;
+        };
+        let (report, records, config) = if verb == Verb::Install && p.target.harness.manifest.trust.is_some() {
+            trust_step(&mut tx, p, opts)?
+        } else {
+            (None, Vec::new(), None)
+        };
+        r.trust = report;
+        trusts.push((records, config));
+    }
+    // 3. Receipts.
+    let mut receipts: Vec<(PathBuf, Option<Vec<u8>>)> = Vec::new();
+    for ((p, r), (records, config)) in plans.iter().zip(out.results.iter_mut()).zip(trusts) {
+        let Some(p) = p else { continue };
+        let path = p.target.receipt_path();
+        let next = next_receipt(p, records, config);
+        if verb == Verb::Repair && p.old.is_none() && next.is_some() {
+            r.repaired = Some(path.clone());
+        }
+        receipts.push((path, next.map(|n| n.to_bytes())));
+    }
+    let mut rchanges: Vec<Change> = Vec::new();
+    for (path, after) in receipts {
+        let before = std::fs::read(&path).ok();
+        if before == after {
+            continue;
+        }
+        rchanges.push(Change { path, before, after, mode: Mode::Keep { new: 0o600 }, kind: Kind::Own, redo: None });
+    }
+    tx.apply(&mut rchanges)?;
+    drop(rchanges);
+    // 4. Finishing steps.
+    if verb == Verb::Uninstall {
+        let mut dirs: Vec<PathBuf> = plans
+            .iter()
+            .flatten()
+            .filter_map(|p| p.old.as_ref())
+            .flat_map(|o| o.files.iter())
+            .flat_map(|f| f.created_dirs.iter().cloned())
+            .collect();
+        // Deepest first, so a parent made for one file goes once the children made for another are gone.
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        dirs.dedup();
+        let mut post = Post { remove_files: Vec::new(), remove_empty_dirs: dirs };
+        if receipt::paths(&home).is_empty() {
+            // Nothing installed anywhere: the staged runtime goes too. Memories stay.
+            let bin = env.runtime_bin();
+            if bin.exists() {
+                out.removed_runtime = Some(bin.clone());
+            }
+            post.remove_files.push(bin.clone());
+            post.remove_files.push(home.join("locks").join("ovmem.lock"));
+            post.remove_empty_dirs.extend([
+                bin.parent().expect("bin dir").to_path_buf(),
+                receipt::dir(&home),
+                home.join("locks"),
+                journal::dir(&home),
+                home.clone(),
+            ]);
+        }
+        tx.post(post);
+    }
+    out.warnings.extend(tx.commit()?);
+    Ok(())
+}
+
+fn report(p: &TargetPlan, with_diff: bool) -> Report {
+    let t = p.target;
+    let mut warnings = p.warnings.clone();
+    for f in &p.files {
+        warnings.extend(f.edit.warnings.iter().cloned());
+    }
+    Report {
+        harness: t.harness.id().to_string(),
+        scope: t.scope,
+        project: t.project.clone(),
+        files: p.files.iter().map(|f| f.report(with_diff)).collect(),
+        warnings,
+    }
+}
+
+/// The receipt a target has after this run (`None`: it goes).
+fn next_receipt(p: &TargetPlan, new_trust: Vec<TrustRecord>, trust_config: Option<TrustConfig>) -> Option<Receipt> {
+    let t = p.target;
+    match p.verb {
+        Verb::Repair => p.old.clone().or_else(|| p.base.clone()),
+        Verb::Uninstall => {
+            // The receipt stays while something of ovmem's is left to track.
+            let kept = p.files.iter().flat_map(|f| &f.edit.notes).any(|e| e.action == Action::UserEdited);
+            if kept {
+                p.old.clone()
+            } else {
+                None
+            }
+        }
+        Verb::Install => {
+            let mut files = Vec::new();
+            for f in &p.files {
+                let Some(mut r) = f.edit.record.clone() else { continue };
+                let prev = p.base.as_ref().and_then(|o| o.file(&r.path));
+                if r.created_dirs.is_empty() {
+                    r.created_dirs = prev
+                        .map(|x| x.created_dirs.clone())
+                        .filter(|d| !d.is_empty())
+                        .unwrap_or_else(|| f.new_dirs.clone());
+                }
+                r.backup_hash = f.backup_hash.clone().or_else(|| prev.and_then(|x| x.backup_hash.clone()));
+                files.push(r);
+            }
+            let old = p.base.as_ref();
+            let mut trust = old.map(|o| o.trust.clone()).unwrap_or_default();
+            for w in new_trust {
+                trust.retain(|x| x.key != w.key || x.config != w.config);
+                trust.push(w);
+            }
+            Some(Receipt {
+                schema: receipt::SCHEMA,
+                ovmem_version: env!("CARGO_PKG_VERSION").to_string(),
+                harness: t.harness.id().to_string(),
+                scope: t.scope,
+                project: t.project.clone(),
+                runtime: t.env.runtime_bin(),
+                files,
+                trust,
+                trust_config: old.and_then(|o| o.trust_config.clone()).or(trust_config),
+            })
+        }
+    }
+}
+
+fn pending(message: String) -> Option<TrustReport> {
+    Some(TrustReport { state: "pending".into(), message, problems: Vec::new() })
+}
+
+type TrustOut = (Option<TrustReport>, Vec<TrustRecord>, Option<TrustConfig>);
+
+/// Trusts exactly the hooks ovmem wrote for this target, as one more change of `tx`.
+fn trust_step(tx: &mut Tx, p: &TargetPlan, opts: Options) -> Result<TrustOut> {
+    let t = p.target;
+    let h = t.harness;
+    if opts.no_trust {
+        return Ok((pending(trust::manual_step(t)), Vec::new(), None));
+    }
+    let Ok(hooks_file) = t.location() else { return Ok((None, Vec::new(), None)) };
+    let commands: BTreeSet<String> = p
+        .files
+        .iter()
+        .filter(|f| f.path == hooks_file)
+        .filter_map(|f| f.edit.record.as_ref())
+        .flat_map(|r| r.entries.iter().flat_map(|e| e.commands.clone()))
+        .collect();
+    if commands.is_empty() {
+        return Ok((None, Vec::new(), None));
+    }
+    let Some(binary) = h.detect(t.env).binary else {
+        let msg = format!(
+            "`{}` is not on PATH, so ovmem could not trust its hooks. {}",
+            h.manifest.binaries[0],
+            trust::manual_step(t)
+        );
+        return Ok((pending(msg), Vec::new(), None));
+    };
+    let real_hooks = fsx::resolve_in(&hooks_file, t.root())?;
+    let mut pend = match trust::prepare(t, &binary, &real_hooks, &commands) {
+        Ok(x) => x,
+        Err(e) if e.downcast_ref::<interrupt::Interrupted>().is_some() => return Err(e),
+        Err(e) => return Ok((pending(format!("trusting failed: {e:#}. {}", trust::manual_step(t))), Vec::new(), None)),
+    };
+    let problems = std::mem::take(&mut pend.problems);
+    if pend.listed == 0 {
+        let msg = if t.scope == Scope::Project {
+            format!(
+                "{} lists no hooks for `{}`: it loads project hooks only in trusted projects. Trust the project in {} \
+                 (it asks on first start) and run `ovmem install` again; ovmem does not mark projects trusted for you",
+                h.manifest.name,
+                trust::cwd(t).display(),
+                h.manifest.name
+            )
+        } else {
+            format!("{} lists none of ovmem's hooks. {}", h.manifest.name, trust::manual_step(t))
+        };
+        let mut report = pending(msg).expect("a report");
+        report.problems = problems;
+        return Ok((Some(report), Vec::new(), None));
+    }
+    if pend.todo.is_empty() {
+        let report = TrustReport {
+            state: "already-trusted".into(),
+            message: format!("{} ovmem hook(s) already trusted in {}", pend.already, h.manifest.name),
+            problems,
+        };
+        return Ok((Some(report), Vec::new(), None));
+    }
+    // The trust records are one more edit, journaled like the rest.
+    let config = pend.config.clone();
+    let real = fsx::resolve_in(&config, None)?;
+    let before = fsx::read_opt(&real)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+    let editor = trust::Trust { path: config.clone(), records: pend.todo.clone() };
+    let edit = editor.edit(before.as_deref())?;
+    let mut fp = FilePlan {
+        path: config.clone(),
+        real: real.clone(),
+        before: before.clone(),
+        edit,
+        mode: Mode::Keep { new: 0o600 },
+        editor: Box::new(editor),
+        backups: Vec::new(),
+        backup_hash: None,
+        new_dirs: Vec::new(),
+    };
+    let mode_before = fsx::meta(&real).map(|m| m.mode);
+    let mut change = [Change {
+        path: real.clone(),
+        before: before.clone().map(String::into_bytes),
+        after: fp.edit.after.clone().map(String::into_bytes),
+        mode: fp.mode,
+        kind: Kind::Shared,
+        redo: Some(&mut fp),
+    }];
+    tx.apply(&mut change)?;
+    let (trusted, left) = trust::confirm(&mut pend, t, &real_hooks, &commands)?;
+    let records = pend.todo.clone();
+    let config_record = TrustConfig { path: config, before, mode: mode_before };
+    let report = if left == 0 {
+        TrustReport {
+            state: "trusted".into(),
+            message: format!("trusted {} ovmem hook(s) in {}", records.len().min(trusted), h.manifest.name),
+            problems,
+        }
+    } else {
+        TrustReport {
+            state: "pending".into(),
+            message: format!("{left} ovmem hook(s) still pending trust. {}", trust::manual_step(t)),
+            problems,
+        }
+    };
+    Ok((Some(report), records, Some(config_record)))
+}
+
+/// Used by status and check: ovmem's hooks of a target and whether they are trusted.
+pub fn trust_state(env: &Env, t: &Target, receipt: &Receipt) -> Option<String> {
+    let h = t.harness;
+    h.manifest.trust.as_ref()?;
+    let Some(binary) = h.detect(env).binary else {
+        return Some(format!("trust unknown: `{}` is not on PATH", h.manifest.binaries[0]));
+    };
+    Some(match trust::status(env, t, &binary, receipt) {
+        Ok((n, pending)) if pending.is_empty() && n > 0 => "trusted".to_string(),
+        Ok((_, pending)) if !pending.is_empty() => {
+            format!("trust pending ({} hook(s)); open `/hooks` in {}", pending.len(), h.manifest.name)
+        }
+        Ok(_) => format!("trust pending: {} lists none of ovmem's hooks (is the project trusted?)", h.manifest.name),
+        Err(e) => format!("trust unknown: {e:#}"),
+    })
+}

@@ -1,0 +1,434 @@
+//! Hook entries in a JSON/JSONC file under an events key (Claude Code, Codex, Cursor, Gemini
+//! CLI, TRAE CLI). Entries are either groups holding handlers (`{"matcher", "hooks": [...]}`) or
+//! flat handlers (Cursor). ovmem owns exactly the handlers whose command is its marker; in a
+//! group it shares with someone else's handlers, only its own handler is added or removed.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde_json::Value;
+
+use super::marker::{self, Owner};
+use super::plan::{Edit, Editor, TargetPlan};
+use super::{still_ours, Action, Desired, EntryNote, Options, Refused};
+use crate::edit::json::{Document, Node};
+use crate::fsx::journal::Mode;
+use crate::harness::Harness;
+use crate::receipt::{self, EmptyContainer, Entry, FileRecord};
+
+pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
+    let t = p.target;
+    let path = t.location()?;
+    let record = p.record(&path);
+    let ours = t.env.runtime_bin();
+    let desired = if install { t.desired()? } else { Vec::new() };
+    let editor: Box<dyn Editor> = if install {
+        Box::new(Install { harness: t.harness, path: path.clone(), desired, record, force: opts.force, ours })
+    } else {
+        Box::new(Uninstall { harness: t.harness, path: path.clone(), record, force: opts.force, ours })
+    };
+    p.file(path, Mode::Keep { new: 0o644 }, editor)
+}
+
+pub fn parse(path: &Path, text: &str) -> Result<Document> {
+    let doc =
+        Document::parse(text).map_err(|e| Refused::Unparseable { path: path.to_path_buf(), detail: e.to_string() })?;
+    if !doc.root.is_object() {
+        return Err(Refused::Unparseable {
+            path: path.to_path_buf(),
+            detail: "the top level is not a JSON object".into(),
+        }
+        .into());
+    }
+    Ok(doc)
+}
+
+fn err(e: crate::edit::json::ParseError) -> anyhow::Error {
+    anyhow::anyhow!("an edit produced invalid JSON ({e}); nothing was written")
+}
+
+/// Records the text inside the container at `path` when it is empty and not recorded yet.
+pub fn note_empty(doc: &Document, path: &[&str], empty: &mut Vec<EmptyContainer>) {
+    let key_path = path.join(".");
+    let Some(node) = doc.node_at(path) else { return };
+    let inner = doc.inner(node);
+    let is_empty = node.members().is_empty() && node.elements().is_empty();
+    if is_empty && !inner.is_empty() && !empty.iter().any(|e| e.key_path == key_path) {
+        empty.push(EmptyContainer { key_path, inner: inner.to_string() });
+    }
+}
+
+/// Gives an emptied container its old inner text back (when what is inside now is only blanks).
+pub fn restore_empty(doc: &mut Document, path: &[&str], empty: &[EmptyContainer]) -> Result<()> {
+    let key_path = path.join(".");
+    let Some(e) = empty.iter().find(|e| e.key_path == key_path) else { return Ok(()) };
+    let Some(node) = doc.node_at(path) else { return Ok(()) };
+    let blank = doc.inner(node).trim().is_empty();
+    if blank && node.members().is_empty() && node.elements().is_empty() {
+        doc.set_inner(path, &e.inner).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// The node of handler `slot` (see [`marker::handlers`]) inside entry node `el`.
+fn handler_node<'d>(el: &'d Node, slot: &Option<(String, usize)>) -> Option<&'d Node> {
+    match slot {
+        None => Some(el),
+        Some((k, i)) => el.member(k)?.elements().get(*i),
+    }
+}
+
+/// An ovmem handler found in an entry.
+struct Found {
+    slot: Option<(String, usize)>,
+    value: Value,
+    owner: Owner,
+}
+
+/// ovmem's handlers in entry `v` for `harness`/`event`, and the number of handlers it has.
+fn ours_in(v: &Value, harness: &str, event: &str, ours: &Path) -> (Vec<Found>, usize) {
+    let hs = marker::handlers(v);
+    let n = hs.len();
+    let found = hs
+        .into_iter()
+        .filter_map(|(slot, h)| {
+            let cmd = h.get("command")?.as_str()?;
+            let runtime = marker::hook_runtime(cmd, harness, Some(event))?;
+            Some(Found { slot, value: h.clone(), owner: marker::owner(&runtime, ours) })
+        })
+        .collect();
+    (found, n)
+}
+
+fn foreign(path: &Path, harness: &str, owner: &Owner) -> Option<Refused> {
+    match owner {
+        Owner::Other { runtime, home, live: true } => Some(Refused::Foreign {
+            path: path.to_path_buf(),
+            runtime: runtime.clone(),
+            home: home.clone(),
+            harness: harness.to_string(),
+        }),
+        _ => None,
+    }
+}
+
+fn push_unique(v: &mut Vec<String>, s: String) {
+    if !v.contains(&s) {
+        v.push(s);
+    }
+}
+
+/// Adds (or updates) ovmem's entries.
+pub struct Install {
+    pub harness: &'static Harness,
+    pub path: PathBuf,
+    pub desired: Vec<Desired>,
+    pub record: Option<FileRecord>,
+    pub force: bool,
+    pub ours: PathBuf,
+}
+
+impl Editor for Install {
+    fn edit(&self, text: Option<&str>) -> Result<Edit> {
+        let h = self.harness;
+        let record = self.record.as_ref();
+        let created = text.is_none() || record.is_some_and(|r| r.created);
+        let mut doc = parse(&self.path, text.unwrap_or("{}\n"))?;
+        let mut created_keys: Vec<String> = record.map(|r| r.created_keys.clone()).unwrap_or_default();
+        let mut empty: Vec<EmptyContainer> = record.map(|r| r.empty.clone()).unwrap_or_default();
+        let mut notes = Vec::new();
+        let mut entries = Vec::new();
+        for (k, v) in &h.manifest.root_defaults {
+            if doc.root.member(k).is_none() {
+                note_empty(&doc, &[], &mut empty);
+                doc.insert_member(&[], k, &serde_json::to_value(v)?).map_err(err)?;
+                push_unique(&mut created_keys, k.clone());
+            }
+        }
+        let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
+        match doc.root.member(key) {
+            None => {
+                note_empty(&doc, &[], &mut empty);
+                doc.insert_member(&[], key, &Value::Object(Default::default())).map_err(err)?;
+                push_unique(&mut created_keys, key.to_string());
+            }
+            Some(n) if !n.is_object() => {
+                return Err(Refused::Unparseable {
+                    path: self.path.clone(),
+                    detail: format!("`{key}` is not an object"),
+                }
+                .into());
+            }
+            Some(_) => {}
+        }
+        for d in &self.desired {
+            let event = d.event.as_str();
+            let value = d.value()?;
+            let want_handler =
+                marker::handlers(&value).first().map(|(_, hv)| (*hv).clone()).unwrap_or_else(|| value.clone());
+            let key_path = format!("{key}.{event}");
+            let rec = record.and_then(|r| r.entries.iter().find(|e| e.event == event));
+            let entry = |sha: String, commands: Vec<String>| Entry {
+                event: event.to_string(),
+                key_path: key_path.clone(),
+                sha256: sha,
+                handler: Some(receipt::hash_value(&want_handler)),
+                commands,
+            };
+            let Some(arr) = doc.node_at(&[key, event]).cloned() else {
+                note_empty(&doc, &[key], &mut empty);
+                doc.insert_member(&[key], event, &Value::Array(vec![value.clone()])).map_err(err)?;
+                push_unique(&mut created_keys, key_path.clone());
+                notes.push(EntryNote::new(event, Action::Added));
+                entries.push(entry(receipt::hash_value(&value), vec![d.command.clone()]));
+                continue;
+            };
+            if !arr.is_array() {
+                return Err(Refused::Unparseable {
+                    path: self.path.clone(),
+                    detail: format!("`{key_path}` is not an array"),
+                }
+                .into());
+            }
+            // ovmem's entries for this event: (index, value, its handlers, handler count).
+            let mut mine: Vec<(usize, Value, Vec<Found>, usize)> = Vec::new();
+            for (i, n) in arr.elements().iter().enumerate() {
+                let Some(v) = doc.value(n) else { continue };
+                let (found, count) = ours_in(&v, h.id(), event, &self.ours);
+                if found.is_empty() {
+                    continue;
+                }
+                if !self.force {
+                    if let Some(e) = found.iter().find_map(|f| foreign(&self.path, h.id(), &f.owner)) {
+                        return Err(e.into());
+                    }
+                }
+                mine.push((i, v, found, count));
+            }
+            let Some((first, current, found, count)) = mine.first().map(|m| (m.0, m.1.clone(), &m.2, m.3)) else {
+                note_empty(&doc, &[key, event], &mut empty);
+                doc.push_element(&[key, event], &value).map_err(err)?;
+                notes.push(EntryNote::new(event, Action::Added));
+                entries.push(entry(receipt::hash_value(&value), vec![d.command.clone()]));
+                continue;
+            };
+            let found_first = found.first().map(|f| (f.slot.clone(), f.value.clone(), f.owner.clone())).expect("found");
+            let took_over = match &found_first.2 {
+                Owner::Other { runtime, .. } => Some(format!("took over from `{}`", runtime.display())),
+                Owner::Us => None,
+            };
+            // Exact copies of ovmem's entry (a copied config) are dropped.
+            for (i, v, _, _) in mine.iter().skip(1).rev() {
+                if *v == current || *v == value {
+                    doc.remove_child(&[key, event], *i).map_err(err)?;
+                }
+            }
+            let el = doc.node_at(&[key, event]).expect("array").elements()[first].clone();
+            if current == value {
+                notes.push(EntryNote::new(event, Action::Unchanged));
+                entries.push(entry(receipt::hash_value(&value), vec![d.command.clone()]));
+            } else if count == 1 {
+                if took_over.is_some()
+                    || still_ours(self.force, rec.map(|r| r.sha256.as_str()), &receipt::hash_value(&current))
+                {
+                    doc.replace_value(&el, &value).map_err(err)?;
+                    notes.push(EntryNote { event: event.into(), action: Action::Updated, detail: took_over });
+                    entries.push(entry(receipt::hash_value(&value), vec![d.command.clone()]));
+                } else {
+                    notes.push(EntryNote::with(
+                        event,
+                        Action::UserEdited,
+                        "ovmem's entry was edited since install; left as it is (--force replaces it)",
+                    ));
+                    let sha = rec.map(|r| r.sha256.clone()).unwrap_or_else(|| receipt::hash_value(&current));
+                    entries.push(entry(sha, Vec::new()));
+                }
+            } else {
+                // A group shared with other handlers: only ovmem's handler is ovmem's business.
+                let (slot, have, _) = found_first;
+                let recorded = rec.and_then(|r| r.handler.as_deref());
+                if have == want_handler {
+                    notes.push(EntryNote::new(event, Action::Unchanged));
+                } else if took_over.is_some() || still_ours(self.force, recorded, &receipt::hash_value(&have)) {
+                    let node = handler_node(&el, &slot).expect("handler").clone();
+                    doc.replace_value(&node, &want_handler).map_err(err)?;
+                    notes.push(EntryNote { event: event.into(), action: Action::Updated, detail: took_over });
+                } else {
+                    notes.push(EntryNote::with(
+                        event,
+                        Action::UserEdited,
+                        "ovmem's hook was edited since install; left as it is (--force replaces it)",
+                    ));
+                    let sha = receipt::hash_value(
+                        &doc.value(doc.node_at(&[key, event]).expect("array").elements().get(first).expect("entry"))
+                            .unwrap_or_default(),
+                    );
+                    entries.push(Entry { commands: Vec::new(), ..entry(sha, Vec::new()) });
+                    continue;
+                }
+                let now = doc.node_at(&[key, event]).expect("array").elements()[first].clone();
+                let sha = receipt::hash_value(&doc.value(&now).unwrap_or_default());
+                entries.push(entry(sha, vec![d.command.clone()]));
+            }
+        }
+        Ok(Edit {
+            after: Some(doc.finish()),
+            record: Some(FileRecord {
+                path: self.path.clone(),
+                format: "json".into(),
+                created,
+                created_dirs: record.map(|r| r.created_dirs.clone()).unwrap_or_default(),
+                created_keys,
+                entries,
+                backup_hash: record.and_then(|r| r.backup_hash.clone()),
+                empty,
+            }),
+            notes,
+            warnings: Vec::new(),
+        })
+    }
+}
+
+/// Removes ovmem's entries, and the keys and file ovmem created once they are empty.
+pub struct Uninstall {
+    pub harness: &'static Harness,
+    pub path: PathBuf,
+    pub record: Option<FileRecord>,
+    pub force: bool,
+    pub ours: PathBuf,
+}
+
+impl Editor for Uninstall {
+    fn edit(&self, text: Option<&str>) -> Result<Edit> {
+        let Some(text) = text else { return Ok(Edit::keep(None)) };
+        let h = self.harness;
+        let record = self.record.as_ref();
+        let mut doc = parse(&self.path, text)?;
+        let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
+        let mut notes = Vec::new();
+        let mut warnings = Vec::new();
+        let mut emptied = Vec::new();
+        // Hooks of other ovmem homes left in place: (home, its runtime exists) -> events.
+        let mut left: std::collections::BTreeMap<(PathBuf, bool), Vec<String>> = Default::default();
+        let events: Vec<String> =
+            doc.node_at(&[key]).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
+        for event in events {
+            let Some(arr) = doc.node_at(&[key, &event]).cloned() else { continue };
+            let rec = record.and_then(|r| r.entries.iter().find(|e| e.event == event));
+            let mut removed_any = false;
+            for (i, n) in arr.elements().iter().enumerate().rev() {
+                let Some(v) = doc.value(n) else { continue };
+                let (found, count) = ours_in(&v, h.id(), &event, &self.ours);
+                if found.is_empty() {
+                    continue;
+                }
+                let mut mine = Vec::new();
+                for f in found {
+                    match &f.owner {
+                        Owner::Other { home, live, .. } if !self.force => {
+                            let e = left.entry((home.clone(), *live)).or_default();
+                            if !e.contains(&event) {
+                                e.push(event.clone());
+                            }
+                        }
+                        _ => mine.push(f),
+                    }
+                }
+                if mine.is_empty() {
+                    continue;
+                }
+                let dead = mine.iter().all(|f| matches!(f.owner, Owner::Other { .. }));
+                if mine.len() == count {
+                    if dead || still_ours(self.force, rec.map(|r| r.sha256.as_str()), &receipt::hash_value(&v)) {
+                        doc.remove_child(&[key, &event], i).map_err(err)?;
+                        removed_any = true;
+                        notes.push(EntryNote::new(&event, Action::Removed));
+                    } else {
+                        notes.push(EntryNote::with(
+                            &event,
+                            Action::UserEdited,
+                            "edited since install; left in place (--force removes it)",
+                        ));
+                    }
+                    continue;
+                }
+                // A group shared with other handlers: only ovmem's handlers go.
+                for f in mine.iter().rev() {
+                    let ok = matches!(f.owner, Owner::Other { .. })
+                        || still_ours(
+                            self.force,
+                            rec.and_then(|r| r.handler.as_deref()),
+                            &receipt::hash_value(&f.value),
+                        );
+                    if !ok {
+                        notes.push(EntryNote::with(
+                            &event,
+                            Action::UserEdited,
+                            "edited since install; left in place (--force removes it)",
+                        ));
+                        continue;
+                    }
+                    let Some((k, idx)) = &f.slot else { continue };
+                    let el = doc.node_at(&[key, &event]).expect("array").elements()[i].clone();
+                    let container = el.member(k).expect("handler array").clone();
+                    doc.remove_child_of(&container, *idx).map_err(err)?;
+                    notes.push(EntryNote::new(&event, Action::Removed));
+                }
+            }
+            if removed_any && doc.node_at(&[key, &event]).is_some_and(|a| a.elements().is_empty()) {
+                emptied.push(event);
+            }
+        }
+        for ((home, live), events) in left {
+            warnings.push(if live {
+                format!(
+                    "`{}`: the hooks of another ovmem home (`{}`) were left in place ({}); remove them with \
+                     `OVMEM_HOME={} ovmem uninstall --harness {} --yes`",
+                    self.path.display(),
+                    home.display(),
+                    events.join(", "),
+                    home.display(),
+                    h.id()
+                )
+            } else {
+                format!(
+                    "`{}`: the hooks of an ovmem home that no longer exists (`{}`) were left in place ({}); they \
+                     fail on every run: `ovmem uninstall --harness {} --yes --force` removes them",
+                    self.path.display(),
+                    home.display(),
+                    events.join(", "),
+                    h.id()
+                )
+            });
+        }
+        let created_keys: &[String] = record.map(|r| r.created_keys.as_slice()).unwrap_or(&[]);
+        let empty: &[EmptyContainer] = record.map(|r| r.empty.as_slice()).unwrap_or(&[]);
+        for event in emptied {
+            if created_keys.contains(&format!("{key}.{event}")) {
+                let idx = doc.member_index(&[key], &event).expect("member");
+                doc.remove_child(&[key], idx).map_err(err)?;
+            } else {
+                restore_empty(&mut doc, &[key, &event], empty)?;
+            }
+        }
+        let events_empty = doc.node_at(&[key]).is_some_and(|n| n.members().is_empty());
+        if events_empty && created_keys.iter().any(|k| k == key) {
+            let idx = doc.member_index(&[], key).expect("member");
+            doc.remove_child(&[], idx).map_err(err)?;
+        } else if events_empty {
+            restore_empty(&mut doc, &[key], empty)?;
+        }
+        // Keys ovmem added at the top (Cursor's `version`) go too: the file returns to its bytes.
+        for k in h.manifest.root_defaults.keys() {
+            if created_keys.contains(k) {
+                if let Some(idx) = doc.member_index(&[], k) {
+                    doc.remove_child(&[], idx).map_err(err)?;
+                }
+            }
+        }
+        restore_empty(&mut doc, &[], empty)?;
+        let created = record.is_some_and(|r| r.created);
+        let after = if created && doc.root.members().is_empty() { None } else { Some(doc.finish()) };
+        Ok(Edit { after, record: None, notes, warnings })
+    }
+}

@@ -1,0 +1,334 @@
+//! Step 2 of the pipeline: a pure plan. For each file of a target, an [`Editor`] turns the
+//! file's current text into the text it should hold (and the receipt record that says what ovmem
+//! put there); backups and directories follow from that. Nothing is written here: `--dry-run`
+//! prints this plan, and the apply step writes exactly it (re-running an editor only when another
+//! program rewrote its file meanwhile).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::{json_hooks, mcp, repair, script_dir, trust, EntryNote, FileReport, Options, Refused, Target, Verb};
+use crate::fsx::{self, journal};
+use crate::harness::InstallKind;
+use crate::receipt::{self, FileRecord, Receipt};
+
+/// Computes a file's new text from its current text (`None`: the file does not exist).
+pub trait Editor {
+    fn edit(&self, current: Option<&str>) -> Result<Edit>;
+}
+
+/// What an editor made of a file.
+#[derive(Debug, Default, Clone)]
+pub struct Edit {
+    /// The new text; `None` deletes the file (or keeps it absent).
+    pub after: Option<String>,
+    /// What ovmem owns in the file afterwards (for the receipt).
+    pub record: Option<FileRecord>,
+    pub notes: Vec<EntryNote>,
+    pub warnings: Vec<String>,
+}
+
+impl Edit {
+    /// The file is left exactly as it is.
+    pub fn keep(current: Option<&str>) -> Self {
+        Self { after: current.map(String::from), ..Self::default() }
+    }
+}
+
+/// A backup beside a shared file: its bytes now and after.
+#[derive(Debug, Clone)]
+pub struct Backup {
+    pub path: PathBuf,
+    pub before: Option<Vec<u8>>,
+    pub after: Option<Vec<u8>>,
+}
+
+/// One shared file of a target, planned.
+pub struct FilePlan {
+    /// As the manifest names it (reports, receipts).
+    pub path: PathBuf,
+    /// Where writes go: `path` with every symlink followed.
+    pub real: PathBuf,
+    pub before: Option<String>,
+    pub edit: Edit,
+    pub mode: journal::Mode,
+    pub editor: Box<dyn Editor>,
+    pub backups: Vec<Backup>,
+    /// Hash of the `.bak` this plan writes.
+    pub backup_hash: Option<String>,
+    /// Directories writing the file creates, outermost first.
+    pub new_dirs: Vec<PathBuf>,
+}
+
+impl FilePlan {
+    pub fn changed(&self) -> bool {
+        self.before != self.edit.after
+            || matches!(self.mode, journal::Mode::Set(m) if fsx::meta(&self.real).is_some_and(|x| x.mode != m))
+    }
+
+    pub fn report(&self, with_diff: bool) -> FileReport {
+        FileReport {
+            path: self.path.clone(),
+            change: change_kind(self.before.as_deref(), self.edit.after.as_deref()),
+            entries: self.edit.notes.clone(),
+            diff: if with_diff { diff(&self.path, self.before.as_deref(), self.edit.after.as_deref()) } else { None },
+            backups: self
+                .backups
+                .iter()
+                .filter(|b| b.after.is_some() && b.before != b.after)
+                .map(|b| b.path.clone())
+                .collect(),
+        }
+    }
+}
+
+/// Runs `editor` on `bytes` (what `real` held). A file that does not parse may be caught in the
+/// middle of another program's in-place write: it is read again until it parses or stays the
+/// same for a while (then it really is broken, and refused).
+fn edit_settled(
+    path: &Path,
+    real: &Path,
+    editor: &dyn Editor,
+    bytes: Option<Vec<u8>>,
+) -> Result<(Option<String>, Edit)> {
+    let mut bytes = bytes;
+    let mut since = std::time::Instant::now();
+    for _ in 0..1000 {
+        let attempt = bytes.as_deref().map(|b| utf8(path, b)).transpose().and_then(|t| {
+            let e = editor.edit(t.as_deref())?;
+            Ok((t, e))
+        });
+        match attempt {
+            Err(e) if e.downcast_ref::<Refused>().is_some_and(|r| matches!(r, Refused::Unparseable { .. })) => {
+                // An empty file is most likely truncated by a writer that was descheduled.
+                let settle = if bytes.as_deref().is_some_and(<[u8]>::is_empty) { 3000 } else { 300 };
+                if since.elapsed() >= std::time::Duration::from_millis(settle) {
+                    return Err(e);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                let again = fsx::read_opt(real)?;
+                if again != bytes {
+                    since = std::time::Instant::now();
+                }
+                bytes = again;
+            }
+            other => return other,
+        }
+    }
+    anyhow::bail!("`{}` kept changing while ovmem read it; nothing was changed, try again", path.display())
+}
+
+impl journal::Redo for FilePlan {
+    fn redo(&mut self, current: Option<&[u8]>, over_ours: bool) -> Result<Option<Vec<u8>>> {
+        let (text, mut edit) = edit_settled(&self.path, &self.real, self.editor.as_ref(), current.map(<[u8]>::to_vec))?;
+        if over_ours {
+            // `current` holds ovmem's own first edit: what that edit created is still ovmem's,
+            // and what it did is what this run did.
+            if let (Some(new), Some(old)) = (edit.record.as_mut(), self.edit.record.as_ref()) {
+                new.created |= old.created;
+                for k in &old.created_keys {
+                    if !new.created_keys.contains(k) {
+                        new.created_keys.push(k.clone());
+                    }
+                }
+                for e in &old.empty {
+                    if !new.empty.iter().any(|x| x.key_path == e.key_path) {
+                        new.empty.push(e.clone());
+                    }
+                }
+            }
+            edit.notes = std::mem::take(&mut self.edit.notes);
+        } else {
+            self.before = text;
+        }
+        self.edit = edit;
+        Ok(self.edit.after.clone().map(String::into_bytes))
+    }
+}
+
+/// Everything one target's install, uninstall or repair would do.
+pub struct TargetPlan<'t> {
+    pub target: &'t Target<'t>,
+    pub verb: Verb,
+    /// The receipt on disk.
+    pub old: Option<Receipt>,
+    /// What the editors worked from: the receipt, or one rebuilt from markers and backups.
+    pub base: Option<Receipt>,
+    pub files: Vec<FilePlan>,
+    pub warnings: Vec<String>,
+}
+
+fn utf8(path: &Path, b: &[u8]) -> Result<String> {
+    String::from_utf8(b.to_vec())
+        .map_err(|_| Refused::Unparseable { path: path.to_path_buf(), detail: "it is not UTF-8 text".into() }.into())
+}
+
+/// Reads a file of `t` as text (confined to the project at project scope).
+pub fn read_text(t: &Target, path: &Path) -> Result<(PathBuf, Option<String>)> {
+    let real = fsx::resolve_in(path, t.root())?;
+    let text = fsx::read_opt(&real)?.map(|b| utf8(path, &b)).transpose()?;
+    Ok((real, text))
+}
+
+/// Plans one file: reads it (confined to `root`), runs the editor.
+pub fn file_plan(path: PathBuf, root: Option<&Path>, mode: journal::Mode, editor: Box<dyn Editor>) -> Result<FilePlan> {
+    let real = fsx::resolve_in(&path, root)?;
+    let (before, edit) = edit_settled(&path, &real, editor.as_ref(), fsx::read_opt(&real)?)?;
+    let new_dirs = match (&before, &edit.after) {
+        (None, Some(_)) => fsx::missing_dirs(real.parent().unwrap_or(Path::new("/"))),
+        _ => Vec::new(),
+    };
+    Ok(FilePlan { path, real, before, edit, mode, editor, backups: Vec::new(), backup_hash: None, new_dirs })
+}
+
+impl<'t> TargetPlan<'t> {
+    /// Plans one more file of this target.
+    pub fn file(&mut self, path: PathBuf, mode: journal::Mode, editor: Box<dyn Editor>) -> Result<()> {
+        self.files.push(file_plan(path, self.target.root(), mode, editor)?);
+        Ok(())
+    }
+
+    /// The base receipt's record of `path`.
+    pub fn record(&self, path: &Path) -> Option<FileRecord> {
+        self.base.as_ref().and_then(|r| r.file(path)).cloned()
+    }
+}
+
+/// Plans `verb` for `t`.
+pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPlan<'t>> {
+    let old = match receipt::load(&t.receipt_path()) {
+        Ok(r) => r,
+        Err(e) if verb == Verb::Repair && e.downcast_ref::<receipt::Damaged>().is_some() => None,
+        Err(e) => match e.downcast::<receipt::Damaged>() {
+            Ok(mut d) => {
+                d.project = t.project.as_ref().map(|p| format!(" --project {}", p.display())).unwrap_or_default();
+                return Err(d.into());
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    let base = match (&old, verb) {
+        (Some(r), Verb::Install | Verb::Uninstall) => Some(r.clone()),
+        _ => repair::rebuild(t)?,
+    };
+    let mut p = TargetPlan { target: t, verb, old, base, files: Vec::new(), warnings: Vec::new() };
+    if verb == Verb::Repair {
+        return Ok(p);
+    }
+    let install = verb == Verb::Install;
+    match t.harness.manifest.kind {
+        InstallKind::JsonHooks => json_hooks::plan(&mut p, install, opts)?,
+        InstallKind::ScriptDir => script_dir::plan(&mut p, install, opts)?,
+    }
+    mcp::plan(&mut p, install, opts)?;
+    if !install {
+        trust::plan_untrust(&mut p)?;
+    }
+    for f in &p.files {
+        if f.changed() && f.before.is_some() {
+            if let Some(m) = fsx::meta(&f.real).filter(|m| m.mode & 0o222 == 0) {
+                if !opts.force {
+                    return Err(Refused::ReadOnly { path: f.path.clone(), mode: m.mode }.into());
+                }
+                p.warnings.push(format!(
+                    "`{}` is read-only (mode {:03o}); edited anyway because of --force, and its mode kept",
+                    f.path.display(),
+                    m.mode
+                ));
+            }
+        }
+    }
+    let records: Vec<Option<FileRecord>> = p.files.iter().map(|f| p.record(&f.path)).collect();
+    for (f, rec) in p.files.iter_mut().zip(records) {
+        let w = plan_backups(f, rec.as_ref(), verb);
+        p.warnings.extend(w);
+    }
+    Ok(p)
+}
+
+/// A backup path ovmem may use: absent, or a regular file (never a link or anything else a
+/// project could plant there).
+fn backup_slot(path: &Path) -> Option<Option<Vec<u8>>> {
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Some(None),
+        Ok(m) if m.is_file() => fsx::read_opt(path).ok(),
+        Ok(_) => None,
+    }
+}
+
+/// `<file>.ovmem.bak` is the file as it was before ovmem first changed it (only for files ovmem
+/// did not create); `<file>.bak` the file before the latest change, unless that name holds a file
+/// ovmem did not write. Once uninstall gives a file back exactly, both go.
+pub fn plan_backups(f: &mut FilePlan, rec: Option<&FileRecord>, verb: Verb) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let Some(before) = f.before.clone() else { return warnings };
+    if f.edit.after.as_deref() == Some(before.as_str()) {
+        return warnings;
+    }
+    let pristine_path = fsx::sibling(&f.real, ".ovmem.bak");
+    let bak_path = fsx::sibling(&f.real, ".bak");
+    let (Some(pristine), Some(bak)) = (backup_slot(&pristine_path), backup_slot(&bak_path)) else {
+        warnings.push(format!(
+            "`{}` or its `.bak` is not a regular file, so no backup of `{}` was made",
+            pristine_path.display(),
+            f.path.display()
+        ));
+        return warnings;
+    };
+    let bak_ours = match &bak {
+        None => true,
+        Some(b) => {
+            rec.and_then(|r| r.backup_hash.as_deref()).is_some_and(|h| h == fsx::sha256_hex(b))
+                || pristine.as_deref() == Some(&b[..])
+        }
+    };
+    let restored = verb == Verb::Uninstall
+        && (f.edit.after.is_none()
+            || pristine.as_deref().is_some_and(|p| Some(p) == f.edit.after.as_deref().map(str::as_bytes)));
+    if restored {
+        if pristine.is_some() {
+            f.backups.push(Backup { path: pristine_path, before: pristine, after: None });
+        }
+        if bak_ours && bak.is_some() {
+            f.backups.push(Backup { path: bak_path, before: bak, after: None });
+        }
+        return warnings;
+    }
+    let created = rec.is_some_and(|r| r.created);
+    if pristine.is_none() && !created {
+        f.backups.push(Backup { path: pristine_path.clone(), before: None, after: Some(before.clone().into_bytes()) });
+    }
+    if bak_ours {
+        f.backup_hash = Some(fsx::sha256_hex(before.as_bytes()));
+        f.backups.push(Backup { path: bak_path, before: bak, after: Some(before.into_bytes()) });
+    } else {
+        warnings.push(format!(
+            "`{}` exists and was not written by ovmem, so it was left alone (the pristine copy is `{}`)",
+            bak_path.display(),
+            pristine_path.display()
+        ));
+    }
+    warnings
+}
+
+pub fn change_kind(before: Option<&str>, after: Option<&str>) -> &'static str {
+    match (before, after) {
+        (None, Some(_)) => "created",
+        (Some(_), None) => "deleted",
+        (Some(a), Some(b)) if a != b => "modified",
+        _ => "unchanged",
+    }
+}
+
+/// A unified diff of one file, as `--dry-run` prints it.
+pub fn diff(path: &Path, before: Option<&str>, after: Option<&str>) -> Option<String> {
+    if before == after {
+        return None;
+    }
+    let name = path.display().to_string();
+    let d = similar::TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""));
+    let old_name = if before.is_some() { format!("a{name}") } else { "/dev/null".into() };
+    let new_name = if after.is_some() { format!("b{name}") } else { "/dev/null".into() };
+    Some(d.unified_diff().context_radius(3).header(&old_name, &new_name).to_string())
+}

@@ -1,0 +1,210 @@
+//! A receipt rebuilt from what is on disk, for when the real one is lost (`rm -rf ~/.ovmem`, a
+//! second `OVMEM_HOME`) or damaged: ovmem's entries are found by exact marker, and the pristine
+//! `.ovmem.bak` copy beside each file says what was there before ovmem (no copy: ovmem created the
+//! file). That is enough for uninstall to give back the original bytes. Used by `ovmem repair`,
+//! and by install and uninstall whenever no receipt exists.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::json_hooks::parse;
+use super::marker::{self, Owner};
+use super::mcp::NAME as MCP_NAME;
+use super::plan::read_text;
+use super::script_dir::script_runtime;
+use super::Target;
+use crate::edit::json::Document;
+use crate::fsx;
+use crate::harness::InstallKind;
+use crate::receipt::{self, EmptyContainer, Entry, FileRecord, Receipt};
+
+/// The pristine copy of `real`, parsed, when there is one.
+fn pristine(real: &Path) -> Option<Document> {
+    let p = fsx::sibling(real, ".ovmem.bak");
+    if !std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let text = String::from_utf8(fsx::read_opt(&p).ok()??).ok()?;
+    Document::parse(&text).ok()
+}
+
+/// Keys (dotted paths) present in `now` that `before` lacks, and containers empty in `before`
+/// with their inner text.
+fn diff_keys(now: &Document, before: Option<&Document>, paths: &[Vec<&str>]) -> (Vec<String>, Vec<EmptyContainer>) {
+    let mut created = Vec::new();
+    let mut empty = Vec::new();
+    for p in paths {
+        if now.node_at(p).is_none() {
+            continue;
+        }
+        match before.and_then(|b| b.node_at(p).map(|n| (b, n))) {
+            None => created.push(p.join(".")),
+            Some((b, n)) => {
+                let inner = b.inner(n);
+                if n.members().is_empty()
+                    && n.elements().is_empty()
+                    && (n.is_object() || n.is_array())
+                    && !inner.is_empty()
+                {
+                    empty.push(EmptyContainer { key_path: p.join("."), inner: inner.to_string() });
+                }
+            }
+        }
+    }
+    if let Some(b) = before {
+        let inner = b.inner(&b.root);
+        if b.root.members().is_empty() && !inner.is_empty() {
+            empty.push(EmptyContainer { key_path: String::new(), inner: inner.to_string() });
+        }
+    }
+    (created, empty)
+}
+
+fn json_record(
+    path: &Path,
+    doc: &Document,
+    before: Option<&Document>,
+    entries: Vec<Entry>,
+    keys: &[Vec<&str>],
+) -> FileRecord {
+    let (created_keys, empty) = diff_keys(doc, before, keys);
+    FileRecord {
+        path: path.to_path_buf(),
+        format: "json".into(),
+        created: before.is_none(),
+        created_dirs: Vec::new(),
+        created_keys,
+        entries,
+        backup_hash: None,
+        empty,
+    }
+}
+
+/// ovmem's entries of `t` on disk, as a receipt; `None` when there are none.
+pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
+    let ours = t.env.runtime_bin();
+    let id = t.harness.id();
+    let m = &t.harness.manifest;
+    let mut files = Vec::new();
+    match m.kind {
+        InstallKind::JsonHooks => {
+            let path = t.location()?;
+            let (real, text) = read_text(t, &path)?;
+            if let Some(text) = text {
+                let doc = parse(&path, &text)?;
+                let key = m.events_key.as_deref().unwrap_or("hooks");
+                let mut entries = Vec::new();
+                let mut keys: Vec<Vec<&str>> = vec![vec![key]];
+                let events: Vec<String> = doc
+                    .node_at(&[key])
+                    .map(|n| n.members().iter().map(|x| x.key.clone()).collect())
+                    .unwrap_or_default();
+                for event in &events {
+                    let Some(arr) = doc.node_at(&[key, event]) else { continue };
+                    for el in arr.elements() {
+                        let Some(v) = doc.value(el) else { continue };
+                        let found = marker::handlers(&v).into_iter().find_map(|(_, h)| {
+                            let cmd = h.get("command")?.as_str()?;
+                            let r = marker::hook_runtime(cmd, id, Some(event))?;
+                            (marker::owner(&r, &ours) == Owner::Us).then(|| (cmd.to_string(), h.clone()))
+                        });
+                        if let Some((cmd, handler)) = found {
+                            entries.push(Entry {
+                                event: event.clone(),
+                                key_path: format!("{key}.{event}"),
+                                sha256: receipt::hash_value(&v),
+                                handler: Some(receipt::hash_value(&handler)),
+                                commands: vec![cmd],
+                            });
+                            break;
+                        }
+                    }
+                }
+                if !entries.is_empty() {
+                    let before = pristine(&real);
+                    for e in &entries {
+                        keys.push(vec![key, e.event.as_str()]);
+                    }
+                    for k in m.root_defaults.keys() {
+                        keys.push(vec![k.as_str()]);
+                    }
+                    let keys: Vec<Vec<&str>> = keys.iter().map(|k| k.iter().map(|s| &s[..]).collect()).collect();
+                    let mut rec = json_record(&path, &doc, before.as_ref(), entries.clone(), &keys);
+                    // Event keys that were there before but empty keep that text; the others ovmem made.
+                    rec.created_keys.sort();
+                    rec.created_keys.dedup();
+                    files.push(rec);
+                }
+            }
+        }
+        InstallKind::ScriptDir => {
+            let dirs: Vec<PathBuf> = std::iter::once(t.location()?).chain(t.fallback()?.map(|f| f.0)).collect();
+            for d in dirs {
+                for hook in &m.hooks {
+                    let path = d.join(&hook.event);
+                    let (_, text) = read_text(t, &path)?;
+                    let Some(text) = text else { continue };
+                    let Some(r) = script_runtime(&text, id, &hook.event) else { continue };
+                    if marker::owner(&r, &ours) != Owner::Us {
+                        continue;
+                    }
+                    files.push(FileRecord {
+                        path: path.clone(),
+                        format: "script".into(),
+                        created: true,
+                        created_dirs: Vec::new(),
+                        created_keys: Vec::new(),
+                        entries: vec![Entry {
+                            event: hook.event.clone(),
+                            key_path: hook.event.clone(),
+                            sha256: fsx::sha256_hex(text.as_bytes()),
+                            handler: None,
+                            commands: vec![marker::command(&ours, id, &hook.event)],
+                        }],
+                        backup_hash: None,
+                        empty: Vec::new(),
+                    });
+                }
+            }
+        }
+    }
+    if let (Some(path), Some(key)) = (t.mcp_file()?, m.mcp_key.as_deref()) {
+        let (real, text) = read_text(t, &path)?;
+        if let Some(text) = text {
+            let doc = parse(&path, &text)?;
+            let keys: Vec<&str> = key.split('.').collect();
+            let mut full = keys.clone();
+            full.push(MCP_NAME);
+            let value = doc.node_at(&full).and_then(|n| doc.value(n));
+            let mine =
+                value.as_ref().and_then(marker::mcp_runtime).is_some_and(|r| marker::owner(&r, &ours) == Owner::Us);
+            if let (true, Some(v)) = (mine, value) {
+                let before = pristine(&real);
+                let paths: Vec<Vec<&str>> = (0..keys.len()).map(|i| keys[..=i].to_vec()).collect();
+                let entry = Entry {
+                    event: "mcp".into(),
+                    key_path: format!("{key}.{MCP_NAME}"),
+                    sha256: receipt::hash_value(&v),
+                    handler: None,
+                    commands: Vec::new(),
+                };
+                files.push(json_record(&path, &doc, before.as_ref(), vec![entry], &paths));
+            }
+        }
+    }
+    if files.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Receipt {
+        schema: receipt::SCHEMA,
+        ovmem_version: env!("CARGO_PKG_VERSION").to_string(),
+        harness: id.to_string(),
+        scope: t.scope,
+        project: t.project.clone(),
+        runtime: ours,
+        files,
+        trust: Vec::new(),
+        trust_config: None,
+    }))
+}

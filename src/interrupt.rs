@@ -1,0 +1,59 @@
+//! Ctrl-C, SIGTERM and SIGHUP during a change: the first one only raises a flag, which the
+//! transaction checks between steps and answers by rolling back; a second one ends the process at
+//! once (the journal then rolls back at the next run).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+struct Flags {
+    raised: Arc<AtomicBool>,
+    signal: Arc<AtomicUsize>,
+}
+
+static FLAGS: OnceLock<Flags> = OnceLock::new();
+
+/// The process was asked to stop; what was under way was rolled back.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted by {name}; every file was put back as it was")]
+pub struct Interrupted {
+    pub signal: i32,
+    pub name: &'static str,
+}
+
+impl Interrupted {
+    /// The conventional exit code: 128 + the signal number.
+    pub fn exit_code(&self) -> i32 {
+        128 + self.signal
+    }
+}
+
+/// Starts catching the signals (idempotent).
+pub fn arm() {
+    FLAGS.get_or_init(|| {
+        let raised = Arc::new(AtomicBool::new(false));
+        let signal = Arc::new(AtomicUsize::new(0));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+            // The second signal (the flag is already up) terminates; the first raises the flag.
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&raised));
+            let _ = signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize);
+            let _ = signal_hook::flag::register(sig, Arc::clone(&raised));
+        }
+        Flags { raised, signal }
+    });
+}
+
+/// `Err(Interrupted)` once a signal came in.
+pub fn check() -> Result<(), Interrupted> {
+    let Some(f) = FLAGS.get() else { return Ok(()) };
+    if !f.raised.load(Ordering::SeqCst) {
+        return Ok(());
+    }
+    let signal = f.signal.load(Ordering::SeqCst) as i32;
+    let name = match signal {
+        signal_hook::consts::SIGINT => "SIGINT (Ctrl-C)",
+        signal_hook::consts::SIGTERM => "SIGTERM",
+        signal_hook::consts::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    };
+    Err(Interrupted { signal, name })
+}

@@ -1,0 +1,141 @@
+//! A throwaway home for running the built binary as a user would (never the real `$HOME`).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+pub struct Home {
+    pub tmp: tempfile::TempDir,
+}
+
+/// What a tree holds: path -> (bytes, mode) for files, `None` for directories, the target for
+/// symlinks.
+pub type Tree = BTreeMap<PathBuf, Entry>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    File(Vec<u8>, u32),
+    Dir,
+    Link(PathBuf),
+}
+
+impl Default for Home {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Home {
+    pub fn new() -> Self {
+        Self { tmp: tempfile::tempdir().unwrap() }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    pub fn put(&self, rel: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(OVMEM);
+        c.args(args)
+            .env_clear()
+            .env("HOME", self.path())
+            .env("PATH", "/usr/bin:/bin")
+            .env("NO_COLOR", "1")
+            .current_dir(self.path())
+            .stdin(Stdio::null());
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    pub fn ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert!(out.status.success(), "ovmem {args:?} exited {:?}:\n{}", out.status.code(), stderr(&out));
+        out
+    }
+
+    pub fn tree(&self) -> Tree {
+        tree(self.path())
+    }
+
+    pub fn fixture(harness: &str, name: &str) -> Vec<u8> {
+        std::fs::read(Path::new(FIXTURES).join(harness).join(name)).unwrap()
+    }
+}
+
+pub fn tree(root: &Path) -> Tree {
+    fn walk(dir: &Path, out: &mut Tree) {
+        let mut es: Vec<_> = std::fs::read_dir(dir).into_iter().flatten().flatten().collect();
+        es.sort_by_key(|e| e.path());
+        for e in es {
+            let p = e.path();
+            let meta = std::fs::symlink_metadata(&p).unwrap();
+            if meta.file_type().is_symlink() {
+                out.insert(p.clone(), Entry::Link(std::fs::read_link(&p).unwrap()));
+            } else if meta.is_dir() {
+                out.insert(p.clone(), Entry::Dir);
+                walk(&p, out);
+            } else if meta.is_file() {
+                out.insert(p.clone(), Entry::File(std::fs::read(&p).unwrap(), meta.permissions().mode() & 0o7777));
+            }
+        }
+    }
+    let mut m = BTreeMap::new();
+    walk(root, &mut m);
+    m
+}
+
+/// Where two trees differ, for a readable failure.
+pub fn tree_diff(a: &Tree, b: &Tree) -> Vec<String> {
+    let mut out = Vec::new();
+    for (p, e) in a {
+        match b.get(p) {
+            None => out.push(format!("gone: {}", p.display())),
+            Some(x) if x != e => out.push(format!("changed: {}", p.display())),
+            _ => {}
+        }
+    }
+    for p in b.keys().filter(|p| !a.contains_key(*p)) {
+        out.push(format!("new: {}", p.display()));
+    }
+    out
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A small deterministic generator for random moments (seed printed on failure).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn from_time() -> Self {
+        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+        Self(seed | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}

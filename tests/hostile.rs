@@ -1,0 +1,189 @@
+//! A project is untrusted input: what a repository commits (symlinks out of the tree, devices,
+//! FIFOs, huge files, programs named like the harnesses) must never make ovmem write, move, read
+//! or run anything outside it.
+
+mod common;
+
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{stderr, Entry, Home};
+
+/// `<home>/work/repo`, a git checkout.
+fn repo(home: &Home) -> PathBuf {
+    let p = home.path().join("work/repo");
+    std::fs::create_dir_all(p.join(".git")).unwrap();
+    p
+}
+
+fn mkdirs(p: &Path) {
+    std::fs::create_dir_all(p).unwrap();
+}
+
+#[test]
+fn committed_symlinks_out_of_the_project_are_never_written_through() {
+    let home = Home::new();
+    let proj = repo(&home);
+    // A hook file linked to the victim's shell profile (which does not exist yet).
+    mkdirs(&proj.join(".clinerules/hooks"));
+    symlink("../../../../.bash_profile", proj.join(".clinerules/hooks/TaskStart")).unwrap();
+    // A settings file linked to one of the victim's files, with hooks ovmem would recognise.
+    let victim = home.put(
+        "victim.json",
+        b"{\n  \"hooks\": {\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"my-backup\"}]}]\n  }\n}\n",
+    );
+    mkdirs(&proj.join(".claude"));
+    symlink("../../../victim.json", proj.join(".claude/settings.json")).unwrap();
+    // A whole config directory linked to the victim's.
+    let cursor = home.put(".cursor/hooks.json", b"{\"version\": 1, \"hooks\": {}}\n");
+    symlink("../../.cursor", proj.join(".cursor")).unwrap();
+    // An absolute link.
+    let secret = home.put("secret.json", b"{}\n");
+    mkdirs(&proj.join(".gemini"));
+    symlink(&secret, proj.join(".gemini/settings.json")).unwrap();
+    let outside = |home: &Home| -> Vec<(PathBuf, Option<Entry>)> {
+        [home.path().join(".bash_profile"), victim.clone(), cursor.clone(), secret.clone()]
+            .into_iter()
+            .map(|p| {
+                let e = home.tree().get(&p).cloned();
+                (p, e)
+            })
+            .collect()
+    };
+    let before = outside(&home);
+    let p = proj.to_str().unwrap();
+
+    let out = home.run(&["install", "--harness", "claude-code,cursor,cline,codex,gemini-cli", "--project", p]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for link in [".clinerules/hooks/TaskStart", ".claude/settings.json", ".cursor/hooks.json", ".gemini/settings.json"]
+    {
+        assert!(err.contains(&proj.join(link).display().to_string()), "{link} not named: {err}");
+    }
+    assert!(err.contains("outside the project"), "{err}");
+    assert_eq!(outside(&home), before, "a file outside the project was touched");
+    assert!(!home.path().join(".bash_profile").exists());
+    // Harnesses without such links still install.
+    assert!(std::fs::read_to_string(proj.join(".codex/hooks.json")).unwrap().contains("hook codex Stop"));
+
+    // The same for uninstall, even with ovmem-looking entries in the victim's files.
+    let bin = home.path().join(".ovmem/bin/ovmem");
+    let tempting = format!(
+        "{{\"hooks\": {{\"Stop\": [{{\"hooks\": [{{\"type\": \"command\", \"command\": \"{} hook claude-code Stop\"}}]}}]}}}}\n",
+        bin.display()
+    );
+    std::fs::write(&victim, &tempting).unwrap();
+    let out = home.run(&["uninstall", "--project", p, "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), tempting);
+    assert!(!home.path().join(".bash_profile").exists());
+    assert!(!proj.join(".codex/hooks.json").exists(), "the project's own files are still uninstalled");
+
+    // check (the CI gate) reports the links and reads nothing through them.
+    let out = home.run(&["check", "--project", p, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["errors"].to_string().contains("outside the project"), "{v}");
+}
+
+#[test]
+fn migrate_never_moves_what_a_committed_symlink_points_to() {
+    let home = Home::new();
+    let proj = repo(&home);
+    let ssh = home.path().join(".ssh");
+    mkdirs(&ssh);
+    std::fs::write(ssh.join("id_ed25519"), "PRIVATE KEY").unwrap();
+    let hooks = proj.join(".clinerules/hooks");
+    mkdirs(&hooks);
+    std::fs::write(
+        hooks.join("TaskComplete"),
+        "#!/usr/bin/env python3\nfrom lib.hooks_impl import main_task_complete\nmain_task_complete()\n",
+    )
+    .unwrap();
+    // Hindsight keeps its code in `lib/` beside the hooks: here a committed link to ~/.ssh.
+    symlink(&ssh, hooks.join("lib")).unwrap();
+    // Backups on another filesystem, where a move is a copy: nothing may be followed there either.
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let out = home
+        .cmd(&["migrate", "--project", proj.to_str().unwrap(), "--yes"])
+        .env("OVMEM_HOME", shm.path().join("ovmem"))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("symlink") && err.contains("lib"), "the skipped link is reported: {err}");
+    assert_eq!(std::fs::read_to_string(ssh.join("id_ed25519")).unwrap(), "PRIVATE KEY");
+    assert!(std::fs::symlink_metadata(hooks.join("lib")).unwrap().file_type().is_symlink(), "the link stays");
+    // The legacy hook itself went to the backup, and ovmem's replaced it.
+    assert!(std::fs::read_to_string(hooks.join("TaskComplete")).unwrap().contains("hook cline TaskComplete"));
+    let moved: Vec<PathBuf> = common::tree(&shm.path().join("ovmem/backups")).into_keys().collect();
+    assert!(moved.iter().any(|p| p.ends_with("TaskComplete")), "{moved:?}");
+    assert!(!moved.iter().any(|p| p.to_string_lossy().contains("id_ed25519")), "{moved:?}");
+}
+
+#[test]
+fn check_on_a_project_reads_only_regular_files_and_never_hangs() {
+    let home = Home::new();
+    let proj = repo(&home);
+    mkdirs(&proj.join(".claude"));
+    symlink("/dev/zero", proj.join(".claude/settings.json")).unwrap();
+    mkdirs(&proj.join(".cursor"));
+    let fifo = std::ffi::CString::new(proj.join(".cursor/hooks.json").to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    mkdirs(&proj.join(".codex"));
+    let big = std::fs::File::create(proj.join(".codex/hooks.json")).unwrap();
+    big.set_len(200 << 20).unwrap();
+    mkdirs(&proj.join(".gemini/settings.json"));
+    for args in [
+        vec!["check", "--project", proj.to_str().unwrap(), "--format", "json"],
+        vec!["install", "--harness", "claude-code,cursor,codex,gemini-cli", "--project", proj.to_str().unwrap()],
+        vec!["migrate", "--project", proj.to_str().unwrap(), "--yes"],
+    ] {
+        let mut child = home.cmd(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let t = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            assert!(t.elapsed() < Duration::from_secs(20), "{args:?} hangs");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        for bad in [".claude/settings.json", ".cursor/hooks.json", ".codex/hooks.json"] {
+            assert!(text.contains(bad), "{args:?}: {bad} not reported: {text}");
+        }
+        assert!(text.contains("outside the project") || text.contains("not a regular file"), "{text}");
+    }
+    assert_eq!(std::fs::metadata(proj.join(".codex/hooks.json")).unwrap().len(), 200 << 20);
+}
+
+#[test]
+fn nothing_on_an_empty_or_relative_path_element_is_ever_run() {
+    let home = Home::new();
+    let proj = repo(&home);
+    let marker = home.path().join("PWNED");
+    let trap = format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\n", marker.display());
+    mkdirs(&proj.join("bin"));
+    for name in ["claude", "codex", "cursor-agent", "cursor", "cline", "gemini", "trae-cli", "traecli", "node", "env"] {
+        for dir in [proj.clone(), proj.join("bin")] {
+            let p = dir.join(name);
+            std::fs::write(&p, &trap).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    // Empty elements (leading, trailing, doubled), `.`, and relative ones.
+    let path = ":.::bin:/usr/bin:/bin:";
+    let run = |args: &[&str]| home.cmd(args).env("PATH", path).current_dir(&proj).output().unwrap();
+    let out = run(&["status"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("not detected"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(run(&["install", "--harness", "claude-code,codex,trae-cli"]).status.success());
+    assert!(run(&["install", "--harness", "codex", "--project", "."]).status.success());
+    let _ = run(&["check"]);
+    let _ = run(&["check", "--project", "."]);
+    assert!(run(&["status", "--project", "."]).status.success());
+    assert!(run(&["uninstall", "--yes"]).status.success());
+    assert!(!marker.exists(), "ran: {}", std::fs::read_to_string(&marker).unwrap_or_default());
+}
