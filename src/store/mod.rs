@@ -191,6 +191,18 @@ pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
+/// Characters of a candidate's prompt and of its reply read when candidates are reranked.
+const RERANK_TEXT: usize = 4000;
+
+/// The largest char boundary of `s` at or below `i`.
+fn floor_char(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
 /// Secrets and `<private>` spans never reach the database, whoever writes.
 fn scrub(s: &str) -> std::borrow::Cow<'_, str> {
     crate::redact::scrub(s)
@@ -262,10 +274,20 @@ impl Store {
     }
 
     fn with_connection(conn: Connection, busy: Duration) -> Result<Self> {
+        // A hook process lives a few milliseconds: SQLite's lookaside pool (120 KB touched up
+        // front) costs it more in page faults than it saves in allocations.
+        // SAFETY: the handle is valid and has no lookaside memory outstanding yet.
+        unsafe {
+            rusqlite::ffi::sqlite3_db_config(
+                conn.handle(),
+                rusqlite::ffi::SQLITE_DBCONFIG_LOOKASIDE,
+                std::ptr::null_mut::<std::ffi::c_void>(),
+                0i32,
+                0i32,
+            );
+        }
         conn.busy_timeout(busy)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        conn.pragma_update(None, "mmap_size", 4i64 << 30)?;
-        conn.pragma_update(None, "foreign_keys", false)?;
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA mmap_size = 4294967296")?;
         Ok(Self { conn: std::mem::ManuallyDrop::new(conn), skip_close: false, busy })
     }
 
@@ -691,7 +713,12 @@ impl Store {
             .iter()
             .zip(&lens)
             .map(|((s, m), dl)| {
-                let fields = [text::analyse(&m.prompt), text::analyse(&m.reply), text::analyse(&m.topic)];
+                // A long reply is judged on its beginning: enough for wording and proximity, and
+                // a recall over long chats stays fast.
+                fn head(s: &str) -> &str {
+                    &s[..floor_char(s, RERANK_TEXT)]
+                }
+                let fields = [text::analyse(head(&m.prompt)), text::analyse(head(&m.reply)), text::analyse(&m.topic)];
                 let (extra, bits) = rank::complete(&q, &fields, *dl, avgdl);
                 Candidate {
                     doc: m.id,

@@ -29,7 +29,7 @@ const STRONG_UNTIL: f32 = 0.02;
 /// The parts of an identifier matched whole weigh this much of a word.
 const PART: f32 = 0.3;
 /// Candidates reranked on their text.
-pub const RERANK: usize = 60;
+pub const RERANK: usize = 30;
 /// How much covering the whole question and having its words close together count at rerank.
 const COVERAGE: f32 = 0.3;
 const PROXIMITY: f32 = 0.3;
@@ -417,23 +417,27 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
     // `switch`, `instead`, …), answers a good part of the question, and shares an identifier of
     // the question or half of it with the earlier one, and some of its wording.
     let mut superseded_by: HashMap<usize, usize> = HashMap::default();
+    let mut revising: Vec<Option<bool>> = vec![None; candidates.len()];
     for (ai, (a, _)) in scored.iter().enumerate() {
         for (b, _) in scored.iter().skip(ai + 1) {
             let (ca, cb) = (&candidates[*a], &candidates[*b]);
             let (older, newer) = if (ca.created_at, ca.doc) < (cb.created_at, cb.doc) { (*a, *b) } else { (*b, *a) };
             let shared = ca.matched & cb.matched;
             let on_shared = coverage(q, shared);
-            let overlap = jaccard(&sets[*a], &sets[*b]);
-            let restates = on_shared >= 0.5
-                && on_shared >= 0.85 * coverage(q, ca.matched).max(coverage(q, cb.matched))
-                && overlap >= 0.5;
             let strong_shared = q.terms.iter().enumerate().any(|(i, t)| t.strong && shared & (1 << i) != 0);
             let cn = &candidates[newer];
-            let revision = revises(&cn.fields)
-                && coverage(q, cn.matched) >= 0.4
-                && (strong_shared || on_shared >= 0.5)
-                && overlap >= 0.12;
-            if restates || revision {
+            // The cheap tests first; the wording is compared only for pairs that pass them.
+            let may_restate =
+                on_shared >= 0.5 && on_shared >= 0.85 * coverage(q, ca.matched).max(coverage(q, cb.matched));
+            let may_revise =
+                coverage(q, cn.matched) >= 0.4 && (strong_shared || on_shared >= 0.5) && {
+                    *revising[newer].get_or_insert_with(|| revises(&cn.fields))
+                };
+            if !may_restate && !may_revise {
+                continue;
+            }
+            let overlap = jaccard(&sets[*a], &sets[*b]);
+            if may_restate && overlap >= 0.5 || may_revise && overlap >= 0.12 {
                 superseded_by.entry(older).or_insert(newer);
             }
         }
