@@ -30,7 +30,8 @@ pub struct Config {
     pub min_prompt_chars: usize,
     /// Virtual memory URI schemes local file tools may not open.
     pub uri_schemes: Vec<String>,
-    /// Longest stored memory, in characters.
+    /// Longest prompt or reply stored, in characters: turns are stored whole; this only stops a
+    /// pasted log or dump from filling the store (the cut is marked).
     pub max_memory_chars: usize,
     /// Hook deadline in milliseconds; past it the hook answers with a no-op.
     pub deadline_ms: u64,
@@ -50,7 +51,7 @@ impl Default for Config {
             recall_limit: 5,
             min_prompt_chars: 5,
             uri_schemes: vec!["viking://".into(), "ovmem://".into()],
-            max_memory_chars: 4000,
+            max_memory_chars: 100_000,
             deadline_ms: 4000,
             guard_deadline_ms: 1500,
             backend: crate::backend::BackendConfig::default(),

@@ -210,3 +210,23 @@ fn import_keeps_dates_and_banks_and_is_batched() {
     assert!(ctx.contains("2026-") || ctx.contains("2025-"), "dates come from the import: {ctx}");
     let _ = Path::new(OVMEM);
 }
+
+#[test]
+fn a_long_turn_is_stored_whole_and_found_by_its_last_words() {
+    let lab = Lab::new();
+    let filler = "The parser walks the token stream and builds the tree one node at a time. ".repeat(150);
+    let reply = format!("{filler} Finally: the cache eviction threshold is 7300 entries (KITE-88).");
+    assert!(reply.len() > 9000);
+    lab.turn("long", "Walk me through the parser and the cache", &reply);
+    for i in 0..20 {
+        lab.turn(&format!("o{i}"), &format!("Unrelated question {i} about the deploy script"), "Answered.");
+    }
+    let ctx = lab.ask("What is the cache eviction threshold?", 5);
+    let first = items(&ctx).first().copied().unwrap_or_default();
+    assert!(first.contains("7300 entries (KITE-88)"), "the passage around the match is shown: {ctx}");
+    assert!(ctx.chars().count() <= 9500);
+    let (out, _) = lab.run(&["memory", "list", "--json", "--limit", "100"], b"", &[]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let stored = v.as_array().unwrap().iter().find(|m| m["session"] == "long").unwrap();
+    assert_eq!(stored["reply"].as_str().unwrap(), reply, "the whole reply is stored");
+}

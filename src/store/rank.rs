@@ -429,10 +429,9 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
             // The cheap tests first; the wording is compared only for pairs that pass them.
             let may_restate =
                 on_shared >= 0.5 && on_shared >= 0.85 * coverage(q, ca.matched).max(coverage(q, cb.matched));
-            let may_revise =
-                coverage(q, cn.matched) >= 0.4 && (strong_shared || on_shared >= 0.5) && {
-                    *revising[newer].get_or_insert_with(|| revises(&cn.fields))
-                };
+            let may_revise = coverage(q, cn.matched) >= 0.4 && (strong_shared || on_shared >= 0.5) && {
+                *revising[newer].get_or_insert_with(|| revises(&cn.fields))
+            };
             if !may_restate && !may_revise {
                 continue;
             }
