@@ -17,7 +17,8 @@ pub mod wire;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -71,37 +72,20 @@ pub fn main(args: &[String]) -> i32 {
     let guard_event = adapter.events.get(native) == Some(&Canonical::PreTool);
     let deadline = Duration::from_millis(if guard_event { cfg.guard_deadline_ms } else { cfg.deadline_ms });
 
+    // The work runs on this thread; a watchdog thread only sleeps until the deadline. Whichever
+    // answers first answers (the `answered` flag): past the deadline the watchdog spools what the
+    // hook took on, prints the no-op and ends the process.
     let pending: Pending = Arc::new(Mutex::new(None));
-    let (tx, rx) = mpsc::channel();
+    let answered = Arc::new(AtomicBool::new(false));
     {
-        let adapter = adapter.clone();
-        let native = native.to_string();
+        let (pending, answered) = (pending.clone(), answered.clone());
         let env = env.clone();
-        let cfg = cfg.clone();
-        let pending = pending.clone();
+        let (harness, native, noop) = (harness_id.to_string(), native.to_string(), encode::noop(&adapter, native));
         std::thread::spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run(env.as_ref(), &cfg, &adapter, &native, deadline, &pending)
-            }));
-            let _ = tx.send(result.unwrap_or_else(|p| {
-                let msg =
-                    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
-                Err(anyhow::anyhow!("panic: {}", msg.unwrap_or_default()))
-            }));
-        });
-    }
-    let out = match rx.recv_timeout(deadline) {
-        Ok(Ok((outcome, note))) => {
-            if let Some(n) = note {
-                log(env.as_ref(), harness_id, native, "info", &n, started);
+            std::thread::sleep(deadline);
+            if answered.swap(true, Ordering::SeqCst) {
+                return;
             }
-            encode::encode(&adapter, native, &outcome)
-        }
-        Ok(Err(e)) => {
-            log(env.as_ref(), harness_id, native, "error", &format!("{e:#}"), started);
-            encode::noop(&adapter, native)
-        }
-        Err(_) => {
             let spooled = take_pending(&pending).map(|item| match env.as_ref() {
                 Some(env) => spool::write(env, &item).map(|_| item.kind),
                 None => Err(anyhow::anyhow!("HOME is not set")),
@@ -112,7 +96,33 @@ pub fn main(args: &[String]) -> i32 {
                 None => String::new(),
             };
             let msg = format!("deadline of {} ms passed; answered with a no-op{what}", deadline.as_millis());
-            log(env.as_ref(), harness_id, native, "error", &msg, started);
+            log(env.as_ref(), &harness, &native, "error", &msg, started);
+            print_and_flush(&noop);
+            std::process::exit(0);
+        });
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run(env.as_ref(), &cfg, &adapter, native, deadline, &pending)
+    }))
+    .unwrap_or_else(|p| {
+        let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+        Err(anyhow::anyhow!("panic: {}", msg.unwrap_or_default()))
+    });
+    if answered.swap(true, Ordering::SeqCst) {
+        // The watchdog answered already and is ending the process.
+        loop {
+            std::thread::park();
+        }
+    }
+    let out = match result {
+        Ok((outcome, note)) => {
+            if let Some(n) = note {
+                log(env.as_ref(), harness_id, native, "info", &n, started);
+            }
+            encode::encode(&adapter, native, &outcome)
+        }
+        Err(e) => {
+            log(env.as_ref(), harness_id, native, "error", &format!("{e:#}"), started);
             encode::noop(&adapter, native)
         }
     };
@@ -319,10 +329,11 @@ impl Ctx<'_> {
         let Some(prompt) = self.event.prompt.as_deref() else { return Ok((Outcome::default(), None)) };
         let clean = capture::clean(prompt, self.cfg.max_memory_chars);
         let bank = self.bank();
+        let store = self.open();
         if !clean.is_empty() {
             let item = Spooled::prompt(&bank, &self.event.harness, &self.event.session, &clean, self.at());
             set_pending(self.pending, Some(item.clone()));
-            let buffered = self.open().and_then(|s| {
+            let buffered = store.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).and_then(|s| {
                 s.buffer_prompt_item(&item.id, &self.event.session, &bank, &self.event.harness, &clean, item.taken_at)
             });
             set_pending(self.pending, None);
@@ -335,7 +346,7 @@ impl Ctx<'_> {
             return Ok((Outcome::default(), None));
         }
         let k = self.cfg.recall_limit;
-        let hits = self.open()?.recall(&bank, &clean, k)?;
+        let hits = store?.recall(&bank, &clean, k)?;
         let from_server = self.link().and_then(|link| {
             let (rbank, _) = self.target(link);
             let budget = self.budget(link.settings.recall_budget);

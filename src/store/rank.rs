@@ -30,6 +30,8 @@ const STRONG_UNTIL: f32 = 0.02;
 const PART: f32 = 0.3;
 /// Candidates reranked on their text.
 pub const RERANK: usize = 30;
+/// How much naming what the question names counts (see `entities`).
+const ENTITY: f32 = 0.3;
 /// How much covering the whole question and having its words close together count at rerank.
 const COVERAGE: f32 = 0.3;
 const PROXIMITY: f32 = 0.3;
@@ -197,7 +199,7 @@ pub fn bm25(query: &Query, lists: &[Vec<Posting>], avgdl: f32, keep: usize) -> V
             got += mass[bits.trailing_zeros() as usize];
             bits &= bits - 1;
         }
-        let key = score * (1.0 - FIRST_COVERAGE + FIRST_COVERAGE * got / total_mass);
+        let key = score * (1.0 - FIRST_COVERAGE + FIRST_COVERAGE * got / total_mass) * entity_factor(query, matched);
         if top.len() < keep {
             top.push(Keyed { key, s: Scored { doc, score, matched } });
         } else if top.peek().is_some_and(|w| key > w.key) {
@@ -308,6 +310,32 @@ pub struct Ranked {
     pub with: Vec<i64>,
 }
 
+/// How much of the question's named things (its identifiers and numbers, weighted by IDF) a
+/// memory has: 1 when the question names none. A question that names `billing-api` is about
+/// billing-api, and a memory about another service's availability answers it less well than one
+/// about billing-api's.
+fn entities(q: &Query, matched: u32) -> f32 {
+    let (mut got, mut total) = (0.0, 0.0);
+    for (i, t) in q.terms.iter().enumerate() {
+        if t.strong && t.concept > 0.0 {
+            total += t.concept;
+            if matched & (1 << i) != 0 {
+                got += t.concept;
+            }
+        }
+    }
+    if total == 0.0 {
+        1.0
+    } else {
+        got / total
+    }
+}
+
+/// A memory's weight for naming (or not) what the question names.
+fn entity_factor(q: &Query, matched: u32) -> f32 {
+    1.0 - ENTITY + ENTITY * entities(q, matched)
+}
+
 /// Share of the query's weight (IDF x strength) a memory covers.
 fn coverage(q: &Query, matched: u32) -> f32 {
     let total = q.concepts();
@@ -403,7 +431,11 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
             let prox = proximity(q, &c.fields);
             let age_days = ((now - c.created_at).max(0) as f32) / 86_400.0;
             let recency = 1.0 + RECENCY * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS);
-            let s = (c.bm25 / top_bm25) * (1.0 - COVERAGE + COVERAGE * cov) * (1.0 + PROXIMITY * prox) * recency;
+            let s = (c.bm25 / top_bm25)
+                * (1.0 - COVERAGE + COVERAGE * cov)
+                * (1.0 + PROXIMITY * prox)
+                * entity_factor(q, c.matched)
+                * recency;
             (i, s)
         })
         .collect();
