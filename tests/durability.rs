@@ -3,14 +3,15 @@
 //! database. Every turn ends up stored exactly once, with its prompt and its reply (spooled
 //! items are stored at the next session start, and replaying them twice changes nothing).
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+use common::OVMEM;
 
 struct Lab {
     _tmp: tempfile::TempDir,
@@ -54,23 +55,8 @@ impl Lab {
 }
 
 fn hook(home: &Path, proj: &Path, event: &str, stdin: Value, env: &[(&str, &str)]) -> (String, i32, Duration) {
-    let started = Instant::now();
-    let mut c = Command::new(OVMEM);
-    c.args(["hook", "claude-code", event])
-        .env_clear()
-        .env("HOME", home)
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(proj)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let mut child = c.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(stdin.to_string().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    (String::from_utf8_lossy(&out.stdout).trim().to_string(), out.status.code().unwrap_or(-1), started.elapsed())
+    let r = common::run_in(home, proj, &["hook", "claude-code", event], stdin.to_string().as_bytes(), env);
+    (r.out, r.code, r.took)
 }
 
 fn prompt(proj: &Path, session: &str, text: &str) -> Value {

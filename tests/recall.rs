@@ -4,13 +4,12 @@
 //! arrive within the harness's context limit, a later decision ranks before the one it reverses
 //! (which is marked), and a short follow-up turn is found and shown with its session's topic.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod common;
+
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
 const DAY: i64 = 86_400;
 const NOW: i64 = 1_795_000_000;
 
@@ -31,27 +30,8 @@ impl Lab {
     }
 
     fn run(&self, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> (String, i32) {
-        let mut c = Command::new(OVMEM);
-        c.args(args)
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("PATH", "/usr/bin:/bin")
-            .current_dir(&self.proj)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        let mut child = c.spawn().unwrap();
-        let mut input = child.stdin.take().unwrap();
-        let bytes = stdin.to_vec();
-        let writer = std::thread::spawn(move || {
-            let _ = input.write_all(&bytes);
-        });
-        let out = child.wait_with_output().unwrap();
-        writer.join().unwrap();
-        (String::from_utf8_lossy(&out.stdout).into_owned(), out.status.code().unwrap_or(-1))
+        let r = common::run_in(&self.home, &self.proj, args, stdin, env);
+        (r.out, r.code)
     }
 
     /// Imports memories (prompt, reply, age in days) into the project's bank.
@@ -208,7 +188,6 @@ fn import_keeps_dates_and_banks_and_is_batched() {
     assert_eq!(v[0]["bank"], format!("project:{}", lab.proj.display()));
     let ctx = lab.ask("retry policy for service s77", 1);
     assert!(ctx.contains("2026-") || ctx.contains("2025-"), "dates come from the import: {ctx}");
-    let _ = Path::new(OVMEM);
 }
 
 #[test]

@@ -431,36 +431,12 @@ pub fn bank_for(mode: BankMode, cwd: &Path, harness: &str, session: &str) -> Str
 
 pub use render::PREAMBLE;
 
-/// `YYYY-MM-DD` (UTC) from Unix seconds, without a date library.
-pub fn format_date(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
+/// `YYYY-MM-DD` (UTC) from Unix seconds.
+pub use crate::dates::date as format_date;
 
 /// Appends a JSON line (message scrubbed of secrets) to `$OVMEM_HOME/logs/hook.log`.
 fn log(env: Option<&Env>, harness: &str, event: &str, level: &str, msg: &str, started: Instant) {
     let Some(env) = env else { return };
     let line = logfile::line(level, harness, event, started.elapsed(), msg);
     logfile::append(&env.ovmem_home().join("logs"), &line, logfile::ROTATE_AT);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_are_civil_utc() {
-        assert_eq!(format_date(0), "1970-01-01");
-        assert_eq!(format_date(1_795_994_789), "2026-11-29");
-        assert_eq!(format_date(951_782_400), "2000-02-29");
-    }
 }

@@ -137,8 +137,7 @@ pub fn parse_time(v: &Value) -> Option<i64> {
             if let Ok(x) = s.parse::<f64>() {
                 return parse_time(&serde_json::json!(x));
             }
-            let t = humantime::parse_rfc3339_weak(s.trim_end_matches('Z')).ok()?;
-            t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() as i64
+            crate::dates::parse_iso8601(s)?
         }
         _ => return None,
     };

@@ -139,3 +139,42 @@ impl Rng {
         self.next() % n.max(1)
     }
 }
+
+/// What one run of the binary gave: stdout (trimmed), exit code, and how long it took.
+pub struct Ran {
+    pub out: String,
+    pub code: i32,
+    pub took: std::time::Duration,
+}
+
+/// Runs `ovmem ARGS` as a harness or a user would: a clean environment with `HOME` (plus `env`),
+/// `cwd` as the working directory, `stdin` fed in full (from another thread, so a large payload
+/// cannot deadlock against the child's output).
+pub fn run_in(home: &Path, cwd: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Ran {
+    use std::io::Write;
+    let started = std::time::Instant::now();
+    let mut child = Command::new(OVMEM)
+        .args(args)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", "/usr/bin:/bin")
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let bytes = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&bytes);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    Ran {
+        out: String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        code: out.status.code().unwrap_or(-1),
+        took: started.elapsed(),
+    }
+}
