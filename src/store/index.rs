@@ -241,13 +241,8 @@ pub fn remove(conn: &Connection, bank: i64, doc: i64, terms: &DocTerms) -> rusql
     Ok(())
 }
 
-/// A query term's posting list in one bank, with its document frequency.
-pub fn postings(conn: &Connection, bank: i64, term: i64, out: &mut Vec<Posting>) -> rusqlite::Result<u32> {
-    let df: Option<i64> = conn
-        .prepare_cached("SELECT df FROM terms WHERE bank_id = ?1 AND term_id = ?2")?
-        .query_row(params![bank, term], |r| r.get(0))
-        .optional()?;
-    let Some(df) = df.filter(|d| *d > 0) else { return Ok(0) };
+/// A term's posting list in one bank, appended to `out` in memory order.
+pub fn postings(conn: &Connection, bank: i64, term: i64, out: &mut Vec<Posting>) -> rusqlite::Result<()> {
     let mut stmt =
         conn.prepare_cached("SELECT data FROM postings WHERE bank_id = ?1 AND term_id = ?2 ORDER BY block")?;
     let mut rows = stmt.query(params![bank, term])?;
@@ -255,7 +250,7 @@ pub fn postings(conn: &Connection, bank: i64, term: i64, out: &mut Vec<Posting>)
         let data = row.get_ref(0)?.as_blob()?;
         decode_block(data, out);
     }
-    Ok(df as u32)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -309,10 +309,10 @@ impl Store {
         let deadline = Instant::now() + self.busy;
         loop {
             let attempt = (|| -> Result<T> {
-                self.conn.execute_batch("BEGIN IMMEDIATE")?;
+                self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
                 match f(&self.conn) {
                     Ok(v) => {
-                        self.conn.execute_batch("COMMIT")?;
+                        self.conn.prepare_cached("COMMIT")?.execute([])?;
                         Ok(v)
                     }
                     Err(e) => {
@@ -668,22 +668,24 @@ impl Store {
     /// The memories of `bank` most relevant to `query`, best first, at most `limit`.
     pub fn recall(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Hit>> {
         let c = &*self.conn;
-        let Some(bank_id) = Self::bank_id(c, bank, false)? else { return Ok(Vec::new()) };
-        let (docs, len): (i64, i64) = c
-            .prepare_cached("SELECT docs, len FROM banks WHERE id = ?1")?
-            .query_row([bank_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let bank_row: Option<(i64, i64, i64)> = c
+            .prepare_cached("SELECT id, docs, len FROM banks WHERE name = ?1")?
+            .query_row([bank], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        let Some((bank_id, docs, len)) = bank_row else { return Ok(Vec::new()) };
         if docs == 0 || limit == 0 {
             return Ok(Vec::new());
         }
         let mut q = Query::parse(query);
         let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
-        for t in &q.terms {
-            if let Some(id) = index::term_id(c, &t.text, false)? {
-                let df: Option<i64> = c
-                    .prepare_cached("SELECT df FROM terms WHERE bank_id = ?1 AND term_id = ?2")?
-                    .query_row(params![bank_id, id], |r| r.get(0))
-                    .optional()?;
-                if let Some(df) = df.filter(|d| *d > 0) {
+        {
+            let mut lookup = c.prepare_cached(
+                "SELECT v.id, t.df FROM vocab v JOIN terms t ON t.term_id = v.id AND t.bank_id = ?2 WHERE v.term = ?1",
+            )?;
+            for t in &q.terms {
+                let found: Option<(i64, i64)> =
+                    lookup.query_row(params![t.text, bank_id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+                if let Some((id, df)) = found.filter(|f| f.1 > 0) {
                     ids.insert(t.text.clone(), (id, df as u32));
                 }
             }
