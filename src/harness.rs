@@ -81,6 +81,10 @@ pub struct Manifest {
     /// name an `mcp_file`.
     pub mcp_template: Option<String>,
     pub mcp_key: Option<String>,
+    /// The format of the `mcp_file`: a JSON object of servers (default), or TOML tables
+    /// (`[mcp_servers.ovmem]`, Codex and TRAE CLI).
+    #[serde(default)]
+    pub mcp_format: McpFormat,
     pub project_scope_note: Option<String>,
     /// The largest `timeout` the harness accepts per event before it clamps it and warns (in the
     /// manifest's own unit); every hook's timeout must stay within it.
@@ -88,6 +92,17 @@ pub struct Manifest {
     pub timeout_caps: BTreeMap<String, u32>,
     pub scopes: Scopes,
     pub hooks: Vec<HookSpec>,
+}
+
+/// How the `ovmem` MCP server entry is written into a harness's `mcp_file`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum McpFormat {
+    /// A member of a JSON/JSONC object (`mcpServers.ovmem`).
+    #[default]
+    Json,
+    /// A TOML table (`[mcp_servers.ovmem]`), the template's JSON object written as TOML.
+    Toml,
 }
 
 #[derive(Debug, Clone, Deserialize)]
