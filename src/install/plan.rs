@@ -302,6 +302,11 @@ pub fn plan_backups(f: &mut FilePlan, rec: Option<&FileRecord>, verb: Verb) -> V
                 || pristine.as_deref() == Some(&b[..])
         }
     };
+    // A file ovmem only keeps trust records in has no file record and got no backups at install
+    // (the receipt holds its snapshot): uninstall makes none either.
+    if verb == Verb::Uninstall && rec.is_none() && pristine.is_none() {
+        return warnings;
+    }
     let restored = verb == Verb::Uninstall
         && (f.edit.after.is_none()
             || pristine.as_deref().is_some_and(|p| Some(p) == f.edit.after.as_deref().map(str::as_bytes)));
