@@ -90,6 +90,12 @@ pub struct Manifest {
     /// manifest's own unit); every hook's timeout must stay within it.
     #[serde(default)]
     pub timeout_caps: BTreeMap<String, u32>,
+    /// The unit of every timeout in the manifest and in the harness's entries.
+    #[serde(default)]
+    pub timeout_unit: TimeoutUnit,
+    /// What the harness allows a hook whose entry names no timeout (in `timeout_unit`): `ovmem
+    /// doctor` runs each hook under the timeout the harness would apply.
+    pub default_timeout: Option<u32>,
     pub scopes: Scopes,
     pub hooks: Vec<HookSpec>,
 }
@@ -103,6 +109,24 @@ pub enum McpFormat {
     Json,
     /// A TOML table (`[mcp_servers.ovmem]`), the template's JSON object written as TOML.
     Toml,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+pub enum TimeoutUnit {
+    #[default]
+    #[serde(rename = "s")]
+    Seconds,
+    #[serde(rename = "ms")]
+    Milliseconds,
+}
+
+impl TimeoutUnit {
+    pub fn duration(self, n: u64) -> std::time::Duration {
+        match self {
+            TimeoutUnit::Seconds => std::time::Duration::from_secs(n),
+            TimeoutUnit::Milliseconds => std::time::Duration::from_millis(n),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

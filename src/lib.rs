@@ -5,6 +5,7 @@ pub mod backend;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod doctor;
 pub mod edit;
 pub mod env;
 pub mod fsx;
