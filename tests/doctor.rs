@@ -403,3 +403,55 @@ fn an_untrusted_codex_hook_is_caught_with_the_real_app_server() {
     assert_eq!(v["targets"][0]["trust"]["state"], "trusted", "{v:#}");
     assert!(hooks(&v, "codex").iter().all(|h| h["trusted"] == true && h["status"] == "ok"), "{v:#}");
 }
+
+/// A project's files are untrusted input: a committed edit that still calls ovmem's hook is
+/// reported, never run.
+#[test]
+fn an_edited_project_hook_is_reported_and_not_run() {
+    let home = Home::new();
+    let proj = home.path().join("work/app");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    let p = proj.to_str().unwrap();
+    home.ok(&["install", "--harness", "claude-code,cline", "--project", p]);
+    let pwned = home.path().join("pwned");
+    let rt = runtime(&home);
+    edit_json(&home, "work/app/.claude/settings.json", |v| {
+        v["hooks"]["Stop"][0]["hooks"][0]["command"] =
+            format!("touch {}; {} hook claude-code Stop", pwned.display(), rt.display()).into();
+    });
+    let script = proj.join(".clinerules/hooks/TaskStart");
+    let text = std::fs::read_to_string(&script).unwrap();
+    std::fs::write(&script, text.replacen("exec ", &format!("touch {}\nexec ", pwned.display()), 1)).unwrap();
+    let (code, v) = doctor(&home, &["--project", p]);
+    assert_eq!(code, 1, "{v:#}");
+    assert!(!pwned.exists(), "the doctor ran a project's edited hook");
+    for (h, e) in [("claude-code", "Stop"), ("cline", "TaskStart")] {
+        let x = hook(&v, h, e);
+        assert_eq!(x["status"], "not-run", "{x:#}");
+        assert_eq!(x["owner"], "edited", "{x:#}");
+    }
+    assert_eq!(hook(&v, "cline", "TaskComplete")["status"], "ok");
+}
+
+/// At user scope, Cline's hook file is run as Cline runs it: the file itself, whatever it holds.
+#[test]
+fn an_edited_cline_hook_file_is_run_and_judged() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "cline"]);
+    let script = home.path().join("Documents/Cline/Hooks/UserPromptSubmit");
+    let text = std::fs::read_to_string(&script).unwrap();
+    std::fs::write(&script, text.replacen("exec ", "echo 'starting ovmem'\nexec ", 1)).unwrap();
+    let (code, v) = doctor(&home, &[]);
+    assert_eq!(code, 1, "{v:#}");
+    let x = hook(&v, "cline", "UserPromptSubmit");
+    assert_eq!((x["owner"].as_str(), x["status"].as_str()), (Some("edited"), Some("failed")), "{x:#}");
+    assert_eq!(x["command"], script.to_str().unwrap());
+    // A hook file that lost its executable bit fails as it would in Cline.
+    use std::os::unix::fs::PermissionsExt;
+    let start = home.path().join("Documents/Cline/Hooks/TaskStart");
+    std::fs::set_permissions(&start, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (_, v) = doctor(&home, &[]);
+    let x = hook(&v, "cline", "TaskStart");
+    assert_eq!(x["status"], "failed", "{x:#}");
+    assert!(x["problem"].as_str().unwrap().contains("Permission denied"), "{x:#}");
+}

@@ -165,6 +165,8 @@ pub fn find(t: &Target, receipt: Option<&Receipt>) -> Found {
     } else if kind == InstallKind::ScriptDir {
         let Ok(dir) = t.location() else { return f };
         let fallback = t.fallback().ok().flatten().map(|(d, _)| d);
+        let desired: Vec<(String, String)> =
+            t.desired().unwrap_or_default().into_iter().map(|d| (d.event, d.text)).collect();
         for hook in &h.manifest.hooks {
             let event = &hook.event;
             let before = f.hooks.len();
@@ -175,8 +177,10 @@ pub fn find(t: &Target, receipt: Option<&Receipt>) -> Found {
                 recorded |= rec;
                 let Some(text) = read(t, &path, &mut f.errors) else { continue };
                 let kind = match script_runtime(&text, h.id(), event) {
+                    // A file is ovmem's own only as ovmem writes it, every line of it.
                     Some(r) => match marker::owner(&r, &ours) {
-                        Owner::Us => Kind::Ours,
+                        Owner::Us if desired.iter().any(|(e, d)| e == event && *d == text) => Kind::Ours,
+                        Owner::Us => Kind::Edited,
                         Owner::Other { runtime, .. } => Kind::OtherRuntime(runtime),
                     },
                     // The file ovmem wrote there, edited since: still what the harness runs.

@@ -94,7 +94,8 @@ pub struct HookReport {
     /// `ovmem`, `edited` (a hand-edited command that still runs ovmem), `other-runtime`, or
     /// `missing` (recorded by install, gone from the file).
     pub owner: &'static str,
-    /// ok, failed, timed-out, untrusted, missing
+    /// ok, failed, timed-out, untrusted, missing, not-run (a project hook that is not ovmem's
+    /// exact one: project files are untrusted input)
     pub status: &'static str,
     pub timeout_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -347,6 +348,31 @@ fn check_target(
     let mut seen: BTreeMap<(PathBuf, String), usize> = BTreeMap::new();
     for hook in &list {
         *seen.entry((hook.file.clone(), hook.event.clone())).or_default() += 1;
+        if t.scope == Scope::Project && hook.kind != Kind::Ours {
+            // A project's files are untrusted input (a pull can change them): only ovmem's own
+            // exact hooks are run there.
+            let p = "not run: it is not ovmem's exact hook, and a project's files are untrusted input (check the \
+                     command by hand, or `ovmem install --project … --force` to put ovmem's back)";
+            out.problems.push(format!("{} {}: {p}", hook.event, hook.entry));
+            out.hooks.push(HookReport {
+                event: hook.event.clone(),
+                file: hook.file.clone(),
+                entry: hook.entry.clone(),
+                command: hook.run.shown(),
+                owner: owner_name(&hook.kind),
+                status: "not-run",
+                timeout_ms: ms(hook.timeout),
+                latency_ms: None,
+                exit_code: None,
+                output: None,
+                recalled: None,
+                captured: None,
+                trusted: None,
+                problem: Some(p.into()),
+                stderr: None,
+            });
+            continue;
+        }
         let kind = adapter.events.get(&hook.event).copied();
         let payload = sandbox::payload(&adapter, &hook.event, &session, &cwd, &prompt, &reply);
         let stdin = payload.to_string().into_bytes();
@@ -361,11 +387,7 @@ fn check_target(
             file: hook.file.clone(),
             entry: hook.entry.clone(),
             command: hook.run.shown(),
-            owner: match hook.kind {
-                Kind::Ours => "ovmem",
-                Kind::Edited => "edited",
-                Kind::OtherRuntime(_) => "other-runtime",
-            },
+            owner: owner_name(&hook.kind),
             status: "ok",
             timeout_ms: ms(hook.timeout),
             latency_ms: Some(ms(ran.elapsed)),
@@ -462,6 +484,14 @@ fn check_target(
     }
     out.mcp = mcp_state(t, r, sb, &cwd, &mut out.problems);
     out
+}
+
+fn owner_name(k: &Kind) -> &'static str {
+    match k {
+        Kind::Ours => "ovmem",
+        Kind::Edited => "edited",
+        Kind::OtherRuntime(_) => "other-runtime",
+    }
 }
 
 /// Exit code, timeout and output shape of one run: the problem, if it failed, and the text a
