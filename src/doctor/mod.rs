@@ -200,15 +200,10 @@ fn is_key_of(key: &str, h: &hooks::Hook) -> bool {
 }
 
 /// The order a session fires events in, so the stop hook finds the prompt the prompt hook buffered.
-fn order(kind: Option<Canonical>) -> u8 {
-    match kind {
-        Some(Canonical::SessionStart) => 0,
-        Some(Canonical::Prompt) => 1,
-        Some(Canonical::PreTool) => 2,
-        Some(Canonical::Stop) => 3,
-        Some(Canonical::SessionEnd) => 4,
-        None => 5,
-    }
+fn order(kind: Option<Canonical>) -> usize {
+    const SESSION: [Canonical; 5] =
+        [Canonical::SessionStart, Canonical::Prompt, Canonical::PreTool, Canonical::Stop, Canonical::SessionEnd];
+    SESSION.iter().position(|c| Some(*c) == kind).unwrap_or(SESSION.len())
 }
 
 /// Runs every check; `Err` only when the doctor cannot work at all (an unreadable config).
