@@ -149,7 +149,9 @@ fn print(env: &Env, r: &Report) {
         println!("{} {}: {}", p.red("error"), tilde(env, &e.file), e.error);
     }
     if r.ok {
-        eprintln!("{} every installed hook works", p.green("healthy:"));
+        if !r.targets.is_empty() {
+            eprintln!("{} every installed hook works", p.green("healthy:"));
+        }
     } else {
         eprintln!("\n{} problem(s), {} unreadable file(s)", r.problems, r.errors.len());
     }
