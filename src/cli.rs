@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 use crate::cmd::check::CheckArgs;
 use crate::cmd::demo::DemoArgs;
+use crate::cmd::doctor::DoctorArgs;
 use crate::cmd::install::InstallArgs;
 use crate::cmd::memory::MemoryCommand;
 use crate::cmd::migrate::MigrateArgs;
@@ -38,6 +39,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Find legacy, deprecated and duplicate memory integrations (a CI gate: exit 0 clean, 1 findings, 2 unreadable)
     Check(CheckArgs),
+    /// Run every installed hook as its harness would and report what works (exit 0 healthy, 1 problems, 2 unreadable)
+    Doctor(DoctorArgs),
     /// Replace legacy memory integrations (OpenViking, Hindsight, older ovmem) with ovmem
     Migrate(MigrateArgs),
     /// Rebuild a lost or damaged receipt from ovmem's entries and the `.ovmem.bak` backups
@@ -138,6 +141,10 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Check(a) => {
             let env = env_for(false, None)?;
             cmd::check::run(a, &env)
+        }
+        Command::Doctor(a) => {
+            let env = env_for(false, None)?;
+            cmd::doctor::run(a, &env)
         }
         Command::Status(a) => {
             let env = env_for(false, None)?;

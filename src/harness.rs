@@ -81,13 +81,52 @@ pub struct Manifest {
     /// name an `mcp_file`.
     pub mcp_template: Option<String>,
     pub mcp_key: Option<String>,
+    /// The format of the `mcp_file`: a JSON object of servers (default), or TOML tables
+    /// (`[mcp_servers.ovmem]`, Codex and TRAE CLI).
+    #[serde(default)]
+    pub mcp_format: McpFormat,
     pub project_scope_note: Option<String>,
     /// The largest `timeout` the harness accepts per event before it clamps it and warns (in the
     /// manifest's own unit); every hook's timeout must stay within it.
     #[serde(default)]
     pub timeout_caps: BTreeMap<String, u32>,
+    /// The unit of every timeout in the manifest and in the harness's entries.
+    #[serde(default)]
+    pub timeout_unit: TimeoutUnit,
+    /// What the harness allows a hook whose entry names no timeout (in `timeout_unit`): `ovmem
+    /// doctor` runs each hook under the timeout the harness would apply.
+    pub default_timeout: Option<u32>,
     pub scopes: Scopes,
     pub hooks: Vec<HookSpec>,
+}
+
+/// How the `ovmem` MCP server entry is written into a harness's `mcp_file`.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum McpFormat {
+    /// A member of a JSON/JSONC object (`mcpServers.ovmem`).
+    #[default]
+    Json,
+    /// A TOML table (`[mcp_servers.ovmem]`), the template's JSON object written as TOML.
+    Toml,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+pub enum TimeoutUnit {
+    #[default]
+    #[serde(rename = "s")]
+    Seconds,
+    #[serde(rename = "ms")]
+    Milliseconds,
+}
+
+impl TimeoutUnit {
+    pub fn duration(self, n: u64) -> std::time::Duration {
+        match self {
+            TimeoutUnit::Seconds => std::time::Duration::from_secs(n),
+            TimeoutUnit::Milliseconds => std::time::Duration::from_millis(n),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

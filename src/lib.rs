@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod dates;
+pub mod doctor;
 pub mod edit;
 pub mod env;
 pub mod fsx;

@@ -73,6 +73,10 @@ pub struct Entry {
     /// The exact command lines ovmem wrote: the only ones it ever trusts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<String>,
+    /// The exact text ovmem added, where an entry is spliced into a file as text (a TOML table):
+    /// uninstall cuts out exactly these bytes while they are still there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -376,6 +376,18 @@ fn codex_trusted_by_install_remembers_across_sessions() {
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let cx = status.as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();
     assert_eq!(cx["scopes"][0]["trust"], "trusted", "{cx}");
+    let mcp = cx["scopes"][0]["entries"].as_array().unwrap().iter().find(|e| e["event"] == "mcp server").cloned();
+    assert_eq!(mcp.as_ref().map(|e| e["state"].clone()), Some("ok".into()), "{cx}");
+    // Codex itself sees ovmem's MCP server, as ovmem wrote it.
+    let runtime = lab.home.join(".ovmem/bin/ovmem");
+    let list = codex_mcp(&lab, &bin, &["list", "--json"]);
+    let servers: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let ov = servers.as_array().unwrap().iter().find(|s| s["name"] == "ovmem").expect("ovmem in `codex mcp list`");
+    assert_eq!(ov["enabled"], true, "{ov}");
+    assert_eq!(ov["transport"]["command"].as_str(), runtime.to_str(), "{ov}");
+    assert_eq!(ov["transport"]["args"], serde_json::json!(["mcp"]), "{ov}");
+    let get: serde_json::Value = serde_json::from_str(&codex_mcp(&lab, &bin, &["get", "ovmem", "--json"])).unwrap();
+    assert_eq!(get["transport"]["command"].as_str(), runtime.to_str(), "{get}");
 
     // No --dangerously-bypass-hook-trust: the hooks run because install trusted them.
     codex(&lab, &bin, FACT);
@@ -386,13 +398,58 @@ fn codex_trusted_by_install_remembers_across_sessions() {
     let reqs = lab.requests();
     let main = reqs.iter().find(|r| body_text(r).contains(QUESTION)).expect("session 2 reached the model");
     assert!(body_text(main).contains("BLUEHERON-7"), "memory not injected: {}", body_text(main));
+    // Codex started `ovmem mcp` and offered its memory tools to the model.
+    let tools = codex_tools(main);
+    for t in ["memory_search", "memory_add", "memory_recent"] {
+        assert!(tools.iter().any(|n| n.contains("ovmem") && n.ends_with(t)), "no ovmem {t} in {tools:?}");
+    }
 
     lab.ovmem(&["uninstall", "--harness", "codex", "--yes"]);
     assert_eq!(std::fs::read_to_string(codex_home.join("config.toml")).unwrap(), config, "config.toml not restored");
     assert!(!codex_home.join("hooks.json").exists());
+    let list: serde_json::Value = serde_json::from_str(&codex_mcp(&lab, &bin, &["list", "--json"])).unwrap();
+    assert!(list.as_array().unwrap().iter().all(|s| s["name"] != "ovmem"), "still listed: {list}");
     lab.clear_fired();
+    lab.clear_requests();
     codex(&lab, &bin, QUESTION);
     assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
+    let reqs = lab.requests();
+    let main = reqs.iter().find(|r| body_text(r).contains(QUESTION)).expect("the session reached the model");
+    assert!(codex_tools(main).iter().all(|n| !n.contains("ovmem")), "ovmem's tools still offered");
+}
+
+/// `codex mcp <args>` in the lab's home (offline): its stdout.
+fn codex_mcp(lab: &Lab, bin: &Path, args: &[&str]) -> String {
+    let out = Command::new("unshare")
+        .args(["-n", bin.to_str().unwrap(), "mcp"])
+        .args(args)
+        .env_clear()
+        .envs(lab.base_env())
+        .current_dir(&lab.proj)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "codex mcp {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The names of the tools a Codex request offers the model (functions and MCP namespaces).
+fn codex_tools(req: &serde_json::Value) -> Vec<String> {
+    fn walk(v: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+        for t in v.as_array().into_iter().flatten() {
+            let name = t["name"].as_str().or(t["function"]["name"].as_str()).unwrap_or_default();
+            let full = if prefix.is_empty() { name.to_string() } else { format!("{prefix}{name}") };
+            if !name.is_empty() {
+                out.push(full.clone());
+            }
+            for k in ["tools", "functions"] {
+                walk(&t[k], &format!("{full}."), out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&req["body"]["tools"], "", &mut out);
+    out
 }
 
 #[test]
@@ -588,4 +645,58 @@ fn codex_trust_is_given_only_to_the_exact_hooks_ovmem_wrote() {
     assert_eq!(mode(&config_path), 0o644);
     assert_eq!(std::fs::read_to_string(codex_home.join("hooks.json")).unwrap(), original);
     assert!(codex_listed(&lab, &bin).iter().all(|(_, t)| t != "trusted"));
+}
+
+/// ovmem's MCP server and its hook trust records share Codex's `config.toml`, whatever the user's
+/// file looks like: install, reinstall and uninstall with the real Codex app-server trusting the
+/// hooks, on configs with comments, a server of the user's own, a server of the user's named
+/// `ovmem` (left alone, reported), CRLF with a BOM and no final newline.
+#[test]
+fn codex_mcp_and_trust_records_share_config_toml_byte_exactly() {
+    let Some(bin) = cli("codex", "node_modules/.bin/codex") else { return };
+    let base = CODEX_CONFIG.replace("PORT", "1");
+    let variants: Vec<(&str, String)> = vec![
+        ("comments", base.clone()),
+        (
+            "other-server",
+            format!("{base}\n# my own server\n[mcp_servers.other]\ncommand = \"/usr/bin/true\"  # pinned\nargs = []\n"),
+        ),
+        ("their-ovmem", format!("{base}\n[mcp_servers.ovmem]\ncommand = \"/usr/bin/true\"\nargs = [\"serve\"]\n")),
+        ("crlf-bom-no-final-newline", format!("\u{feff}{}", base.trim_end().replace('\n', "\r\n"))),
+    ];
+    for (name, config) in variants {
+        let lab = Lab::new(&[bin.parent().unwrap()]);
+        let path = lab.home.join(".codex/config.toml");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &config).unwrap();
+        let out = lab.ovmem(&["install", "--harness", "codex"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("trusted 5 ovmem hook(s)"), "{name}: {err}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let values: toml::Table = text.trim_start_matches('\u{feff}').parse().unwrap();
+        assert_eq!(values["hooks"]["state"].as_table().unwrap().len(), 5, "{name}: {text}");
+        let listed: serde_json::Value = serde_json::from_str(&codex_mcp(&lab, &bin, &["list", "--json"])).unwrap();
+        let ov = listed.as_array().unwrap().iter().find(|s| s["name"] == "ovmem").cloned().unwrap_or_default();
+        if name == "their-ovmem" {
+            assert!(err.contains("not ovmem's"), "{name}: the conflict was not reported: {err}");
+            assert_eq!(ov["transport"]["command"], "/usr/bin/true", "{name}: their server was replaced");
+        } else {
+            let runtime = lab.home.join(".ovmem/bin/ovmem");
+            assert_eq!(ov["transport"]["command"].as_str(), runtime.to_str(), "{name}: {listed}");
+            assert!(text.starts_with(&config), "{name}: the user's bytes moved:\n{text}");
+        }
+        if name.starts_with("crlf") {
+            assert!(!text.replace("\r\n", "").contains('\n'), "{name}: a bare LF in a CRLF file: {text:?}");
+        }
+        // A reinstall changes nothing and trusts nothing new.
+        let out = lab.ovmem(&["install", "--harness", "codex"]);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("already trusted"), "{name}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{name}: a reinstall changed config.toml");
+        lab.ovmem(&["uninstall", "--harness", "codex", "--yes"]);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), config, "{name}: config.toml not restored");
+        // Codex keeps its own state beside; of ovmem's files (hooks, backups) nothing is left.
+        for f in ["hooks.json", "config.toml.bak", "config.toml.ovmem.bak"] {
+            assert!(!path.with_file_name(f).exists(), "{name}: {f} left behind");
+        }
+    }
 }

@@ -504,3 +504,71 @@ fn installed_commands_run_under_sh_from_a_home_with_spaces_and_quotes() {
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), noop, "{rel}");
     }
 }
+
+/// Where each TOML-MCP harness registers `ovmem mcp`, relative to the home.
+const TOML_MCP: &[(&str, &str)] = &[("codex", ".codex/config.toml"), ("trae-cli", ".trae/traecli.toml")];
+
+fn toml_fixtures(harness: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(FIXTURES).join(harness).join("toml");
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// `[mcp_servers.ovmem]` goes into the harness's own TOML config beside everything of the user's
+/// (comments, tables, CRLF, BOM, no final newline), a reinstall changes nothing, uninstall gives
+/// every byte back; a server of the user's own named `ovmem` is left alone and reported.
+#[test]
+fn toml_mcp_fixtures_round_trip_byte_for_byte() {
+    for (harness, rel) in TOML_MCP {
+        for (name, original) in toml_fixtures(harness) {
+            let home = Home::new();
+            let config = home.put(rel, &original);
+            let out = home.ok(&["install", "--harness", harness]);
+            let installed = std::fs::read_to_string(&config).unwrap();
+            insta::assert_snapshot!(format!("installed_mcp__{harness}__{name}"), home.redact(&installed));
+            let values: toml::Table = installed.trim_start_matches('\u{feff}').parse().unwrap();
+            let server = &values["mcp_servers"]["ovmem"];
+            if name.starts_with("someone-elses") {
+                assert_eq!(installed.as_bytes(), &original[..], "{harness}/{name}: their server was touched");
+                assert!(stderr(&out).contains("not ovmem's"), "{harness}/{name}: not reported: {}", stderr(&out));
+            } else {
+                let runtime = home.path().join(".ovmem/bin/ovmem");
+                assert_eq!(server["command"].as_str(), Some(runtime.to_str().unwrap()), "{harness}/{name}");
+                assert_eq!(server["args"].as_array().unwrap().len(), 1, "{harness}/{name}");
+                let original = std::str::from_utf8(&original).unwrap();
+                if !name.starts_with("inline") {
+                    // Spliced in at the end: the user's bytes stay exactly where they were.
+                    let added = installed.strip_prefix(original).expect("the user's bytes kept in place");
+                    if original.contains("\r\n") {
+                        assert!(!added.replace("\r\n", "").contains('\n'), "{harness}/{name}: LF in a CRLF file");
+                    }
+                }
+            }
+            let before = home.tree();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            home.ok(&["install", "--harness", harness]);
+            assert_eq!(home.tree(), before, "{harness}/{name}: a second install changed files");
+            home.ok(&["uninstall", "--harness", harness, "--yes"]);
+            assert_eq!(std::fs::read(&config).unwrap(), original, "{harness}/{name}: not restored byte for byte");
+            let left: Vec<PathBuf> = home.tree().into_keys().collect();
+            assert_eq!(left, vec![config.clone()], "{harness}/{name}: uninstall left files behind");
+        }
+    }
+}
+
+#[test]
+fn a_toml_config_that_does_not_parse_is_refused_and_left_untouched() {
+    let home = Home::new();
+    let bad = b"model = \"x\"\n[mcp_servers\n";
+    let path = home.put(".codex/config.toml", bad);
+    let out = home.run(&["install", "--harness", "codex"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&path.display().to_string()), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&path).unwrap(), bad);
+    assert!(!home.path().join(".codex/hooks.json").exists(), "a refused target was half installed");
+}

@@ -21,7 +21,7 @@ pub struct DemoArgs {
 }
 
 /// Sets a dotted path (numeric parts index arrays) in a JSON object.
-fn set(root: &mut Value, path: &str, v: Value) {
+pub fn set(root: &mut Value, path: &str, v: Value) {
     let parts: Vec<&str> = path.split('.').collect();
     let mut cur = root;
     for (i, part) in parts.iter().enumerate() {

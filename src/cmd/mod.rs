@@ -5,6 +5,7 @@
 pub mod backend;
 pub mod check;
 pub mod demo;
+pub mod doctor;
 pub mod install;
 pub mod memory;
 pub mod migrate;

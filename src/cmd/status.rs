@@ -230,14 +230,18 @@ fn mcp_states(t: &Target, rec: Option<&receipt::Receipt>) -> Vec<EntryStatus> {
     for f in rec.map(|r| r.files.as_slice()).unwrap_or(&[]) {
         let Some(e) = f.entries.iter().find(|e| e.event == "mcp") else { continue };
         let keys: Vec<&str> = e.key_path.split('.').collect();
-        let value = read_text(t, &f.path)
-            .ok()
-            .and_then(|(_, t)| t)
-            .and_then(|t| Document::parse(&t).ok())
-            .and_then(|d| d.node_at(&keys).and_then(|n| d.value(n)));
+        let text = read_text(t, &f.path).ok().and_then(|(_, t)| t);
+        let toml = f.format == "toml";
+        let value = match &text {
+            Some(t) if toml => crate::install::mcp_toml::value_at(t, &keys),
+            Some(t) => Document::parse(t).ok().and_then(|d| d.node_at(&keys).and_then(|n| d.value(n))),
+            None => None,
+        };
+        let hash =
+            |v: &serde_json::Value| if toml { crate::install::mcp_toml::hash(v) } else { receipt::hash_value(v) };
         let state = match value {
             None => "missing",
-            Some(v) if receipt::hash_value(&v) == e.sha256 => "ok",
+            Some(v) if hash(&v) == e.sha256 => "ok",
             Some(_) => "edited",
         };
         out.push(EntryStatus { event: "mcp server".into(), file: f.path.clone(), state });

@@ -174,6 +174,7 @@ impl Editor for Install {
                 sha256: sha,
                 handler: Some(receipt::hash_value(&want_handler)),
                 commands,
+                text: None,
             };
             let Some(arr) = doc.node_at(&[key, event]).cloned() else {
                 note_empty(&doc, &[key], &mut empty);

@@ -1,5 +1,6 @@
 //! The `ovmem` MCP server entry in a JSON object of servers (Claude Code's `~/.claude.json`,
 //! Cursor's `mcp.json`, Cline's MCP settings), with the containers and the file ovmem created.
+//! TOML configs (Codex, TRAE CLI) go to [`super::mcp_toml`].
 
 use std::path::PathBuf;
 
@@ -11,6 +12,7 @@ use super::marker::{self, Owner};
 use super::plan::{Edit, Editor, TargetPlan};
 use super::{still_ours, Action, EntryNote, Options, Refused};
 use crate::fsx::journal::Mode;
+use crate::harness::McpFormat;
 use crate::receipt::{self, EmptyContainer, Entry, FileRecord};
 
 /// The name ovmem's MCP server is registered under.
@@ -19,6 +21,9 @@ pub const NAME: &str = "ovmem";
 pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     let t = p.target;
     let (Some(path), Some(key)) = (t.mcp_file()?, t.harness.manifest.mcp_key.clone()) else { return Ok(()) };
+    if t.harness.manifest.mcp_format == McpFormat::Toml {
+        return super::mcp_toml::plan(p, install, opts, path, key);
+    }
     let record = p.record(&path);
     let ours = t.env.runtime_bin();
     let editor: Box<dyn Editor> = if install {
@@ -141,6 +146,7 @@ impl Editor for Install {
                     sha256: sha,
                     handler: None,
                     commands: Vec::new(),
+                    text: None,
                 }],
                 backup_hash: record.and_then(|r| r.backup_hash.clone()),
                 empty,

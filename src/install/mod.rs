@@ -6,13 +6,14 @@
 //! 3. one journaled apply ([`crate::fsx::journal::Tx`]): the files, then trust (Codex, TRAE CLI),
 //!    then the receipts, committed together or rolled back together.
 //!
-//! Editors live beside the formats they edit: [`json_hooks`], [`script_dir`], [`mcp`], and the
-//! TOML trust records in [`trust`]. A new kind of install is one more editor.
+//! Editors live beside the formats they edit: [`json_hooks`], [`script_dir`], [`mcp`] (JSON) and
+//! [`mcp_toml`] (TOML), and the TOML trust records in [`trust`]. A new kind of install is one more editor.
 
 pub mod apply;
 pub mod json_hooks;
 pub mod marker;
 pub mod mcp;
+pub mod mcp_toml;
 pub mod plan;
 pub mod repair;
 pub mod script_dir;

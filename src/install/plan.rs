@@ -18,6 +18,25 @@ pub trait Editor {
     fn edit(&self, current: Option<&str>) -> Result<Edit>;
 }
 
+/// Several editors of one file, run in order, each on what the one before left: how two
+/// concerns sharing a file (Codex's `config.toml`: the MCP entry and the hook trust records) make
+/// one change of it. Notes and warnings add up; the first receipt record is the file's.
+pub struct Chain(pub Vec<Box<dyn Editor>>);
+
+impl Editor for Chain {
+    fn edit(&self, current: Option<&str>) -> Result<Edit> {
+        let mut out = Edit::keep(current);
+        for e in &self.0 {
+            let next = e.edit(out.after.as_deref())?;
+            out.after = next.after;
+            out.record = out.record.or(next.record);
+            out.notes.extend(next.notes);
+            out.warnings.extend(next.warnings);
+        }
+        Ok(out)
+    }
+}
+
 /// What an editor made of a file.
 #[derive(Debug, Default, Clone)]
 pub struct Edit {
@@ -283,6 +302,11 @@ pub fn plan_backups(f: &mut FilePlan, rec: Option<&FileRecord>, verb: Verb) -> V
                 || pristine.as_deref() == Some(&b[..])
         }
     };
+    // A file ovmem only keeps trust records in has no file record and got no backups at install
+    // (the receipt holds its snapshot): uninstall makes none either.
+    if verb == Verb::Uninstall && rec.is_none() && pristine.is_none() {
+        return warnings;
+    }
     let restored = verb == Verb::Uninstall
         && (f.edit.after.is_none()
             || pristine.as_deref().is_some_and(|p| Some(p) == f.edit.after.as_deref().map(str::as_bytes)));

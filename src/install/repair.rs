@@ -16,7 +16,7 @@ use super::script_dir::script_runtime;
 use super::Target;
 use crate::edit::json::Document;
 use crate::fsx;
-use crate::harness::InstallKind;
+use crate::harness::{InstallKind, McpFormat};
 use crate::receipt::{self, EmptyContainer, Entry, FileRecord, Receipt};
 
 /// The pristine copy of `real`, parsed, when there is one.
@@ -116,6 +116,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                                 sha256: receipt::hash_value(&v),
                                 handler: Some(receipt::hash_value(&handler)),
                                 commands: vec![cmd],
+                                text: None,
                             });
                             break;
                         }
@@ -161,6 +162,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                             sha256: fsx::sha256_hex(text.as_bytes()),
                             handler: None,
                             commands: vec![marker::command(&ours, id, &hook.event)],
+                            text: None,
                         }],
                         backup_hash: None,
                         empty: Vec::new(),
@@ -171,7 +173,11 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
     }
     if let (Some(path), Some(key)) = (t.mcp_file()?, m.mcp_key.as_deref()) {
         let (real, text) = read_text(t, &path)?;
-        if let Some(text) = text {
+        if m.mcp_format == McpFormat::Toml {
+            if let Some(text) = text {
+                files.extend(super::mcp_toml::rebuild(&path, &real, &text, key, &ours));
+            }
+        } else if let Some(text) = text {
             let doc = parse(&path, &text)?;
             let keys: Vec<&str> = key.split('.').collect();
             let mut full = keys.clone();
@@ -188,6 +194,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                     sha256: receipt::hash_value(&v),
                     handler: None,
                     commands: Vec::new(),
+                    text: None,
                 };
                 files.push(json_record(&path, &doc, before.as_ref(), vec![entry], &paths));
             }

@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
-use super::plan::{Edit, Editor, TargetPlan};
+use super::plan::{Chain, Edit, Editor, TargetPlan};
 use super::{Action, EntryNote, Refused, Target};
+use crate::edit::toml as layout;
 use crate::env::Env;
 use crate::fsx::{self, journal::Mode};
 use crate::interrupt;
@@ -194,7 +195,7 @@ pub fn status(env: &Env, t: &Target, binary: &Path, receipt: &Receipt) -> Result
 }
 
 fn parse_toml(path: &Path, text: &str) -> Result<toml_edit::DocumentMut> {
-    text.parse().map_err(|e: toml_edit::TomlError| {
+    layout::parse(text).map_err(|e: toml_edit::TomlError| {
         Refused::Unparseable { path: path.to_path_buf(), detail: e.to_string().trim().to_string() }.into()
     })
 }
@@ -230,20 +231,14 @@ impl Editor for Trust {
             t.insert("trusted_hash", toml_edit::value(r.hash.clone()));
             state.insert(&r.key, toml_edit::Item::Table(t));
         }
-        Ok(Edit { after: Some(doc.to_string()), ..Edit::default() })
+        Ok(Edit { after: Some(layout::render(text.unwrap_or(""), &doc)), ..Edit::default() })
     }
 }
 
-/// Comment lines of a TOML text, sorted: a cheap check that nobody added or changed a comment.
-fn comments(text: &str) -> Vec<String> {
-    let mut c: Vec<String> = text.lines().filter_map(|l| l.find('#').map(|i| l[i..].trim().to_string())).collect();
-    c.sort();
-    c
-}
-
 /// Removes the trust records ovmem wrote (only those whose hash is still the one it wrote); when
-/// what is left equals the config as it was before ovmem's first record, in values and comments,
-/// those exact bytes come back (the file goes when ovmem created it).
+/// what is left equals the config as it was before ovmem's first record in values, and the file
+/// has the same comments as then, those exact bytes come back (the file goes when ovmem created
+/// it).
 pub struct Untrust {
     pub path: PathBuf,
     pub records: Vec<TrustRecord>,
@@ -278,14 +273,20 @@ impl Editor for Untrust {
                 doc.remove("hooks");
             }
         }
-        let out = doc.to_string();
+        let out = layout::render(text, &doc);
         let before = self.before.as_ref().filter(|b| b.path == self.path);
         let after = match before.map(|b| b.before.as_deref()) {
             Some(Some(snap)) => {
-                let same_values = snap.parse::<toml::Table>().ok() == out.parse::<toml::Table>().ok();
-                Some(if same_values && comments(snap) == comments(&out) { snap.to_string() } else { out })
+                let same_values = layout::values(snap).is_some() && layout::values(snap) == layout::values(&out);
+                // Comments as the user left them (ovmem's records have none): `toml_edit` drops a
+                // comment that sits above a removed table, the snapshot still has it.
+                Some(if same_values && layout::comments(snap) == layout::comments(text) {
+                    snap.to_string()
+                } else {
+                    out
+                })
             }
-            Some(None) if out.trim().is_empty() => None,
+            Some(None) if layout::strip_bom(&out).0.trim().is_empty() => None,
             _ => Some(out),
         };
         let note = EntryNote::with("trust", Action::Removed, format!("{removed} trust record(s)"));
@@ -294,6 +295,11 @@ impl Editor for Untrust {
 }
 
 /// Uninstall: the trust records the receipt lists come out of their config, and its mode back.
+/// When another editor of this plan changes the same file (ovmem's `[mcp_servers.ovmem]` in
+/// Codex's `config.toml`), both become one change, in a defined order: that editor first (it cuts
+/// out its own bytes), then the trust records, whose "before" snapshot (taken after the MCP entry
+/// went in) is passed through the same first editor, so the two removals give back the file as it
+/// was before ovmem.
 pub fn plan_untrust(p: &mut TargetPlan) -> Result<()> {
     let Some(base) = p.base.clone() else { return Ok(()) };
     let mut files: Vec<PathBuf> = base.trust.iter().map(|r| r.config.clone()).collect();
@@ -308,6 +314,16 @@ pub fn plan_untrust(p: &mut TargetPlan) -> Result<()> {
         };
         // Trust lives in the user's harness config, never in the project.
         let real = fsx::resolve_in(&file, None)?;
+        if let Some(shared) = p.files.iter_mut().find(|f| f.real == real) {
+            let first = std::mem::replace(&mut shared.editor, Box::new(Keep));
+            let chain = then_untrust(first, Untrust { path: file.clone(), records, before });
+            shared.edit = chain.edit(shared.before.as_deref())?;
+            shared.editor = Box::new(chain);
+            if let Mode::Set(_) = mode {
+                shared.mode = mode;
+            }
+            continue;
+        }
         let text = fsx::read_opt(&real)?.map(|b| String::from_utf8_lossy(&b).into_owned());
         let editor = Untrust { path: file.clone(), records, before };
         let edit = editor.edit(text.as_deref())?;
@@ -324,6 +340,28 @@ pub fn plan_untrust(p: &mut TargetPlan) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// `first`, then `untrust`, as one editor of their shared file; the trust config's snapshot is
+/// taken through `first` (see [`plan_untrust`]).
+pub fn then_untrust(first: Box<dyn Editor>, mut untrust: Untrust) -> Chain {
+    if let Some(b) = untrust.before.as_mut().filter(|b| b.path == untrust.path) {
+        if let Some(snap) = b.before.clone() {
+            if let Ok(e) = first.edit(Some(&snap)) {
+                b.before = e.after;
+            }
+        }
+    }
+    Chain(vec![first, Box::new(untrust)])
+}
+
+/// An editor that leaves a file as it is (a placeholder while editors are combined).
+struct Keep;
+
+impl Editor for Keep {
+    fn edit(&self, current: Option<&str>) -> Result<Edit> {
+        Ok(Edit::keep(current))
+    }
 }
 
 /// The cwd the harness lists a target's hooks for.

@@ -1,0 +1,158 @@
+//! `ovmem doctor [--json]`: runs every installed hook as its harness would and reports what works
+//! (a CI gate like `check`: exit 0 healthy, 1 problems, 2 bad usage or an unreadable config).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use super::{parse_harnesses, tilde, Refusal};
+use crate::doctor::{self, HookReport, Report};
+use crate::env::Env;
+use crate::output::{self, Printer};
+
+#[derive(Args)]
+pub struct DoctorArgs {
+    /// Only these harnesses (comma-separated ids or aliases; default: every installed one)
+    #[arg(long, value_name = "LIST")]
+    pub harness: Option<String>,
+    /// Project-scope installs of this project only (default: every project ovmem installed into)
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Report as JSON on stdout (a stable shape, `version: 1`)
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: DoctorArgs, env: &Env) -> Result<i32> {
+    let harnesses = args.harness.as_deref().map(|l| parse_harnesses(l, env)).transpose()?;
+    let project = args.project.as_deref().map(|p| super::project_dir(Some(p))).transpose()?;
+    let report = match doctor::run(env, &doctor::Options { harnesses, project }) {
+        Ok(r) => r,
+        Err(e) if e.downcast_ref::<doctor::sandbox::BadConfig>().is_some() => {
+            return Err(Refusal(format!("{e:#}")).into());
+        }
+        Err(e) => return Err(e),
+    };
+    let code = if !report.errors.is_empty() {
+        2
+    } else if report.problems > 0 {
+        1
+    } else {
+        0
+    };
+    if args.json {
+        output::json(&report);
+    } else {
+        print(env, &report);
+    }
+    Ok(code)
+}
+
+/// `mark` (maybe coloured) padded to the widest status, `timed-out`.
+fn pad(_: &Printer, mark: &str, plain: &str) -> String {
+    format!("{mark}{}", " ".repeat(9usize.saturating_sub(plain.chars().count())))
+}
+
+fn hook_line(p: &Printer, h: &HookReport) -> String {
+    let mark = if h.status == "ok" { p.green("ok") } else { p.red(h.status) };
+    let took = h.latency_ms.map(|l| format!(" {l} ms")).unwrap_or_default();
+    let what = match (h.recalled, h.captured, h.output) {
+        _ if h.status != "ok" => h.problem.clone().unwrap_or_default(),
+        (Some(true), _, _) => "injected the project's memory".into(),
+        (_, Some(true), _) => "stored the turn".into(),
+        (_, _, Some(s)) => s.as_str().into(),
+        _ => String::new(),
+    };
+    let owner = match h.owner {
+        "ovmem" | "missing" => String::new(),
+        o => p.yellow(&format!(" [{o}]")),
+    };
+    format!("  {} {:<20}{took}{owner}  {}", pad(p, &mark, h.status), h.event, p.dim(&what))
+}
+
+fn print(env: &Env, r: &Report) {
+    let p = Printer::new();
+    println!(
+        "{}",
+        p.dim("hooks run as their harness runs them, against a throwaway copy of ovmem's config (your memories are not touched)")
+    );
+    if r.targets.is_empty() {
+        println!("ovmem is not installed for any harness (`ovmem install`); nothing to check");
+    }
+    for t in &r.targets {
+        let scope = match &t.project {
+            Some(pr) => format!("project `{}`", tilde(env, pr)),
+            None => t.scope.as_str().to_string(),
+        };
+        let file = t.location.as_ref().map(|l| format!(" `{}`", tilde(env, l))).unwrap_or_default();
+        println!("\n{} ({scope}){file}", p.bold(&t.harness));
+        if let Some(s) = &t.skipped {
+            println!("  {}", p.dim(s));
+        }
+        for h in &t.hooks {
+            println!("{}", hook_line(&p, h));
+            if h.status != "ok" && !h.command.is_empty() {
+                println!("            {}", p.dim(&format!("ran: {}", h.command)));
+            }
+        }
+        match t.trust.state {
+            "n/a" => {}
+            s => {
+                let mark = match s {
+                    "trusted" => p.green("ok"),
+                    "pending" => p.red(s),
+                    _ => p.yellow(s),
+                };
+                let plain = if s == "trusted" { "ok" } else { s };
+                println!(
+                    "  {} {:<20}  {}",
+                    pad(&p, &mark, plain),
+                    "trust",
+                    p.dim(t.trust.detail.as_deref().unwrap_or(""))
+                );
+            }
+        }
+        if let Some(m) = &t.mcp {
+            let mark = if m.status == "ok" { p.green("ok") } else { p.red(m.status) };
+            let mark = pad(&p, &mark, m.status);
+            let took = m.latency_ms.map(|l| format!(" {l} ms")).unwrap_or_default();
+            let what = match &m.problem {
+                Some(x) => x.clone(),
+                None => format!("{} in `{}`", m.tools.join(", "), tilde(env, &m.file)),
+            };
+            println!("  {mark} {:<20}{took}  {}", "mcp server", p.dim(&what));
+        }
+    }
+    for d in &r.duplicates {
+        println!("\n{} {}: {}", p.red("duplicate"), tilde(env, &d.file), d.message);
+    }
+    for l in &r.legacy {
+        println!("{} {l}", p.yellow("legacy"));
+    }
+    if !r.runtime.present && !r.targets.is_empty() {
+        println!(
+            "\n{} the runtime `{}` is missing: every hook fails; `ovmem install` stages it again",
+            p.red("!"),
+            tilde(env, &r.runtime.path)
+        );
+    }
+    let b = &r.backend;
+    let mark = match b.status {
+        "ok" => p.green("ok"),
+        "failed" => p.red("failed"),
+        _ => p.dim("skipped"),
+    };
+    let took = b.latency_ms.map(|l| format!(" in {l} ms")).unwrap_or_default();
+    println!("\nbackend {} {mark}{took}: {}", b.kind, b.detail.as_deref().unwrap_or(""));
+    for e in &r.errors {
+        println!("{} {}: {}", p.red("error"), tilde(env, &e.file), e.error);
+    }
+    if r.ok {
+        if !r.targets.is_empty() {
+            eprintln!("{} every installed hook works", p.green("healthy:"));
+        }
+    } else {
+        eprintln!("\n{} problem(s), {} unreadable file(s)", r.problems, r.errors.len());
+    }
+}

@@ -1,0 +1,146 @@
+//! Where the doctor's hooks run: a throwaway `OVMEM_HOME` holding a copy of the user's
+//! `config.toml` (without `[backend]`) and one seeded memory per harness, so that every hook runs
+//! its exact command line and real code path (recall, injection, capture, the guard) while the
+//! user's memories, spool, logs and memory server see nothing of it. The directory is private
+//! (0700) and removed when the check ends.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+
+use crate::config::Config;
+use crate::env::Env;
+use crate::harness::{Adapter, Canonical};
+use crate::store::Store;
+
+/// A config the doctor cannot work from: the user's `config.toml` does not parse (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("`{path}` cannot be read as ovmem's config ({detail}); every hook would run with the defaults. Fix it and run `ovmem doctor` again")]
+pub struct BadConfig {
+    pub path: PathBuf,
+    pub detail: String,
+}
+
+pub struct Sandbox {
+    _dir: tempfile::TempDir,
+    /// The `OVMEM_HOME` the hooks get.
+    pub home: PathBuf,
+    /// A project directory (a git work tree) for user-scope hooks to run in.
+    pub project: PathBuf,
+    /// The user's config (with the environment's overrides), as the hooks will read it.
+    pub cfg: Config,
+}
+
+impl Sandbox {
+    pub fn new(env: &Env) -> Result<Self> {
+        let path = Config::path(env);
+        let bad = |detail: String| BadConfig { path: path.clone(), detail };
+        let cfg = Config::load(env).map_err(|e| bad(format!("{e:#}")))?;
+        let copy = match crate::fsx::read_opt(&path)? {
+            None => None,
+            Some(bytes) => {
+                let text = String::from_utf8(bytes).map_err(|_| bad("it is not UTF-8 text".into()))?;
+                let mut doc = crate::edit::toml::parse(&text).map_err(|e| bad(e.to_string().trim().to_string()))?;
+                // Memories the doctor's hooks capture must never reach the user's memory server.
+                doc.remove("backend");
+                Some(doc.to_string())
+            }
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("ovmem-doctor-")
+            .tempdir()
+            .context("could not create a temporary directory")?;
+        let home = dir.path().join("ovmem-home");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&home)?;
+        std::fs::create_dir_all(project.join(".git"))?;
+        if let Some(c) = copy {
+            crate::fsx::write_atomic(&home.join("config.toml"), c.as_bytes(), Some(0o600))?;
+        }
+        let home = std::fs::canonicalize(&home)?;
+        let project = std::fs::canonicalize(&project)?;
+        Ok(Self { _dir: dir, home, project, cfg })
+    }
+
+    /// What the doctor's hook processes get on top of the user's environment.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("OVMEM_HOME".into(), self.home.to_string_lossy().into_owned()),
+            // `OVMEM_BACKEND` in the user's environment would win over the config copy.
+            ("OVMEM_BACKEND".into(), "local".into()),
+        ]
+    }
+
+    fn store(&self) -> Result<Store> {
+        Store::open(&self.home.join("memory.db"), Duration::from_secs(2))
+    }
+
+    /// Stores one memory in `bank`, for the start and prompt hooks to recall.
+    pub fn seed(&self, bank: &str, harness: &str, text: &str) -> Result<()> {
+        self.store()?.add_fact(bank, text, Some(harness), crate::store::now())?;
+        Ok(())
+    }
+
+    /// Whether a memory holding `needle` was stored in `bank` (what a stop hook captured).
+    pub fn stored(&self, bank: &str, needle: &str) -> bool {
+        self.store()
+            .and_then(|s| s.list(Some(bank), None))
+            .is_ok_and(|ms| ms.iter().any(|m| m.content().contains(needle)))
+    }
+
+    fn log(&self) -> PathBuf {
+        self.home.join("logs").join("hook.log")
+    }
+
+    /// How far the hook log is written now.
+    pub fn log_mark(&self) -> u64 {
+        std::fs::metadata(self.log()).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// The errors the runtime logged since `mark` (each hook answers with a no-op on an error and
+    /// says why only there).
+    pub fn logged_errors(&self, mark: u64) -> Vec<String> {
+        let Ok(bytes) = std::fs::read(self.log()) else { return Vec::new() };
+        let from = (mark as usize).min(bytes.len());
+        String::from_utf8_lossy(&bytes[from..])
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["level"] == "error")
+            .filter_map(|v| v["msg"].as_str().map(String::from))
+            .collect()
+    }
+}
+
+/// Sets a dotted path in a JSON object (see `cmd::demo`).
+fn put(v: &mut Value, aliases: &[String], value: Value) {
+    if let Some(path) = aliases.iter().find(|p| *p != ".") {
+        crate::cmd::demo::set(v, path, value);
+    }
+}
+
+/// A synthetic payload for `native`, in the harness's own field names (its adapter's first
+/// aliases): the session, the working directory, the prompt (prompt events) or the reply (stop
+/// events), and a harmless tool call for a tool guard.
+pub fn payload(a: &Adapter, native: &str, session: &str, cwd: &Path, prompt: &str, reply: &str) -> Value {
+    let kind = a.events.get(native).copied();
+    // A stop carries the reply; its prompt comes from the prompt hook's buffer, as in a session.
+    let prompt = matches!(kind, Some(Canonical::Prompt)).then_some(prompt);
+    let reply = matches!(kind, Some(Canonical::Stop)).then_some(reply);
+    let mut v = crate::cmd::demo::payload(a, session, cwd, prompt, reply);
+    if kind == Some(Canonical::PreTool) {
+        let file = cwd.join("README.md").to_string_lossy().into_owned();
+        let input = json!({"file_path": file, "path": file, "command": format!("ls {}", cwd.display())});
+        if !a.tool_by_event.contains_key(native) {
+            let tool = a.guard_tools.first().cloned().unwrap_or_else(|| "Read".into());
+            put(&mut v, &a.fields.tool, Value::String(tool));
+        }
+        if a.fields.tool_input.iter().any(|p| p != ".") {
+            put(&mut v, &a.fields.tool_input, input);
+        } else if let (Some(obj), Value::Object(m)) = (v.as_object_mut(), input) {
+            obj.extend(m);
+        }
+    }
+    v
+}

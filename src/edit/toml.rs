@@ -1,0 +1,161 @@
+//! TOML configs edited with `toml_edit`, which keeps comments, order and spacing but renders every
+//! line ending as `\n`, drops a byte-order mark and adds a final newline. [`render`] puts those
+//! back: lines that were already in the file keep their own ending (CRLF, LF, none), new lines take
+//! the file's usual one, and a BOM stays first. An edit that changes nothing gives back every byte.
+
+use toml_edit::DocumentMut;
+
+const BOM: char = '\u{feff}';
+
+/// The text without its byte-order mark, and whether it had one.
+pub fn strip_bom(text: &str) -> (&str, bool) {
+    match text.strip_prefix(BOM) {
+        Some(rest) => (rest, true),
+        None => (text, false),
+    }
+}
+
+/// Parses a TOML text, BOM or not.
+pub fn parse(text: &str) -> Result<DocumentMut, toml_edit::TomlError> {
+    strip_bom(text).0.parse()
+}
+
+/// The values of a TOML text (BOM or not), for comparing two texts by meaning.
+pub fn values(text: &str) -> Option<toml::Table> {
+    strip_bom(text).0.parse::<toml::Table>().ok()
+}
+
+/// Lines with their endings (`\r\n`, `\n`, or `` for a last line without one).
+fn lines(text: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let (line, ending, next) = match rest.find('\n') {
+            Some(i) if i > 0 && rest.as_bytes()[i - 1] == b'\r' => (&rest[..i - 1], "\r\n", &rest[i + 1..]),
+            Some(i) => (&rest[..i], "\n", &rest[i + 1..]),
+            None => (rest, "", ""),
+        };
+        out.push((line, ending));
+        rest = next;
+    }
+    out
+}
+
+/// The line ending most lines of `text` use (`\n` for a text with none).
+pub fn newline(text: &str) -> &'static str {
+    let crlf = text.matches("\r\n").count();
+    let lf = text.matches('\n').count() - crlf;
+    if crlf > lf {
+        "\r\n"
+    } else {
+        "\n"
+    }
+}
+
+/// `new` (what `toml_edit` rendered from `original`, edited) with `original`'s BOM, line endings
+/// and missing final newline restored wherever its lines are unchanged.
+pub fn restore_layout(original: &str, new: &str) -> String {
+    let (body, bom) = strip_bom(original);
+    let old = lines(body);
+    let fresh = lines(strip_bom(new).0);
+    let nl = newline(body);
+    let a: Vec<&str> = old.iter().map(|l| l.0).collect();
+    let b: Vec<&str> = fresh.iter().map(|l| l.0.strip_suffix('\r').unwrap_or(l.0)).collect();
+    let mut endings: Vec<Option<&str>> = vec![None; b.len()];
+    // Whether the new last line stands where the old last line stood (unchanged or rewritten).
+    let mut last_stays_last = false;
+    for op in similar::capture_diff_slices(similar::Algorithm::Myers, &a, &b) {
+        match op {
+            similar::DiffOp::Equal { old_index, new_index, len } => {
+                for k in 0..len {
+                    endings[new_index + k] = Some(old[old_index + k].1);
+                }
+                last_stays_last |= old_index + len == a.len() && new_index + len == b.len();
+            }
+            similar::DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+                last_stays_last |= old_index + old_len == a.len() && new_index + new_len == b.len();
+            }
+            _ => {}
+        }
+    }
+    let unterminated = old.last().is_some_and(|l| l.1.is_empty());
+    let mut out = String::with_capacity(new.len() + b.len());
+    if bom {
+        out.push(BOM);
+    }
+    let last = b.len().saturating_sub(1);
+    for (i, line) in b.iter().enumerate() {
+        out.push_str(line);
+        let ending = match endings[i] {
+            _ if i == last && unterminated && last_stays_last => "",
+            // A line that had no ending gets one once something follows it.
+            Some("") => nl,
+            Some(e) => e,
+            None => nl,
+        };
+        out.push_str(ending);
+    }
+    out
+}
+
+/// Renders `doc`, parsed from `original`, keeping `original`'s layout (see [`restore_layout`]).
+pub fn render(original: &str, doc: &DocumentMut) -> String {
+    restore_layout(original, &doc.to_string())
+}
+
+/// The comment lines of a TOML text, sorted: with [`values`], how two texts are compared when
+/// only formatting may differ.
+pub fn comments(text: &str) -> Vec<String> {
+    let mut c: Vec<String> =
+        strip_bom(text).0.lines().filter_map(|l| l.find('#').map(|i| l[i..].trim().to_string())).collect();
+    c.sort();
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edit(text: &str, f: impl FnOnce(&mut DocumentMut)) -> String {
+        let mut doc = parse(text).unwrap();
+        f(&mut doc);
+        render(text, &doc)
+    }
+
+    #[test]
+    fn an_untouched_document_keeps_every_byte() {
+        for text in [
+            "",
+            "a = 1",
+            "a = 1\n",
+            "\u{feff}# c\r\na = 1\r\n\r\n[t]\r\nb = \"x\"\r\n",
+            "a = 1\r\nb = 2\n[t]\r\nc = 3",
+            "\u{feff}",
+            "\n\n# only comments\n",
+        ] {
+            assert_eq!(edit(text, |_| {}), text, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn new_lines_take_the_file_s_ending_and_old_ones_keep_theirs() {
+        let text = "\u{feff}# keep\r\na = 1\r\n";
+        let out = edit(text, |d| {
+            d["b"] = toml_edit::value(2);
+        });
+        assert_eq!(out, "\u{feff}# keep\r\na = 1\r\nb = 2\r\n");
+        let back = edit(&out, |d| {
+            d.remove("b");
+        });
+        assert_eq!(back, text);
+    }
+
+    #[test]
+    fn a_missing_final_newline_is_added_only_before_new_lines() {
+        let out = edit("a = 1", |d| {
+            d["t"]["x"] = toml_edit::value(1);
+        });
+        assert!(out.starts_with("a = 1\n"), "{out:?}");
+        assert_eq!(edit("a = 1", |d| d["a"] = toml_edit::value(2)), "a = 2");
+    }
+}
