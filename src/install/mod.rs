@@ -14,6 +14,7 @@ pub mod json_hooks;
 pub mod marker;
 pub mod mcp;
 pub mod plan;
+pub mod plugin_file;
 pub mod repair;
 pub mod script_dir;
 pub mod trust;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{json_hooks, mcp, repair, script_dir, trust, EntryNote, FileReport, Options, Refused, Target, Verb};
+use super::{json_hooks, mcp, plugin_file, repair, script_dir, trust, EntryNote, FileReport, Options, Refused, Target, Verb};
 use crate::fsx::{self, journal};
 use crate::harness::InstallKind;
 use crate::receipt::{self, FileRecord, Receipt};
@@ -220,6 +220,7 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
     match t.harness.manifest.kind {
         InstallKind::JsonHooks => json_hooks::plan(&mut p, install, opts)?,
         InstallKind::ScriptDir => script_dir::plan(&mut p, install, opts)?,
+        InstallKind::PluginFile => plugin_file::plan(&mut p, install, opts)?,
     }
     mcp::plan(&mut p, install, opts)?;
     if !install {

@@ -12,6 +12,7 @@ use super::json_hooks::parse;
 use super::marker::{self, Owner};
 use super::mcp::NAME as MCP_NAME;
 use super::plan::read_text;
+use super::plugin_file;
 use super::script_dir::script_runtime;
 use super::Target;
 use crate::edit::json::Document;
@@ -165,6 +166,16 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                         backup_hash: None,
                         empty: Vec::new(),
                     });
+                }
+            }
+        }
+        InstallKind::PluginFile => {
+            let path = t.location()?;
+            let (_, text) = read_text(t, &path)?;
+            let mine = text.as_deref().and_then(|x| plugin_file::plugin_runtime(x, id));
+            if let (Some(text), Some(r)) = (&text, mine) {
+                if marker::owner(&r, &ours) == Owner::Us {
+                    files.push(plugin_file::record(&path, fsx::sha256_hex(text.as_bytes()), None));
                 }
             }
         }

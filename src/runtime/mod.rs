@@ -38,7 +38,8 @@ pub const STDIN_CAP: usize = 8 << 20;
 /// spools it before answering, so nothing is lost.
 type Pending = Arc<Mutex<Option<Spooled>>>;
 
-/// Runs a hook and returns the process exit code (always 0).
+/// Runs a hook and returns the process exit code: 0, or 2 for a tool-guard deny of a harness whose
+/// adapter says `deny_style = "exit2-stderr"`.
 pub fn main(args: &[String]) -> i32 {
     let started = Instant::now();
     crate::home::private_umask();
@@ -90,16 +91,17 @@ pub fn main(args: &[String]) -> i32 {
             }));
         });
     }
-    let out = match rx.recv_timeout(deadline) {
+    let noop = || encode::Reply { stdout: encode::noop(&adapter, native), ..Default::default() };
+    let reply = match rx.recv_timeout(deadline) {
         Ok(Ok((outcome, note))) => {
             if let Some(n) = note {
                 log(env.as_ref(), harness_id, native, "info", &n, started);
             }
-            encode::encode(&adapter, native, &outcome)
+            encode::reply(&adapter, native, &outcome)
         }
         Ok(Err(e)) => {
             log(env.as_ref(), harness_id, native, "error", &format!("{e:#}"), started);
-            encode::noop(&adapter, native)
+            noop()
         }
         Err(_) => {
             let spooled = take_pending(&pending).map(|item| match env.as_ref() {
@@ -113,11 +115,16 @@ pub fn main(args: &[String]) -> i32 {
             };
             let msg = format!("deadline of {} ms passed; answered with a no-op{what}", deadline.as_millis());
             log(env.as_ref(), harness_id, native, "error", &msg, started);
-            encode::noop(&adapter, native)
+            noop()
         }
     };
-    print_and_flush(&out);
-    0
+    if !reply.stderr.is_empty() {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{}", reply.stderr);
+        let _ = err.flush();
+    }
+    print_and_flush(&reply.stdout);
+    reply.code
 }
 
 fn take_pending(p: &Pending) -> Option<Spooled> {
@@ -128,7 +135,11 @@ fn set_pending(p: &Pending, item: Option<Spooled>) {
     *p.lock().unwrap_or_else(|e| e.into_inner()) = item;
 }
 
+/// Writes `s` and a newline (nothing at all for an empty answer: a plain-text harness's no-op).
 fn print_and_flush(s: &str) {
+    if s.is_empty() {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(s.as_bytes());
     let _ = out.write_all(b"\n");
@@ -287,6 +298,7 @@ impl Ctx<'_> {
             Canonical::Stop => self.stop(),
             Canonical::PreTool => self.pre_tool(),
             Canonical::SessionEnd => self.session_end(),
+            Canonical::PostTool => self.post_tool(),
         }
     }
 
@@ -393,6 +405,18 @@ impl Ctx<'_> {
                 Err(e.context("could not store the turn; spooled it"))
             }
         }
+    }
+
+    /// After a tool ran: memory once per session, where the harness reads context only here.
+    fn post_tool(&self) -> RunResult {
+        if !self.adapter.inject_once_on_tool || !self.adapter.inject_events.iter().any(|e| e == &self.event.native) {
+            return Ok((Outcome::default(), None));
+        }
+        let store = self.open()?;
+        if store.set_flag_once(&self.event.session, "injected")? {
+            return Ok((Outcome { context: self.recent_block(&store)?, deny: None }, None));
+        }
+        Ok((Outcome::default(), None))
     }
 
     fn pre_tool(&self) -> RunResult {
