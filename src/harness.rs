@@ -40,6 +40,16 @@ pub static HARNESSES: &[Spec] = &[
     harness!("cline"),
     harness!("trae-cli"),
     harness!("gemini-cli"),
+    harness!("opencode"),
+    harness!("kilo-code"),
+    harness!("pi"),
+    harness!("amp"),
+    harness!("qwen-code"),
+    harness!("copilot-cli"),
+    harness!("factory-droid"),
+    harness!("codebuddy"),
+    harness!("letta-code"),
+    harness!("auggie"),
 ];
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]

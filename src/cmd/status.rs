@@ -256,8 +256,10 @@ fn entry_states(t: &Target, location: &Path, rec: Option<&receipt::Receipt>) -> 
         InstallKind::JsonHooks => {
             let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
             let doc = read(location).and_then(|t| Document::parse(&t).ok());
-            let recorded: Vec<receipt::Entry> =
-                rec.and_then(|r| r.file(location)).map(|f| f.entries.clone()).unwrap_or_default();
+            let recorded: Vec<receipt::Entry> = rec
+                .and_then(|r| r.file(location))
+                .map(|f| f.entries.iter().filter(|e| e.event != "mcp").cloned().collect())
+                .unwrap_or_default();
             let events: Vec<String> = doc
                 .as_ref()
                 .and_then(|d| d.node_at(&[key]))

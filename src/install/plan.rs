@@ -36,6 +36,49 @@ impl Edit {
     }
 }
 
+/// Two editors of one file, the second working on the first one's result; the receipt record
+/// holds what both own (the file counts as ovmem's creation when the first one created it).
+pub struct Chain(pub Box<dyn Editor>, pub Box<dyn Editor>);
+
+impl Editor for Chain {
+    fn edit(&self, current: Option<&str>) -> Result<Edit> {
+        let a = self.0.edit(current)?;
+        let mut b = self.1.edit(a.after.as_deref())?;
+        b.record = match (a.record, b.record.take()) {
+            (Some(mut x), Some(y)) => {
+                for k in y.created_keys {
+                    if !x.created_keys.contains(&k) {
+                        x.created_keys.push(k);
+                    }
+                }
+                for e in y.empty {
+                    if !x.empty.iter().any(|z| z.key_path == e.key_path) {
+                        x.empty.push(e);
+                    }
+                }
+                x.entries.extend(y.entries);
+                Some(x)
+            }
+            (Some(mut x), None) => {
+                x.created |= current.is_none() && b.after.is_some();
+                Some(x)
+            }
+            (None, Some(mut y)) => {
+                y.created |= current.is_none();
+                Some(y)
+            }
+            (None, None) => None,
+        };
+        let mut notes = a.notes;
+        notes.append(&mut b.notes);
+        b.notes = notes;
+        let mut warnings = a.warnings;
+        warnings.append(&mut b.warnings);
+        b.warnings = warnings;
+        Ok(b)
+    }
+}
+
 /// A backup beside a shared file: its bytes now and after.
 #[derive(Debug, Clone)]
 pub struct Backup {

@@ -204,6 +204,27 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
             }
         }
     }
+    // Hooks and the MCP server in one file (Qwen Code, Auggie): one record, as install writes it.
+    let mut merged: Vec<FileRecord> = Vec::new();
+    for f in files {
+        match merged.iter_mut().find(|m| m.path == f.path) {
+            Some(m) => {
+                m.entries.extend(f.entries);
+                for k in f.created_keys {
+                    if !m.created_keys.contains(&k) {
+                        m.created_keys.push(k);
+                    }
+                }
+                for e in f.empty {
+                    if !m.empty.iter().any(|x| x.key_path == e.key_path) {
+                        m.empty.push(e);
+                    }
+                }
+            }
+            None => merged.push(f),
+        }
+    }
+    let files = merged;
     if files.is_empty() {
         return Ok(None);
     }
