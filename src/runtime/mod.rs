@@ -182,9 +182,10 @@ fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadlin
     notes.extend(note);
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     if env.var("OVMEM_LOG") == Some("debug") {
+        let injects = adapter.inject_events.iter().any(|e| e == native);
         let what = match (&outcome.deny, &outcome.context) {
             (Some(_), _) => "deny",
-            (None, Some(_)) => "inject",
+            (None, Some(_)) if injects => "inject",
             _ => "no-op",
         };
         let detail = format!(
@@ -427,7 +428,7 @@ impl Ctx<'_> {
                 return Ok((Outcome { context: None, deny: Some(reason) }, Some(format!("denied {tool}"))));
             }
         }
-        if self.adapter.inject_once_on_tool {
+        if self.adapter.inject_once_on_tool && self.adapter.inject_events.iter().any(|e| e == &self.event.native) {
             let store = self.open()?;
             if store.set_flag_once(&self.event.session, "injected")? {
                 return Ok((Outcome { context: self.recent_block(&store)?, deny: None }, None));

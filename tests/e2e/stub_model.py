@@ -48,6 +48,10 @@ def last_user_text(body):
     for item in reversed(items):
         if isinstance(item, dict) and item.get("role") == "user":
             t = text_of(item.get("content"))
+            # CodeBuddy wraps what the user typed in <user_query> among its context blocks.
+            q = re.search(r"<user_query>(.*?)</user_query>", t, flags=re.S)
+            if q:
+                return q.group(1)
             # Skip harness-injected context blocks; echo what the user typed.
             if t.strip() and not t.lstrip().startswith("<"):
                 return t
@@ -188,7 +192,7 @@ def tool_names(body):
 
 
 def tool_call_for(body):
-    m = re.search(r"CALL_TOOL (\S+) (\{.*?\})(?:\s*$|\s*\n|\s*\")", all_user_text(body), flags=re.S | re.M)
+    m = re.search(r"CALL_TOOL (\S+) (\{.*?\})(?:\s*$|\s*\n|\s*\"|</user_query>)", all_user_text(body), flags=re.S | re.M)
     if not m or m.group(1) not in tool_names(body):
         return None
     args = m.group(2)
