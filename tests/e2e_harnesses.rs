@@ -40,6 +40,12 @@ fn opencode_config(lab: &Lab) -> String {
     )
 }
 
+/// A JSONC document's value (comments and trailing commas dropped), through ovmem's own parser.
+fn json5_value(text: &str) -> serde_json::Value {
+    let doc = ovmem::edit::json::Document::parse(text).expect("JSONC");
+    doc.value(&doc.root).expect("a value")
+}
+
 /// The system messages of a chat-completions request.
 fn system_text(req: &serde_json::Value) -> String {
     req["body"]["messages"]
@@ -487,7 +493,18 @@ fn kilo_code_plugin_recalls_and_captures() {
     assert!(system_text(main).contains("5433"), "memory not in the system prompt: {}", system_text(main));
     assert!(chat_tools(main).iter().any(|t| t == "ovmem_memory_search"), "{:?}", chat_tools(main));
     assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+    // Kilo migrates kilo.json when it loads it (rewritten without comments, `permission` added): ovmem's
+    // entry survives that, and uninstall takes out exactly it.
+    let path = cfg.join("kilo.json");
+    let before: serde_json::Value = json5_value(&std::fs::read_to_string(&path).unwrap());
+    assert!(before["mcp"]["ovmem"]["command"][1] == "mcp", "{before}");
     lab.ovmem(&["uninstall", "--harness", "kilo-code", "--yes"]);
-    assert_eq!(std::fs::read_to_string(cfg.join("kilo.json")).unwrap(), config, "kilo.json not restored");
+    let after = json5_value(&std::fs::read_to_string(&path).unwrap());
+    let mut expected = before.clone();
+    expected.as_object_mut().unwrap().remove("mcp");
+    assert_eq!(after, expected, "kilo.json: more than ovmem's entry changed");
+    if std::fs::read_to_string(&path).unwrap().contains("keep this comment") {
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), config, "kilo.json not restored");
+    }
     assert!(!cfg.join("plugin").exists());
 }
