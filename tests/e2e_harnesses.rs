@@ -84,7 +84,12 @@ fn opencode_plugin_remembers_guards_and_uninstalls_cleanly() {
 
     let out = opencode(&lab, &bin, FACT);
     assert!(String::from_utf8_lossy(&out.stdout).contains("STUB_REPLY"), "{}", text(&out));
-    assert_fired(&lab, "opencode", &["session.created", "chat.message", "session.idle", "dispose"], &["session_id", "cwd"]);
+    assert_fired(
+        &lab,
+        "opencode",
+        &["session.created", "chat.message", "session.idle", "dispose"],
+        &["session_id", "cwd"],
+    );
     assert_fired(&lab, "opencode", &["session.idle"], &["last_assistant_message", "prompt"]);
     assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
 
@@ -97,7 +102,10 @@ fn opencode_plugin_remembers_guards_and_uninstalls_cleanly() {
         .find(|r| body_text(r).contains(QUESTION) && !chat_tools(r).is_empty())
         .expect("session 2 reached the model");
     let system = system_text(main);
-    assert!(system.contains("ovmem-memory") && system.contains("BLUEHERON-7"), "memory not in the system prompt: {system}");
+    assert!(
+        system.contains("ovmem-memory") && system.contains("BLUEHERON-7"),
+        "memory not in the system prompt: {system}"
+    );
     let tools = chat_tools(main);
     assert!(tools.iter().any(|t| t == "ovmem_memory_search"), "ovmem's MCP tools: {tools:?}");
 
@@ -107,7 +115,10 @@ fn opencode_plugin_remembers_guards_and_uninstalls_cleanly() {
     let out = opencode(&lab, &bin, &ask);
     assert!(answered(&lab, "opencode", "tool.execute.before", "deny"), "{:#?}", lab.fired());
     assert!(String::from_utf8_lossy(&out.stdout).contains("STUB_AFTER_TOOL"), "{}", text(&out));
-    assert!(lab.requests().iter().any(|r| body_text(r).contains("is a memory URI")), "the reason did not reach the model");
+    assert!(
+        lab.requests().iter().any(|r| body_text(r).contains("is a memory URI")),
+        "the reason did not reach the model"
+    );
 
     lab.ovmem(&["uninstall", "--harness", "opencode", "--yes"]);
     assert_eq!(std::fs::read_to_string(cfg.join("opencode.json")).unwrap(), config, "opencode.json not restored");
@@ -140,7 +151,8 @@ fn pi_extension_remembers_and_guards_at_project_scope() {
         "api": "openai-completions", "apiKey": "sk-stub",
         "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false}, "models": [{"id": "stub-model"}]}}});
     std::fs::write(agent.join("models.json"), models.to_string()).unwrap();
-    std::fs::write(agent.join("settings.json"), r#"{"defaultProvider": "stub", "defaultModel": "stub-model"}"#).unwrap();
+    std::fs::write(agent.join("settings.json"), r#"{"defaultProvider": "stub", "defaultModel": "stub-model"}"#)
+        .unwrap();
     let p = lab.proj.to_str().unwrap();
     let before = lab.snapshot();
     lab.ovmem(&["install", "--harness", "pi", "--project", p]);
@@ -270,7 +282,12 @@ fn copilot_cli_remembers_guards_and_uninstalls_cleanly() {
     assert!(home.join("hooks/ovmem.json").exists());
 
     copilot(&lab, &bin, FACT);
-    assert_fired(&lab, "copilot-cli", &["sessionStart", "userPromptSubmitted", "agentStop", "sessionEnd"], &["sessionId"]);
+    assert_fired(
+        &lab,
+        "copilot-cli",
+        &["sessionStart", "userPromptSubmitted", "agentStop", "sessionEnd"],
+        &["sessionId"],
+    );
     assert_fired(&lab, "copilot-cli", &["agentStop"], &["transcriptPath"]);
     assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
 
@@ -459,7 +476,7 @@ fn letta_code_denies_with_exit_2() {
     let mut after: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let mut expected = before.clone();
     expected.as_object_mut().unwrap().remove("hooks");
-    after.as_object_mut().unwrap().remove("hooks").map(|h| panic!("hooks left: {h}"));
+    assert_eq!(after.as_object_mut().unwrap().remove("hooks"), None, "ovmem's hooks were left");
     assert_eq!(after, expected);
 }
 
@@ -507,4 +524,27 @@ fn kilo_code_plugin_recalls_and_captures() {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), config, "kilo.json not restored");
     }
     assert!(!cfg.join("plugin").exists());
+}
+
+/// opencode at project scope: the plugin in `.opencode/plugin/` runs (opencode asks nothing before
+/// loading a project's plugins), captures the turn, and uninstall leaves the project as it was.
+#[test]
+fn opencode_project_plugin_captures_and_uninstalls_cleanly() {
+    let Some(bin) = cli("opencode", "node_modules/.bin/opencode") else { return };
+    let Some(seed) = cli("opencode-seed", "node_modules/@opencode-ai/plugin/package.json") else { return };
+    let lab = Lab::new(&[bin.parent().unwrap()]);
+    let seed = seed.parent().unwrap().parent().unwrap().parent().unwrap().parent().unwrap();
+    let cfg = lab.home.join(".config/opencode");
+    lab.copy_tree(seed, &cfg);
+    // opencode installs its plugin dependency into every config dir it loads, the project's too.
+    lab.copy_tree(seed, &lab.proj.join(".opencode"));
+    std::fs::write(cfg.join("opencode.json"), opencode_config(&lab)).unwrap();
+    let p = lab.proj.to_str().unwrap();
+    lab.ovmem(&["install", "--harness", "opencode", "--project", p]);
+    assert!(lab.proj.join(".opencode/plugin/ovmem.js").exists() && !cfg.join("plugin").exists());
+    opencode(&lab, &bin, FACT);
+    assert_fired(&lab, "opencode", &["session.created", "chat.message", "session.idle"], &["session_id", "cwd"]);
+    assert!(lab.memories().contains("BLUEHERON-7"), "the turn was not captured: {}", lab.memories());
+    lab.ovmem(&["uninstall", "--harness", "opencode", "--project", p, "--yes"]);
+    assert!(!lab.proj.join(".opencode/plugin").exists(), "ovmem's plugin directory was left behind");
 }

@@ -139,8 +139,11 @@ fn payload(harness: &str, event: &str, vars: &[(&str, &str)]) -> String {
     let mut vars: Vec<(&str, &str)> = vars.to_vec();
     vars.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
     for (k, v) in vars {
-        let value =
-            if k == "TOOL_INPUT" { v.to_string() } else { serde_json::to_string(v).unwrap().trim_matches('"').to_string() };
+        let value = if k == "TOOL_INPUT" {
+            v.to_string()
+        } else {
+            serde_json::to_string(v).unwrap().trim_matches('"').to_string()
+        };
         s = s.replace(&format!("${k}"), &value);
     }
     for (k, v) in [("$TOOL_INPUT", "{}"), ("$TRANSCRIPT", ""), ("$PROMPT", ""), ("$REPLY", ""), ("$TOOL", "")] {
@@ -339,7 +342,8 @@ fn every_new_harness_answers_in_its_own_format() {
                 assert_eq!(out.stdout, "{}\n", "{id} {ev}");
                 continue;
             }
-            let ctx = context_of(id, &out.stdout).unwrap_or_else(|| panic!("{id} {ev}: nothing injected: {}", out.stdout));
+            let ctx =
+                context_of(id, &out.stdout).unwrap_or_else(|| panic!("{id} {ev}: nothing injected: {}", out.stdout));
             assert!(ctx.starts_with("<ovmem-memory>\n") && ctx.contains("5433"), "{id} {ev}: {ctx}");
             assert_eq!(out.stdout, expected_inject(id, ev, &ctx), "{id} {ev}");
         }
@@ -364,7 +368,10 @@ fn every_new_harness_answers_in_its_own_format() {
             _ => {
                 let v: Value = serde_json::from_str(&out.stdout).unwrap();
                 let h = &v["hookSpecificOutput"];
-                assert_eq!((h["hookEventName"].as_str(), h["permissionDecision"].as_str()), (Some(c.guard), Some("deny")));
+                assert_eq!(
+                    (h["hookEventName"].as_str(), h["permissionDecision"].as_str()),
+                    (Some(c.guard), Some("deny"))
+                );
                 assert_eq!(v.as_object().unwrap().len(), 1, "{id}: {v}");
                 h["permissionDecisionReason"].as_str().unwrap().to_string()
             }
@@ -385,7 +392,11 @@ fn auggie_injects_once_after_a_tool() {
     let stop = payload("auggie", "Stop", &[("P", p), ("PROMPT", FACT), ("REPLY", "Noted: port 5433.")]);
     home.hook("auggie", "Stop", &stop);
     let input = json!({"type": "file", "path": "notes.txt"}).to_string();
-    let pre = home.hook("auggie", "PreToolUse", &payload("auggie", "PreToolUse", &[("P", p), ("TOOL", "view"), ("TOOL_INPUT", &input)]));
+    let pre = home.hook(
+        "auggie",
+        "PreToolUse",
+        &payload("auggie", "PreToolUse", &[("P", p), ("TOOL", "view"), ("TOOL_INPUT", &input)]),
+    );
     assert_eq!(pre.stdout, "{}\n");
     let post = payload("auggie", "PostToolUse", &[("P", p), ("TOOL", "view"), ("TOOL_INPUT", &input)]);
     let first = home.hook("auggie", "PostToolUse", &post);
@@ -438,7 +449,10 @@ fn json_harness_configs_round_trip_byte_for_byte() {
             shown.push_str(&format!("== {}\n{}\n", path.strip_prefix(home.path()).unwrap().display(), text));
             assert!(text.contains("/.ovmem/bin/ovmem"), "{id}: nothing of ovmem's in {}", path.display());
         }
-        insta::assert_snapshot!(format!("fixture_installed__{id}"), shown.replace(&home.path().display().to_string(), "[HOME]"));
+        insta::assert_snapshot!(
+            format!("fixture_installed__{id}"),
+            shown.replace(&home.path().display().to_string(), "[HOME]")
+        );
         let installed = home.tree();
         let again = home.ok(&["install", "--harness", id]);
         assert!(again.contains("already installed"), "{id}: {again}");
@@ -466,7 +480,8 @@ fn plugin_files_are_created_and_removed_exactly() {
     for (id, user, project) in cases {
         let home = Home::new();
         // The harness's own config dir exists already, with a file of the user's.
-        let mine = home.put(&format!("{}/notes.txt", Path::new(user).parent().unwrap().parent().unwrap().display()), b"mine\n");
+        let mine = home
+            .put(&format!("{}/notes.txt", Path::new(user).parent().unwrap().parent().unwrap().display()), b"mine\n");
         let files = home.tree();
         let dirs = home.dirs();
         home.ok(&["install", "--harness", id]);
@@ -475,15 +490,20 @@ fn plugin_files_are_created_and_removed_exactly() {
         for rel in [home.path().join(user), p.join(project)] {
             let text = std::fs::read_to_string(&rel).unwrap_or_else(|e| panic!("{id}: {}: {e}", rel.display()));
             assert!(text.starts_with(&format!("// ovmem-plugin {id}\n")), "{id}");
-            assert_eq!(ovmem::install::plugin_file::plugin_runtime(&text, id), Some(home.path().join(".ovmem/bin/ovmem")));
+            assert_eq!(
+                ovmem::install::plugin_file::plugin_runtime(&text, id),
+                Some(home.path().join(".ovmem/bin/ovmem"))
+            );
             let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&rel).unwrap().permissions());
             assert_eq!(mode & 0o777, 0o644, "{id}: a module, not an executable");
         }
         home.ok(&["uninstall", "--harness", id, "--yes"]);
         home.ok(&["uninstall", "--harness", id, "--project", p.to_str().unwrap(), "--yes"]);
-        let now: Vec<PathBuf> = home.tree().into_keys().filter(|k| !k.starts_with(home.path().join(".ovmem"))).collect();
+        let now: Vec<PathBuf> =
+            home.tree().into_keys().filter(|k| !k.starts_with(home.path().join(".ovmem"))).collect();
         assert_eq!(now, files.keys().cloned().collect::<Vec<_>>(), "{id}: files left behind");
-        let now_dirs: Vec<PathBuf> = home.dirs().into_iter().filter(|k| !k.starts_with(home.path().join(".ovmem"))).collect();
+        let now_dirs: Vec<PathBuf> =
+            home.dirs().into_iter().filter(|k| !k.starts_with(home.path().join(".ovmem"))).collect();
         assert_eq!(now_dirs, dirs, "{id}: directories left behind");
         assert_eq!(std::fs::read(&mine).unwrap(), b"mine\n");
     }

@@ -320,7 +320,8 @@ fn entry_states(t: &Target, location: &Path, rec: Option<&receipt::Receipt>) -> 
         InstallKind::PluginFile => {
             let recorded = rec.and_then(|r| r.file(location)).and_then(|f| f.entries.first()).map(|e| e.sha256.clone());
             let text = read(location);
-            let mine = text.as_deref().and_then(|x| plugin_file::plugin_runtime(x, h.id())).map(|r| marker::owner(&r, &ours));
+            let mine =
+                text.as_deref().and_then(|x| plugin_file::plugin_runtime(x, h.id())).map(|r| marker::owner(&r, &ours));
             let state = match (text.as_deref(), mine, recorded) {
                 (None, _, None) => return out,
                 (None, _, Some(_)) => "missing",

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{json_hooks, mcp, plugin_file, repair, script_dir, trust, EntryNote, FileReport, Options, Refused, Target, Verb};
+use super::{
+    json_hooks, mcp, plugin_file, repair, script_dir, trust, EntryNote, FileReport, Options, Refused, Target, Verb,
+};
 use crate::fsx::{self, journal};
 use crate::harness::InstallKind;
 use crate::receipt::{self, FileRecord, Receipt};

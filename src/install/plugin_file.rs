@@ -206,10 +206,9 @@ impl Editor for Uninstall {
                 )],
                 ..Edit::default()
             }),
-            Owner::Us if !still_ours(self.force, recorded.as_deref(), &current) => Ok(left(format!(
-                "`{}` changed since install; left in place (--force removes it)",
-                self.path.display()
-            ))),
+            Owner::Us if !still_ours(self.force, recorded.as_deref(), &current) => {
+                Ok(left(format!("`{}` changed since install; left in place (--force removes it)", self.path.display())))
+            }
             _ => Ok(gone()),
         }
     }

@@ -79,7 +79,9 @@ fn deny(adapter: &Adapter, native: &str, reason: &str) -> Option<Value> {
 
 fn inject(adapter: &Adapter, native: &str, ctx: &str) -> Option<String> {
     let v = match adapter.encoder {
-        Encoder::HookSpecificOutput => json!({"hookSpecificOutput": {"hookEventName": native, "additionalContext": ctx}}),
+        Encoder::HookSpecificOutput => {
+            json!({"hookSpecificOutput": {"hookEventName": native, "additionalContext": ctx}})
+        }
         Encoder::Cursor => match native {
             "beforeSubmitPrompt" => json!({"continue": true, "additional_context": ctx}),
             _ => json!({"additional_context": ctx}),

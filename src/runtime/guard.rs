@@ -1438,12 +1438,11 @@ mod tests {
     /// names (from the real CLIs' tool schemas).
     #[test]
     fn the_newer_harnesses_tools() {
-        let tools: Vec<String> = [
-            "view", "LS", "Execute", "launch-process", "background_process", "find", "list_directory", "read", "bash",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let tools: Vec<String> =
+            ["view", "LS", "Execute", "launch-process", "background_process", "find", "list_directory", "read", "bash"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
         let deny = |tool: &str, input: Value| check(tool, Some(&input), &schemes(), &tools).is_some();
         assert!(deny("view", json!({"path": "viking://user/memories/profile.md", "view_range": [1, 5]})));
         assert!(deny("LS", json!({"directory_path": "viking://resources", "ignorePatterns": []})));

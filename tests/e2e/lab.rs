@@ -293,9 +293,7 @@ pub fn chat_tools(req: &serde_json::Value) -> Vec<String> {
     req["body"]["tools"]
         .as_array()
         .map(|t| {
-            t.iter()
-                .filter_map(|t| t["function"]["name"].as_str().or(t["name"].as_str()).map(String::from))
-                .collect()
+            t.iter().filter_map(|t| t["function"]["name"].as_str().or(t["name"].as_str()).map(String::from)).collect()
         })
         .unwrap_or_default()
 }
