@@ -28,6 +28,11 @@ pins=(
   "letta|node_modules/.bin/letta|@letta-ai/letta-code@0.25.9"
   "auggie|node_modules/.bin/auggie|@augmentcode/auggie@0.36.0"
 )
+# Letta Code runs its lifecycle hooks only in its interactive TUI, which the test drives in tmux.
+if ! command -v tmux >/dev/null; then
+  echo "e2e: installing tmux (apt)"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq tmux; else sudo apt-get install -y -qq tmux; fi
+fi
 for pin in "${pins[@]}"; do
   IFS='|' read -r name file pkgs <<<"$pin"
   first="${pkgs%% *}"
