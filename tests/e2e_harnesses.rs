@@ -602,6 +602,10 @@ exit 0"#;
     assert_fired(&lab, "letta-code", &["Stop"], &["user_message", "assistant_message"]);
     let all = all_requests_text(&lab);
     assert!(all.contains("SessionStart hook context") && all.contains("5433"), "start context did not reach the model");
-    assert!(lab.memories().contains("User: Which port does the staging"), "the turn was not captured: {}", lab.memories());
+    assert!(
+        lab.memories().contains("User: Which port does the staging"),
+        "the turn was not captured: {}",
+        lab.memories()
+    );
     lab.ovmem(&["uninstall", "--harness", "letta-code", "--yes"]);
 }
