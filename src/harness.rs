@@ -40,6 +40,16 @@ pub static HARNESSES: &[Spec] = &[
     harness!("cline"),
     harness!("trae-cli"),
     harness!("gemini-cli"),
+    harness!("opencode"),
+    harness!("kilo-code"),
+    harness!("pi"),
+    harness!("amp"),
+    harness!("qwen-code"),
+    harness!("copilot-cli"),
+    harness!("factory-droid"),
+    harness!("codebuddy"),
+    harness!("letta-code"),
+    harness!("auggie"),
 ];
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -49,6 +59,9 @@ pub enum InstallKind {
     JsonHooks,
     /// One executable file per event in a directory.
     ScriptDir,
+    /// One whole file ovmem owns (a plugin module the harness loads in-process: opencode, Kilo Code,
+    /// Pi, Amp), at the scope's `file`. The module runs `ovmem hook <harness> <event>` itself.
+    PluginFile,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -188,16 +201,22 @@ pub enum Encoder {
     HookSpecificOutput,
     Cursor,
     Cline,
+    /// Top-level keys: `{"additionalContext"}` to inject, `{"permissionDecision":"deny",
+    /// "permissionDecisionReason"}` to deny (GitHub Copilot CLI).
+    Copilot,
+    /// The context as plain text on stdout, nothing for a no-op (Letta Code).
+    Plain,
 }
 
-/// The shape of a deny: the encoder's own (default), or a top-level `{"decision":"deny","reason"}`
-/// (Gemini CLI).
+/// The shape of a deny: the encoder's own (default), a top-level `{"decision":"deny","reason"}`
+/// (Gemini CLI), or exit code 2 with the reason on stderr and nothing on stdout (Letta Code).
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum DenyStyle {
     #[default]
     Encoder,
     Decision,
+    Exit2Stderr,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
@@ -208,6 +227,9 @@ pub enum Canonical {
     Stop,
     PreTool,
     SessionEnd,
+    /// After a tool ran: where a harness reads context only from its post-tool hook (Auggie),
+    /// memory is injected there once per session (`inject_once_on_tool`). Never a guard.
+    PostTool,
 }
 
 /// Ordered alias lists: dotted paths into the stdin JSON (`turn.outputText`, `workspace_roots.0`,
@@ -386,12 +408,20 @@ pub struct Placeholders<'a> {
     pub ovmem_home: &'a Path,
 }
 
+/// Whether a template is a JavaScript/TypeScript module (a plugin file): its placeholders are
+/// escaped as JSON string bodies, which are valid JS string bodies too.
+pub fn is_script_module(name: &str) -> bool {
+    [".js", ".mjs", ".ts", ".mts"].iter().any(|e| name.ends_with(e))
+}
+
 /// Renders a template in one pass: each `{{NAME}}` is replaced by its value, escaped for the
-/// template's format (a JSON string body for `.json`, raw for shell scripts; paths are
-/// shell-quoted first). Values are never scanned again, so a `{{x}}` inside a path stays as it is.
+/// template's format (a JSON string body for `.json` and JS/TS modules, raw for shell scripts;
+/// paths are shell-quoted first). `{{OVMEM_BIN_JS}}` is the runtime path as a whole JSON string
+/// literal (quotes included), which is also a JS/TS string literal. Values are never scanned
+/// again, so a `{{x}}` inside a path stays as it is.
 pub fn render(name: &str, p: &Placeholders) -> Result<String> {
     let text = template(name)?;
-    let json = name.ends_with(".json");
+    let json = name.ends_with(".json") || is_script_module(name);
     let esc =
         |s: &str| if json { serde_json::to_string(s).unwrap().trim_matches('"').to_string() } else { s.to_string() };
     let mut out = String::with_capacity(text.len() + 64);
@@ -405,6 +435,7 @@ pub fn render(name: &str, p: &Placeholders) -> Result<String> {
         let value = match &after[..end] {
             "OVMEM_BIN" => esc(&shell_quote(&p.bin.to_string_lossy())),
             "OVMEM_BIN_PATH" => esc(&p.bin.to_string_lossy()),
+            "OVMEM_BIN_JS" => serde_json::to_string(&p.bin.to_string_lossy()).expect("a string serialises"),
             "OVMEM_HOME" => esc(&shell_quote(&p.ovmem_home.to_string_lossy())),
             "HARNESS" => esc(p.harness),
             "EVENT" => esc(p.event),
@@ -481,6 +512,10 @@ mod tests {
         for bin in ["/home/o'neil/my dir/bin/ovmem", "/h/{{EVENT}}/{{x}/bin/ovmem"] {
             let bin = Path::new(bin);
             for h in all() {
+                if h.manifest.kind == InstallKind::PluginFile {
+                    plugin_template_renders(h, bin);
+                    continue;
+                }
                 for hook in &h.manifest.hooks {
                     let name = match (&hook.matcher, &h.manifest.template_with_matcher) {
                         (Some(_), Some(t)) => t.clone(),
@@ -509,6 +544,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A plugin module names ovmem's runtime by its exact marker, and runs every event the
+    /// manifest lists (by its name as a string literal).
+    fn plugin_template_renders(h: &Harness, bin: &Path) {
+        let p = Placeholders {
+            bin,
+            harness: h.id(),
+            event: "",
+            timeout: 0,
+            matcher: "",
+            ovmem_home: Path::new("/h/.ovmem"),
+        };
+        let out = render(&h.manifest.template, &p).unwrap();
+        assert_eq!(crate::install::plugin_file::plugin_runtime(&out, h.id()).as_deref(), Some(bin), "{}", h.id());
+        for hook in &h.manifest.hooks {
+            assert!(out.contains(&format!("\"{}\"", hook.event)), "{}: the plugin never runs {}", h.id(), hook.event);
+        }
+        let literal = serde_json::to_string(&bin.to_string_lossy()).unwrap();
+        assert!(!out.replace(&literal, "").contains("{{"), "{}: a placeholder is left", h.id());
     }
 
     fn find_command(v: &serde_json::Value) -> Option<String> {

@@ -585,6 +585,13 @@ fn ovmem_findings(
                     }
                 }
             }
+            InstallKind::PluginFile => {
+                let Some(text) = read(s, &location, &mut r.errors) else { continue };
+                let Some(runtime) = crate::install::plugin_file::plugin_runtime(&text, h.id()) else { continue };
+                installed = true;
+                let current = crate::install::plugin_file::desired(&target).is_ok_and(|d| d == text);
+                judge(r, &location, Some(1), "plugin".into(), "plugin", &runtime, current);
+            }
         }
         if installed && h.manifest.deprecated {
             let message = format!(

@@ -13,6 +13,7 @@ use super::tilde;
 use crate::env::Env;
 use crate::harness::{self, Detection, InstallKind, Scope};
 use crate::install::marker::{self, Owner};
+use crate::install::plugin_file;
 use crate::install::script_dir::script_runtime;
 use crate::install::{apply::trust_state, plan::read_text, Target};
 use crate::output::{self, Printer};
@@ -259,8 +260,10 @@ fn entry_states(t: &Target, location: &Path, rec: Option<&receipt::Receipt>) -> 
         InstallKind::JsonHooks => {
             let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
             let doc = read(location).and_then(|t| Document::parse(&t).ok());
-            let recorded: Vec<receipt::Entry> =
-                rec.and_then(|r| r.file(location)).map(|f| f.entries.clone()).unwrap_or_default();
+            let recorded: Vec<receipt::Entry> = rec
+                .and_then(|r| r.file(location))
+                .map(|f| f.entries.iter().filter(|e| e.event != "mcp").cloned().collect())
+                .unwrap_or_default();
             let events: Vec<String> = doc
                 .as_ref()
                 .and_then(|d| d.node_at(&[key]))
@@ -317,6 +320,22 @@ fn entry_states(t: &Target, location: &Path, rec: Option<&receipt::Receipt>) -> 
                     out.push(EntryStatus { event: hook.event.clone(), file: p, state });
                 }
             }
+        }
+        InstallKind::PluginFile => {
+            let recorded = rec.and_then(|r| r.file(location)).and_then(|f| f.entries.first()).map(|e| e.sha256.clone());
+            let text = read(location);
+            let mine =
+                text.as_deref().and_then(|x| plugin_file::plugin_runtime(x, h.id())).map(|r| marker::owner(&r, &ours));
+            let state = match (text.as_deref(), mine, recorded) {
+                (None, _, None) => return out,
+                (None, _, Some(_)) => "missing",
+                (Some(x), _, Some(w)) if crate::fsx::sha256_hex(x.as_bytes()) == w => "ok",
+                (Some(_), Some(Owner::Us), None) => "unrecorded",
+                (Some(_), Some(_), None) => "foreign",
+                (Some(_), None, None) => return out,
+                (Some(_), _, Some(_)) => "edited",
+            };
+            out.push(EntryStatus { event: plugin_file::EVENT.into(), file: location.to_path_buf(), state });
         }
     }
     out

@@ -130,6 +130,10 @@ mod tests {
                         h.id()
                     );
                 }
+                if a.encoder == harness::Encoder::Plain && a.inject_events.contains(e) {
+                    // A harness that reads plain text takes any text as context.
+                    continue;
+                }
                 assert!(matches!(judge(&a, e, b"garbage"), Verdict::Invalid(_)), "{}: {e}", h.id());
                 assert!(matches!(judge(&a, e, b"{\"x\":1}"), Verdict::Invalid(_)), "{}: {e}", h.id());
             }

@@ -15,7 +15,7 @@ pub fn command(runtime: &Path, harness: &str, event: &str) -> String {
 }
 
 /// Whether `p` looks like a staged runtime: an absolute `…/bin/ovmem`.
-fn is_runtime_path(p: &Path) -> bool {
+pub fn is_runtime_path(p: &Path) -> bool {
     p.is_absolute()
         && p.file_name().is_some_and(|n| n == "ovmem")
         && p.parent().and_then(Path::file_name).is_some_and(|n| n == "bin")
@@ -32,10 +32,15 @@ pub fn hook_runtime(cmd: &str, harness: &str, event: Option<&str>) -> Option<Pat
     (is_runtime_path(&runtime) && cmd == command(&runtime, harness, &w[3])).then_some(runtime)
 }
 
-/// The runtime an MCP server entry runs, when it is `<…>/bin/ovmem mcp`.
+/// The runtime an MCP server entry runs, when it is `<…>/bin/ovmem mcp`: a `command` string with
+/// `args: ["mcp"]`, or a `command` argv array `[<runtime>, "mcp"]` (opencode, Kilo Code).
 pub fn mcp_runtime(v: &Value) -> Option<PathBuf> {
-    let runtime = PathBuf::from(v.get("command")?.as_str()?);
-    let args = v.get("args")?.as_array()?;
+    let (runtime, args): (&str, Vec<&Value>) = match v.get("command")? {
+        Value::String(c) => (c, v.get("args")?.as_array()?.iter().collect()),
+        Value::Array(argv) if v.get("args").is_none() => (argv.first()?.as_str()?, argv.iter().skip(1).collect()),
+        _ => return None,
+    };
+    let runtime = PathBuf::from(runtime);
     (is_runtime_path(&runtime) && args.len() == 1 && args[0] == "mcp").then_some(runtime)
 }
 

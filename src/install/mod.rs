@@ -15,6 +15,7 @@ pub mod marker;
 pub mod mcp;
 pub mod mcp_toml;
 pub mod plan;
+pub mod plugin_file;
 pub mod repair;
 pub mod script_dir;
 pub mod trust;

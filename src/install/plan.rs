@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{json_hooks, mcp, repair, script_dir, trust, EntryNote, FileReport, Options, Refused, Target, Verb};
+use super::{
+    json_hooks, mcp, plugin_file, repair, script_dir, trust, EntryNote, FileReport, Options, Refused, Target, Verb,
+};
 use crate::fsx::{self, journal};
 use crate::harness::InstallKind;
 use crate::receipt::{self, FileRecord, Receipt};
@@ -19,8 +21,10 @@ pub trait Editor {
 }
 
 /// Several editors of one file, run in order, each on what the one before left: how two
-/// concerns sharing a file (Codex's `config.toml`: the MCP entry and the hook trust records) make
-/// one change of it. Notes and warnings add up; the first receipt record is the file's.
+/// concerns sharing a file make one change of it (Codex's `config.toml`: the MCP entry and the hook
+/// trust records; Qwen Code's `settings.json`: hooks and MCP servers). Notes and warnings add up;
+/// the receipt record holds what all of them own, and the file counts as ovmem's creation when it
+/// did not exist before the chain.
 pub struct Chain(pub Vec<Box<dyn Editor>>);
 
 impl Editor for Chain {
@@ -29,11 +33,34 @@ impl Editor for Chain {
         for e in &self.0 {
             let next = e.edit(out.after.as_deref())?;
             out.after = next.after;
-            out.record = out.record.or(next.record);
+            out.record = merge_records(out.record.take(), next.record);
             out.notes.extend(next.notes);
             out.warnings.extend(next.warnings);
         }
+        if let Some(r) = out.record.as_mut() {
+            r.created |= current.is_none() && out.after.is_some();
+        }
         Ok(out)
+    }
+}
+
+fn merge_records(a: Option<FileRecord>, b: Option<FileRecord>) -> Option<FileRecord> {
+    match (a, b) {
+        (Some(mut x), Some(y)) => {
+            for k in y.created_keys {
+                if !x.created_keys.contains(&k) {
+                    x.created_keys.push(k);
+                }
+            }
+            for e in y.empty {
+                if !x.empty.iter().any(|z| z.key_path == e.key_path) {
+                    x.empty.push(e);
+                }
+            }
+            x.entries.extend(y.entries);
+            Some(x)
+        }
+        (x, y) => x.or(y),
     }
 }
 
@@ -239,6 +266,7 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
     match t.harness.manifest.kind {
         InstallKind::JsonHooks => json_hooks::plan(&mut p, install, opts)?,
         InstallKind::ScriptDir => script_dir::plan(&mut p, install, opts)?,
+        InstallKind::PluginFile => plugin_file::plan(&mut p, install, opts)?,
     }
     mcp::plan(&mut p, install, opts)?;
     if !install {

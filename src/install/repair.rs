@@ -12,6 +12,7 @@ use super::json_hooks::parse;
 use super::marker::{self, Owner};
 use super::mcp::NAME as MCP_NAME;
 use super::plan::read_text;
+use super::plugin_file;
 use super::script_dir::script_runtime;
 use super::Target;
 use crate::edit::json::Document;
@@ -170,6 +171,16 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                 }
             }
         }
+        InstallKind::PluginFile => {
+            let path = t.location()?;
+            let (_, text) = read_text(t, &path)?;
+            let mine = text.as_deref().and_then(|x| plugin_file::plugin_runtime(x, id));
+            if let (Some(text), Some(r)) = (&text, mine) {
+                if marker::owner(&r, &ours) == Owner::Us {
+                    files.push(plugin_file::record(&path, fsx::sha256_hex(text.as_bytes()), None));
+                }
+            }
+        }
     }
     if let (Some(path), Some(key)) = (t.mcp_file()?, m.mcp_key.as_deref()) {
         let (real, text) = read_text(t, &path)?;
@@ -200,6 +211,27 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
             }
         }
     }
+    // Hooks and the MCP server in one file (Qwen Code, Auggie): one record, as install writes it.
+    let mut merged: Vec<FileRecord> = Vec::new();
+    for f in files {
+        match merged.iter_mut().find(|m| m.path == f.path) {
+            Some(m) => {
+                m.entries.extend(f.entries);
+                for k in f.created_keys {
+                    if !m.created_keys.contains(&k) {
+                        m.created_keys.push(k);
+                    }
+                }
+                for e in f.empty {
+                    if !m.empty.iter().any(|x| x.key_path == e.key_path) {
+                        m.empty.push(e);
+                    }
+                }
+            }
+            None => merged.push(f),
+        }
+    }
+    let files = merged;
     if files.is_empty() {
         return Ok(None);
     }

@@ -39,12 +39,21 @@ fn content_text(v: &Value) -> Option<String> {
     }
 }
 
-/// Role and text of one transcript line, across the shapes harnesses write
-/// (`{type, message:{role, content}}`, `{role, message:{content}}`, `{role, content}`).
+/// Role and text of one transcript line, across the shapes harnesses write:
+/// `{type, message:{role, content}}` (Claude Code, Factory Droid, Pi), `{role, message:{content}}`
+/// (Cursor), `{role, content}`, `{type, message:{role:"model", parts:[{text}]}}` (Qwen Code) and
+/// GitHub Copilot CLI's event log `{type:"user.message"|"assistant.message", data:{content}}`.
 fn line_message(v: &Value) -> Option<(String, String)> {
+    if let Some(role) = v.get("type").and_then(Value::as_str).and_then(|t| t.strip_suffix(".message")) {
+        let text = content_text(v.get("data")?.get("content")?)?;
+        return (!text.trim().is_empty()).then(|| (role.to_string(), text));
+    }
     let msg = v.get("message").filter(|m| m.is_object()).unwrap_or(v);
     let role = msg.get("role").or_else(|| v.get("role")).or_else(|| v.get("type")).and_then(Value::as_str)?.to_string();
-    let text = content_text(msg.get("content")?)?;
+    let text = match msg.get("content") {
+        Some(c) => content_text(c)?,
+        None => content_text(msg.get("parts")?)?,
+    };
     let text = text.replace("[REDACTED]", "");
     (!text.trim().is_empty()).then_some((role, text))
 }
@@ -128,6 +137,37 @@ mod tests {
         .unwrap();
         assert_eq!(last_turn(&p), (Some("Where do logs go?".into()), Some("To /var/log/app.".into())));
         assert_eq!(last_turn(&t.path().join("missing")), (None, None));
+    }
+
+    /// Qwen Code's chat log (`parts`) and GitHub Copilot CLI's event log (`data.content`), as the
+    /// real CLIs wrote them (trimmed).
+    #[test]
+    fn reads_qwen_and_copilot_transcripts() {
+        let t = tempfile::tempdir().unwrap();
+        let qwen = t.path().join("qwen.jsonl");
+        std::fs::write(
+            &qwen,
+            concat!(
+                r#"{"uuid":"a","type":"user","message":{"role":"user","parts":[{"text":"hello there"}]}}"#, "\n",
+                r#"{"uuid":"b","type":"assistant","message":{"role":"model","parts":[{"text":"STUB_REPLY: hello there"}]}}"#, "\n",
+                r#"{"uuid":"c","type":"system","subtype":"ui_telemetry","systemPayload":{}}"#, "\n",
+            ),
+        )
+        .unwrap();
+        assert_eq!(last_turn(&qwen), (Some("hello there".into()), Some("STUB_REPLY: hello there".into())));
+        let copilot = t.path().join("events.jsonl");
+        std::fs::write(
+            &copilot,
+            concat!(
+                r#"{"type":"session.start","data":{"sessionId":"s"}}"#, "\n",
+                r#"{"type":"user.message","data":{"content":"hello there","transformedContent":"<current_datetime>x</current_datetime> hello there"}}"#, "\n",
+                r#"{"type":"hook.start","data":{"hookType":"agentStop"}}"#, "\n",
+                r#"{"type":"assistant.message","data":{"messageId":"m","content":"STUB_REPLY: hello there","toolRequests":[]}}"#, "\n",
+                r#"{"type":"assistant.message","data":{"messageId":"n","content":"","toolRequests":[{"name":"view"}]}}"#, "\n",
+            ),
+        )
+        .unwrap();
+        assert_eq!(last_turn(&copilot), (Some("hello there".into()), Some("STUB_REPLY: hello there".into())));
     }
 
     #[test]

@@ -26,13 +26,15 @@ fn classify(tool: &str) -> ToolKind {
     let t = tool.trim().to_ascii_lowercase();
     if t.contains("patch") {
         ToolKind::Patch
-    } else if ["bash", "shell", "command", "exec", "terminal"].iter().any(|k| t.contains(k))
+    } else if ["bash", "shell", "command", "exec", "terminal", "process"].iter().any(|k| t.contains(k))
         || t == "sh"
         || t == "run"
         || t.starts_with("run_")
     {
+        // `execute` (Factory Droid), `launch-process` (Auggie), `background_process` (Kilo Code).
         ToolKind::Shell
-    } else if t.contains("glob") {
+    } else if t.contains("glob") || t == "find" {
+        // Pi's `find` takes a glob pattern and a path.
         ToolKind::Glob
     } else if t.contains("grep") || t.contains("search") {
         ToolKind::Grep
@@ -51,6 +53,8 @@ const PATH_KEYS: &[&str] = &[
     "dir_path",
     "dirpath",
     "directory",
+    "directory_path",
+    "folder",
     "dir",
     "notebook_path",
     "uri",
@@ -1428,6 +1432,30 @@ mod tests {
         assert!(bash("cd /tmp && ls -la viking://resources/"));
         assert!(bash("grep TODO viking://resources/a.md"));
         assert!(deny("execute_command", json!({"command": "head -n 5 ovmem://m/1"})));
+    }
+
+    /// The file and shell tools of the harnesses added with issue 12, with their own parameter
+    /// names (from the real CLIs' tool schemas).
+    #[test]
+    fn the_newer_harnesses_tools() {
+        let tools: Vec<String> =
+            ["view", "LS", "Execute", "launch-process", "background_process", "find", "list_directory", "read", "bash"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let deny = |tool: &str, input: Value| check(tool, Some(&input), &schemes(), &tools).is_some();
+        assert!(deny("view", json!({"path": "viking://user/memories/profile.md", "view_range": [1, 5]})));
+        assert!(deny("LS", json!({"directory_path": "viking://resources", "ignorePatterns": []})));
+        assert!(deny("Execute", json!({"command": "cat viking://m/a", "riskLevel": "low", "summary": "x"})));
+        assert!(deny("launch-process", json!({"command": "head viking://m/a", "wait": true, "cwd": "/p"})));
+        assert!(deny("background_process", json!({"command": "cat ovmem://m/1"})));
+        assert!(deny("find", json!({"pattern": "*.md", "path": "viking://resources"})));
+        assert!(deny("read", json!({"filePath": "viking://m/a"})));
+        assert!(deny("bash", json!({"command": "cat viking://m/a", "description": "x"})));
+        // A mention is not a read; a tool no adapter guards is never judged.
+        assert!(!deny("Execute", json!({"command": "grep -r viking:// src", "riskLevel": "low"})));
+        assert!(!deny("launch-process", json!({"command": "echo viking://x"})));
+        assert!(!deny("write", json!({"filePath": "viking://m/a"})));
     }
 
     #[test]

