@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds ovmem from this checkout and installs it to ${OVMEM_INSTALL_DIR:-~/.local/bin}.
-# Extra arguments are passed to `ovmem install` (for example: --harness claude-code,codex).
+# Extra arguments are passed to `ovmem install` (for example: --harness all).
 set -eu
 
 need_cmd() {

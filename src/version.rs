@@ -6,6 +6,7 @@
 //!    upgrade is noticed;
 //! 3. `<binary> <version_args>`, all binaries at once, each stopped after [`PROBE_BUDGET`].
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -90,12 +91,14 @@ pub fn versions(env: &Env, cache: &mut Cache, binaries: &[(PathBuf, Vec<String>)
 /// The first line `bin args` prints, or `None` when it fails or takes longer than the budget
 /// (it is killed then).
 fn probe(env: &Env, bin: &Path, args: &[String]) -> Option<String> {
+    // Its own process group, so that a wrapper script's children go with it when it is stopped.
     let mut child = Command::new(bin)
         .args(args)
         .env("PATH", env.safe_path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .ok()?;
     let start = Instant::now();
@@ -104,6 +107,8 @@ fn probe(env: &Env, bin: &Path, args: &[String]) -> Option<String> {
             Ok(Some(_)) => break,
             Ok(None) if start.elapsed() < PROBE_BUDGET => std::thread::sleep(Duration::from_millis(5)),
             _ => {
+                // SAFETY: signals the process group of the child started above, nothing else.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
                 let _ = child.kill();
                 let _ = child.wait();
                 return None;

@@ -428,6 +428,11 @@ fn without_a_terminal_or_harness_list_nothing_changes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("detected: claude-code"), "{}", stderr(&out));
     assert!(!home.path().join(".ovmem").exists());
+    // Nothing installed: nothing to confirm (issue 12), and it says so.
+    let out = home.run(&["uninstall"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("nothing to remove"), "{}", stderr(&out));
+    home.ok(&["install", "--harness", "claude-code"]);
     let out = home.run(&["uninstall"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--yes"));

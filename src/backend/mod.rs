@@ -16,6 +16,7 @@ use std::time::Duration;
 
 pub use bank::{bank_id, team_bank};
 pub use hindsight::Hindsight;
+pub(crate) use http::redact_url;
 pub use openviking::OpenViking;
 pub use secret::Secret;
 pub use settings::{configure, BackendConfig, Choice, Kind, Settings, Source, Sourced};

@@ -157,7 +157,7 @@ fn same_as_configured(c: &BackendConfig, choice: &Choice) -> bool {
 }
 
 fn describe_config(c: &BackendConfig) -> String {
-    let url = c.url.clone().unwrap_or_else(|| "(no URL)".into());
+    let url = c.url.as_deref().map(backend::redact_url).unwrap_or_else(|| "(no URL)".into());
     match c.kind {
         Kind::Hindsight => describe(&Choice::Hindsight { url, token: None, bank: c.bank.clone() }),
         Kind::Openviking => {
@@ -171,8 +171,16 @@ fn sources(env: &Env, f: &Found) -> String {
     f.sources.iter().map(|s| format!("`{}`", tilde(env, s))).collect::<Vec<_>>().join(", ")
 }
 
-/// The `ovmem install` flags that would adopt `choice` (the secret through stdin, never shown).
+/// The `ovmem install` flags that would adopt `choice` (the secret through stdin, never shown; a
+/// password in the URL is masked).
 fn adopt_command(choice: &Choice) -> String {
+    let choice = &match choice.clone() {
+        Choice::Hindsight { url, token, bank } => Choice::Hindsight { url: backend::redact_url(&url), token, bank },
+        Choice::Openviking { url, api_key, user, account } => {
+            Choice::Openviking { url: backend::redact_url(&url), api_key, user, account }
+        }
+        Choice::Local => Choice::Local,
+    };
     match choice {
         Choice::Local => "ovmem install --backend local".into(),
         Choice::Hindsight { url, token, bank } => format!(

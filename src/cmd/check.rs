@@ -135,7 +135,8 @@ fn queue_findings(env: &Env) -> Vec<legacy::Finding> {
                     db.clone(),
                     "outbox",
                     format!(
-                        "{n} memory(ies) have waited since {} to be sent to {backend}{}",
+                        "{} waited since {} to be sent to {backend}{}",
+                        if n == 1 { "1 memory has".to_string() } else { format!("{n} memories have") },
                         super::status::format_age(since),
                         err.map(|e| format!("; last error: {e}")).unwrap_or_default()
                     ),
@@ -150,7 +151,8 @@ fn queue_findings(env: &Env) -> Vec<legacy::Finding> {
             crate::runtime::spool::dir(env),
             "spool",
             format!(
-                "{n} captured turn(s) have waited since {} to be stored (the store was locked or could not be opened)",
+                "{} waited since {} to be stored (the store was locked or could not be opened)",
+                if n == 1 { "1 captured turn has".to_string() } else { format!("{n} captured turns have") },
                 super::status::format_age(t)
             ),
             "run `ovmem sync` to store them; if it fails, see `~/.ovmem/logs/hook.log`",

@@ -166,7 +166,7 @@ pub fn describe(choice: &Choice) -> String {
         Choice::Local => "local (this machine's store only)".to_string(),
         Choice::Hindsight { url, token, bank } => format!(
             "Hindsight at {}, {}{}",
-            url,
+            backend::redact_url(url),
             match bank {
                 Some(b) => format!("bank `{b}`"),
                 None => "one team bank per repository".to_string(),
@@ -174,7 +174,8 @@ pub fn describe(choice: &Choice) -> String {
             if token.is_some() { ", with a token" } else { "" }
         ),
         Choice::Openviking { url, api_key, user, account } => format!(
-            "OpenViking at {url}{}{}{}",
+            "OpenViking at {}{}{}{}",
+            backend::redact_url(url),
             user.as_ref().map(|u| format!(", user `{u}`")).unwrap_or_default(),
             account.as_ref().map(|a| format!(", account `{a}`")).unwrap_or_default(),
             if api_key.is_some() { ", with an API key" } else { "" }
@@ -191,6 +192,7 @@ pub fn choice_json(p: &Planned) -> Value {
             ("openviking", Some(url), None, user.as_ref(), account.as_ref(), api_key.is_some())
         }
     };
+    let url = url.map(|u| backend::redact_url(u));
     json!({"kind": kind, "url": url, "url_from": p.url_from, "bank": bank, "user": user, "account": account,
            "token": {"given": token, "from": p.token_from}})
 }
@@ -417,7 +419,16 @@ pub fn install_harnesses(
             tilde(env, &env.runtime_bin())
         );
     } else if !ok.is_empty() {
-        eprintln!("ovmem is already installed for {} ({scope_text}); nothing changed", ok.join(", "));
+        // One line, the trust that was checked included.
+        let trusted: Vec<&str> = out
+            .results
+            .iter()
+            .filter_map(|r| r.trust.as_ref())
+            .filter(|t| t.state == "already-trusted")
+            .map(|t| t.message.as_str())
+            .collect();
+        let trusted = if trusted.is_empty() { String::new() } else { format!(" ({})", trusted.join("; ")) };
+        eprintln!("ovmem is already installed for {} ({scope_text}); nothing changed{trusted}", ok.join(", "));
     }
     Ok(Installed { code: out.code, json: None })
 }

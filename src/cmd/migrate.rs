@@ -64,8 +64,8 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
         }
     }
     let p = Printer::new();
-    let _lock = if sel.dry_run { None } else { Some(crate::install::apply::lock(&env.ovmem_home())?) };
-    // The old integrations' server settings, read before their files move to the backup.
+    // The old integrations' server settings, read before their files move to the backup (and
+    // before anything of ovmem's is created: a refusal here leaves no trace).
     let carry = if install_after && !selected.is_empty() {
         let findings: Vec<&legacy::Finding> =
             report.findings.iter().filter(|f| selected.contains(&f.integration)).collect();
@@ -73,6 +73,7 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
     } else {
         Carry::Nothing
     };
+    let _lock = if sel.dry_run { None } else { Some(crate::install::apply::lock(&env.ovmem_home())?) };
     let removal = legacy::plan_removal(&scan, &selected)?;
     let mut files: Vec<FilePlan> = Vec::new();
     for strip in removal.edits {

@@ -115,7 +115,7 @@ fn backend_status(env: &Env) -> BackendStatus {
     };
     let mut b = BackendStatus {
         kind: settings.kind.value.id().into(),
-        url: settings.url.as_ref().map(|u| u.value.clone()),
+        url: settings.url.as_ref().map(|u| crate::backend::redact_url(&u.value)),
         bank: settings.bank.as_ref().map(|u| u.value.clone()),
         user: settings.user.as_ref().map(|u| u.value.clone()),
         token: settings.token.is_some(),
@@ -372,8 +372,8 @@ fn print_harnesses(p: &Printer, env: &Env, out: &[HarnessStatus]) {
     let quiet: Vec<&str> = out.iter().filter(|s| !noteworthy(s)).map(|s| s.harness.as_str()).collect();
     if quiet.len() == out.len() {
         println!(
-            "no harness detected on this machine, and ovmem is not installed anywhere (looked for {} on PATH and in \
-             their config directories)",
+            "no harness detected on this machine, and ovmem is not installed anywhere (not detected: {}; ovmem looks \
+             for their binaries on PATH and for their config directories)",
             quiet.join(", ")
         );
     } else if !quiet.is_empty() {
@@ -407,19 +407,25 @@ fn print_backend(p: &Printer, b: &BackendStatus, q: &QueueStatus) {
     println!("{} {what}{reach}", p.bold("backend:"));
     let mut waiting = Vec::new();
     if q.outbox > 0 {
-        let age = q.outbox_oldest.map(|t| format!(", oldest from {}", format_age(t))).unwrap_or_default();
+        let age = q.outbox_oldest.map(|t| format!(", the oldest from {}", format_age(t))).unwrap_or_default();
         let why = q.last_send_error.as_deref().map(|e| format!("; last error: {e}")).unwrap_or_default();
-        waiting.push(format!("{} memory(ies) waiting to be sent{age}{why} (`ovmem sync` sends them)", q.outbox));
+        waiting.push(format!(
+            "{} waiting to be sent{age}{why} (`ovmem sync` sends them)",
+            output::count(q.outbox, "memory", "memories")
+        ));
     }
     if q.spooled > 0 {
-        let age = q.spooled_oldest.map(|t| format!(", oldest from {}", format_age(t))).unwrap_or_default();
-        waiting.push(format!("{} turn(s) spooled, stored at the next session start{age}", q.spooled));
+        let age = q.spooled_oldest.map(|t| format!(", the oldest from {}", format_age(t))).unwrap_or_default();
+        waiting.push(format!(
+            "{} spooled, stored at the next session start{age}",
+            output::count(q.spooled as i64, "turn", "turns")
+        ));
     }
-    let memories = format!("{} memories stored here", q.memories);
+    let stored = format!("{} in the local store", output::count(q.memories, "memory", "memories"));
     if waiting.is_empty() {
-        println!("{} {memories}; nothing waiting", p.bold("queue:"));
+        println!("{} nothing waiting; {stored}", p.bold("queue:"));
     } else {
-        println!("{} {memories}; {}", p.bold("queue:"), p.yellow(&waiting.join("; ")));
+        println!("{} {}; {stored}", p.bold("queue:"), p.yellow(&waiting.join("; ")));
     }
 }
 

@@ -78,7 +78,7 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
                 }
                 for f in r.report.iter().flat_map(|rep| rep.files.iter()).filter(|f| f.change != "unchanged") {
                     let what = if f.change == "deleted" { "delete (ovmem created it)" } else { "edit" };
-                    eprintln!("  {}  `{}` ({what})", r.harness, tilde(env, &f.path));
+                    eprintln!("  {}  `{}`: {what}", r.harness, tilde(env, &f.path));
                 }
             }
             if !crate::prompt::confirm(&format!("Remove ovmem from {}?", installed.join(", ")), false)? {
