@@ -5,6 +5,7 @@
 //! nothing is left half-drawn, with the cursor hidden or echo off.
 
 use std::io::{self, IsTerminal, Read};
+use std::sync::OnceLock;
 
 use anyhow::Result;
 use console::{Key, Term};
@@ -18,49 +19,66 @@ fn ctrl_c() -> anyhow::Error {
     CtrlC.into()
 }
 
+/// The terminal's settings from before the first prompt, for the signal handler.
+static SAVED: OnceLock<Option<libc::termios>> = OnceLock::new();
+
+/// SIGTERM, SIGHUP or SIGINT while a prompt is up: the terminal back as it was, the cursor shown,
+/// and the exit a signal means (128 + n). Only async-signal-safe calls.
+extern "C" fn restore_and_exit(sig: libc::c_int) {
+    if let Some(Some(t)) = SAVED.get() {
+        // SAFETY: puts back settings read from the same descriptor before the handler was set.
+        unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t) };
+    }
+    let show = b"\x1b[?25h\n";
+    // SAFETY: write and _exit are async-signal-safe.
+    unsafe {
+        libc::write(libc::STDERR_FILENO, show.as_ptr().cast(), show.len());
+        libc::_exit(128 + sig);
+    }
+}
+
 /// While a prompt is up: the terminal's settings as they were, put back (with the cursor shown)
-/// when the prompt ends in any way, including a SIGTERM or SIGHUP.
+/// when the prompt ends in any way, including a signal. The handlers it replaces are put back
+/// when it is dropped, so Ctrl-C means what it meant before once the prompt is answered.
 struct Guard {
     term: Term,
-    saved: Option<libc::termios>,
-    handlers: Vec<signal_hook::SigId>,
+    previous: Vec<(libc::c_int, libc::sigaction)>,
 }
 
 impl Guard {
     fn new(term: &Term) -> Self {
-        let fd = libc::STDIN_FILENO;
-        let mut t = std::mem::MaybeUninit::<libc::termios>::uninit();
-        // SAFETY: tcgetattr fills the termios it is given; it is only read when that succeeded.
-        let saved = (unsafe { libc::tcgetattr(fd, t.as_mut_ptr()) } == 0).then(|| unsafe { t.assume_init() });
-        let mut handlers = Vec::new();
+        SAVED.get_or_init(|| {
+            let mut t = std::mem::MaybeUninit::<libc::termios>::uninit();
+            // SAFETY: tcgetattr fills the termios it is given; it is only read when that succeeded.
+            (unsafe { libc::tcgetattr(libc::STDIN_FILENO, t.as_mut_ptr()) } == 0).then(|| unsafe { t.assume_init() })
+        });
+        let mut previous = Vec::new();
         for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
-            // SAFETY: the handler only calls async-signal-safe functions (tcsetattr, write, _exit).
-            let id = unsafe {
-                signal_hook::low_level::register(sig, move || {
-                    if let Some(t) = &saved {
-                        libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t);
-                    }
-                    let show = b"\x1b[?25h\n";
-                    libc::write(libc::STDERR_FILENO, show.as_ptr().cast(), show.len());
-                    signal_hook::low_level::exit(128 + sig);
-                })
-            };
-            if let Ok(id) = id {
-                handlers.push(id);
+            // SAFETY: a zeroed sigaction is valid; the handler is an extern "C" fn of the right shape,
+            // and the one replaced is kept to be put back.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = restore_and_exit as *const () as libc::sighandler_t;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &action, &mut old) == 0 {
+                    previous.push((sig, old));
+                }
             }
         }
-        Self { term: term.clone(), saved, handlers }
+        Self { term: term.clone(), previous }
     }
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        for id in self.handlers.drain(..) {
-            signal_hook::low_level::unregister(id);
-        }
-        if let Some(t) = &self.saved {
+        if let Some(Some(t)) = SAVED.get() {
             // SAFETY: puts back settings read from the same descriptor.
             unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t) };
+        }
+        for (sig, old) in self.previous.drain(..) {
+            // SAFETY: reinstates the handler that was there before this guard.
+            unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
         }
         let _ = self.term.show_cursor();
     }

@@ -1137,3 +1137,22 @@ fn uninstall_on_a_terminal_shows_what_goes_and_asks() {
     assert!(s.contains("EXIT:0") && s.contains("removed runtime"), "{s}");
     assert!(!home.path().join(".codex/hooks.json").exists());
 }
+
+#[test]
+fn a_token_typed_at_the_terminal_is_not_echoed() {
+    let home = Home::new();
+    let url = dead_url();
+    let args = format!("install --harness cursor --backend hindsight --api-url {url} --api-token -");
+    let Some(t) = Tmux::start(&home, &args) else { return };
+    t.wait_for("Hindsight API token:");
+    t.keys(&["typed-secret-8086", "Enter"]);
+    let s = t.wait_for("EXIT:");
+    assert!(s.contains("EXIT:0"), "{s}");
+    assert!(!s.contains("typed-secret-8086"), "the token was echoed:\n{s}");
+    assert!(s.contains("with a token"), "{s}");
+    let cred = std::fs::read_to_string(home.path().join(".ovmem/credentials.toml")).unwrap();
+    assert!(cred.contains("api_token = \"typed-secret-8086\""), "{cred}");
+    // Echo is back on afterwards.
+    t.keys(&["echo-is-on"]);
+    t.wait_for("echo-is-on");
+}
