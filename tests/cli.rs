@@ -351,6 +351,19 @@ fn uninstall_with_nothing_installed_needs_no_yes_and_writes_nothing() {
 }
 
 #[test]
+fn uninstall_names_a_file_it_cannot_read_instead_of_asking() {
+    let home = Home::new();
+    home.put(".claude/settings.json", b"{\"hooks\": {\"Stop\": [}");
+    for args in [&["uninstall"][..], &["uninstall", "--harness", "claude-code"], &["uninstall", "--yes"]] {
+        let out = home.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains("~/.claude/settings.json") || err.contains(".claude/settings.json"), "{err}");
+        assert!(err.contains("does not parse") && !err.contains("--yes"), "{err}");
+    }
+}
+
+#[test]
 fn a_reinstall_that_changes_nothing_says_so_once() {
     let home = edited_home();
     let first = home.ok(&["install", "--harness", "claude-code,codex,gemini-cli,cline"]);

@@ -42,12 +42,21 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
         let installed: Vec<&str> = targets
             .iter()
             .zip(&plan.results)
-            .filter(|(t, r)| r.error.is_some() || t.receipt_path().exists() || r.report.as_ref().is_some_and(touches))
+            .filter(|(t, r)| r.error.is_none() && (t.receipt_path().exists() || r.report.as_ref().is_some_and(touches)))
             .map(|(t, _)| t.harness.id())
             .collect();
+        let failed: Vec<&install::HarnessResult> = plan.results.iter().filter(|r| r.error.is_some()).collect();
         if installed.is_empty() && sel.json {
             output::json(&serde_json::json!({"dry_run": false, "scope": scope, "harnesses": plan.results}));
-            return Ok(0);
+            return Ok(plan.code);
+        }
+        if installed.is_empty() && !failed.is_empty() {
+            // Nothing ovmem can tell is installed, and files it could not read: say which.
+            let p = Printer::new();
+            for r in &failed {
+                eprintln!("{} {}: {}", p.red("✗"), p.bold(&r.harness), r.error.as_deref().unwrap_or_default());
+            }
+            return Ok(plan.code);
         }
         if installed.is_empty() {
             let which = if named {
@@ -72,10 +81,10 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
             }
             let p = Printer::new();
             eprintln!("{} ({} scope):", p.bold("ovmem will remove"), scope.as_str());
+            for r in &failed {
+                eprintln!("  {} {}: {}", p.red("✗"), r.harness, r.error.as_deref().unwrap_or_default());
+            }
             for r in plan.results.iter().filter(|r| installed.contains(&r.harness.as_str())) {
-                if let Some(e) = &r.error {
-                    eprintln!("  {} {}: {e}", p.red("✗"), r.harness);
-                }
                 for f in r.report.iter().flat_map(|rep| rep.files.iter()).filter(|f| f.change != "unchanged") {
                     let what = if f.change == "deleted" { "delete (ovmem created it)" } else { "edit" };
                     eprintln!("  {}  `{}`: {what}", r.harness, tilde(env, &f.path));
