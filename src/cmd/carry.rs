@@ -69,7 +69,8 @@ pub fn plan(env: &Env, findings: &[&Finding], wanted: &[String], project: Option
         push("hindsight-coding-agents", readers::hindsight_coding_agents(env));
     }
     if integrations.contains("hindsight-legacy-plugins") {
-        for (harness, agent) in [("claude-code", "claude-code"), ("codex", "codex"), ("cursor", "cursor-cli")] {
+        // The per-agent files whose layout is known (`hindsight_agent_plugin`).
+        for (harness, agent) in [("claude-code", "claude-code"), ("codex", "codex")] {
             let relevant = findings
                 .iter()
                 .any(|f| f.integration == "hindsight-legacy-plugins" && f.harnesses.iter().any(|h| h == harness));
