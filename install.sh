@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds ovmem from this checkout and installs it to ${OVMEM_INSTALL_DIR:-~/.local/bin}.
-# Extra arguments are passed to `ovmem install` (for example: --harness claude-code,codex).
+# Extra arguments are passed to `ovmem install` (for example: --harness all).
 set -eu
 
 need_cmd() {
@@ -28,7 +28,11 @@ main() {
     if [ "$#" -gt 0 ]; then
         "$dest/ovmem" install "$@"
     else
-        echo "next: ovmem install --harness claude-code,codex,cursor,cline,trae-cli   (or: ovmem install, to choose)"
+        # The list comes from the binary's own registry, so it is never out of date.
+        supported=$("$dest/ovmem" harnesses --format ids 2>/dev/null | sed 's/,/, /g')
+        echo "next: ovmem install                 (choose the agents on a terminal)"
+        echo "      ovmem install --harness all   (every agent detected on this machine)"
+        echo "      supported: ${supported:-see \`ovmem harnesses\`}"
     fi
 }
 

@@ -65,11 +65,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The harnesses ovmem supports: ids, names, aliases, tested versions
+    Harnesses(cmd::harnesses::HarnessesArgs),
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
 }
 
 pub fn run() -> i32 {
+    quiet_on_closed_pipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -88,10 +91,25 @@ pub fn run() -> i32 {
     }
 }
 
+/// `ovmem status | head -1`: once the reader is gone, the next write ends the process quietly
+/// (SIGPIPE's default action, exit status 141 in the shell) instead of a panic about a broken
+/// pipe. Only the CLI: hooks (dispatched before this) keep ignoring SIGPIPE, because a harness
+/// that stops reading must never cost a captured turn. A change under way when it happens is a
+/// crash like any other: the journal rolls it back or forward at the next command.
+fn quiet_on_closed_pipe() {
+    // SAFETY: setting a signal's disposition to its default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// The exit code an error means.
 pub fn exit_code(e: &anyhow::Error) -> i32 {
     if let Some(i) = e.downcast_ref::<crate::interrupt::Interrupted>() {
         return i.exit_code();
+    }
+    if e.downcast_ref::<crate::prompt::CtrlC>().is_some() {
+        return 128 + libc::SIGINT;
     }
     let refused = e.downcast_ref::<Refusal>().is_some()
         || e.downcast_ref::<crate::install::Refused>().is_some()
@@ -120,6 +138,10 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::Install(a) => {
             let env = env_for(!a.sel.dry_run, a.sel.project.as_deref())?;
+            if a.uninstall {
+                // The cleanup form users know from other installers: exactly `ovmem uninstall`.
+                return cmd::uninstall::run(UninstallArgs { sel: a.sel, legacy: false }, &env);
+            }
             cmd::install::run(a, &env)
         }
         Command::Uninstall(a) => {
@@ -159,6 +181,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         Command::Demo(a) => cmd::demo::run(a),
         Command::Backend(c) => cmd::backend::run(c),
         Command::Sync { timeout, json } => cmd::sync::run(timeout, json),
+        Command::Harnesses(a) => cmd::harnesses::run(a),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

@@ -353,9 +353,71 @@ pub fn all() -> &'static [Harness] {
     })
 }
 
-/// Looks a harness up by id or alias.
+/// A name as ids and aliases are written: trimmed, lower case, `-` for `_` and spaces, so
+/// `Claude_Code` and `claude code` mean `claude-code`.
+pub fn normalise(name: &str) -> String {
+    name.trim().to_lowercase().chars().map(|c| if c == '_' || c.is_whitespace() { '-' } else { c }).collect()
+}
+
+/// Looks a harness up by id or alias (in any case, `_` for `-`).
 pub fn find(name: &str) -> Option<&'static Harness> {
-    all().iter().find(|h| h.manifest.id == name || h.manifest.aliases.iter().any(|a| a == name))
+    let name = normalise(name);
+    all().iter().find(|h| h.manifest.id == name || h.manifest.aliases.contains(&name))
+}
+
+/// A `--harness` name that is no harness: the message lists every id with its aliases, and the
+/// closest ones when the name looks like a typo.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown harness `{name}`{}; known harnesses: {}, or `all` (every detected one)", did_you_mean(.suggestions), names_text())]
+pub struct UnknownHarness {
+    pub name: String,
+    pub suggestions: Vec<&'static str>,
+}
+
+fn did_you_mean(s: &[&str]) -> String {
+    match s {
+        [] => String::new(),
+        [one] => format!(" (did you mean `{one}`?)"),
+        many => {
+            format!(" (did you mean one of {}?)", many.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", "))
+        }
+    }
+}
+
+/// Every harness as `id (alias, alias)`, comma-separated, in registry order: the one list that
+/// help texts, errors and install.sh show.
+pub fn names_text() -> String {
+    all()
+        .iter()
+        .map(|h| match h.manifest.aliases.as_slice() {
+            [] => h.id().to_string(),
+            aliases => format!("{} ({})", h.id(), aliases.join(", ")),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The ids of the harnesses whose id or an alias is close to `name` (a typo, a prefix, a name
+/// with a suffix too many), best first.
+pub fn suggest(name: &str) -> Vec<&'static str> {
+    let name = normalise(name);
+    let mut scored: Vec<(usize, &'static str)> = Vec::new();
+    for h in all() {
+        let best = std::iter::once(&h.manifest.id)
+            .chain(&h.manifest.aliases)
+            .filter_map(|known| {
+                let d = strsim::damerau_levenshtein(&name, known);
+                let limit = (known.chars().count().max(name.chars().count()) / 4).clamp(1, 3);
+                let affix = name.len() >= 3 && (known.starts_with(&name) || name.starts_with(known.as_str()));
+                (d <= limit || affix).then_some(d)
+            })
+            .min();
+        if let Some(d) = best {
+            scored.push((d, h.manifest.id.as_str()));
+        }
+    }
+    scored.sort();
+    scored.into_iter().map(|(_, id)| id).take(3).collect()
 }
 
 /// The adapter for `id` alone, without parsing any manifest: the hook fast path.
@@ -363,11 +425,12 @@ pub fn adapter_for(id: &str) -> Option<Result<Adapter>> {
     HARNESSES.iter().find(|s| s.id == id).map(parse_adapter)
 }
 
-/// Parses `claude-code,codex` / `all` into harnesses; `all` means every detected one.
+/// Parses `claude-code,codex` / `all` into harnesses; `all` means every detected one. An unknown
+/// name is an [`UnknownHarness`].
 pub fn parse_list(list: &str, env: &Env) -> Result<Vec<&'static Harness>> {
     let mut out: Vec<&'static Harness> = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        if name == "all" {
+        if normalise(name) == "all" {
             for h in all().iter().filter(|h| h.detect(env).found()) {
                 if !out.iter().any(|o| o.id() == h.id()) {
                     out.push(h);
@@ -376,8 +439,7 @@ pub fn parse_list(list: &str, env: &Env) -> Result<Vec<&'static Harness>> {
             continue;
         }
         let Some(h) = find(name) else {
-            let known: Vec<&str> = all().iter().map(|h| h.id()).collect();
-            bail!("unknown harness `{name}`; known harnesses: {}", known.join(", "));
+            return Err(UnknownHarness { name: name.to_string(), suggestions: suggest(name) }.into());
         };
         if !out.iter().any(|o| o.id() == h.id()) {
             out.push(h);
@@ -385,7 +447,10 @@ pub fn parse_list(list: &str, env: &Env) -> Result<Vec<&'static Harness>> {
     }
     if out.is_empty() {
         let known: Vec<&str> = all().iter().map(|h| h.id()).collect();
-        bail!("no harness detected on this machine for `{list}`; name them instead: --harness {}", known.join(","));
+        if list.split(',').any(|n| !n.trim().is_empty()) {
+            bail!("no harness detected on this machine for `{list}`; name them instead: --harness {}", known.join(","));
+        }
+        bail!("--harness names no harness; give one or more of: {}", names_text());
     }
     Ok(out)
 }

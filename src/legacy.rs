@@ -162,6 +162,8 @@ pub enum Kind {
     Duplicate,
     OvmemDrift,
     TrustPending,
+    /// Memories or spooled turns waiting far longer than a hook cycle (`ovmem check` only).
+    StaleQueue,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]

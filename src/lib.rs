@@ -2,6 +2,7 @@
 //! can reach the store, the editors and the runtime directly.
 
 pub mod backend;
+pub mod cache;
 pub mod cli;
 pub mod cmd;
 pub mod config;
@@ -18,8 +19,10 @@ pub mod legacy;
 pub mod mcp;
 pub mod output;
 pub mod project;
+pub mod prompt;
 pub mod receipt;
 pub mod redact;
 pub mod runtime;
 pub mod shell;
 pub mod store;
+pub mod version;

@@ -56,3 +56,9 @@ impl Printer {
 pub fn json<T: serde::Serialize>(v: &T) {
     println!("{}", serde_json::to_string_pretty(v).expect("reports serialise"));
 }
+
+/// `1 memory`, `3 memories`.
+pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}

@@ -973,3 +973,131 @@ fn with_the_server_down_every_hook_answers_in_time_and_the_turn_arrives_once_it_
     std::thread::sleep(3 * SECOND);
     assert_eq!(units_with("OSPREY-12"), n, "the turn is on the server exactly once");
 }
+
+// ------------------------------------------------------------------------------------------------
+// Migration keeps memory: a hindsight-cline user runs `ovmem migrate` and still recalls
+
+#[test]
+fn a_hindsight_cline_user_migrates_and_still_recalls_their_old_memories() {
+    let Some(lab) = lab() else { return };
+    let home = tempfile::tempdir().unwrap();
+    // hindsight-cline as its installer leaves it: four hook files, lib/ and settings.json in the
+    // global Cline hooks folder, pointing at the team's server with a token, bank `cline`.
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy-home/Documents/Cline/Hooks");
+    let hooks = home.path().join("Documents/Cline/Hooks");
+    std::fs::create_dir_all(hooks.join("lib")).unwrap();
+    for name in ["TaskStart", "UserPromptSubmit", "TaskComplete", "TaskCancel", "lib/hooks_impl.py"] {
+        std::fs::copy(fixture.join(name), hooks.join(name)).unwrap();
+    }
+    let settings = serde_json::json!({
+        "version": "0.2.0", "hindsightApiUrl": lab.hs_a(), "hindsightApiToken": HS_KEY, "bankId": "cline",
+        "bankMission": "You are a Cline AI coding assistant.", "autoRecall": true, "recallBudget": "mid",
+        "recallMaxTokens": 1024, "retainContext": "cline", "apiPort": 9077, "bankIdPrefix": "",
+        "dynamicBankId": false, "agentName": "cline", "debug": false
+    });
+    std::fs::write(hooks.join("settings.json"), serde_json::to_string_pretty(&settings).unwrap()).unwrap();
+    // The user's old memories, in that bank on the server.
+    let marker = unique("MERGANSER");
+    let old = hs(&lab.hs_a(), Some(HS_KEY), None);
+    let fact = format!("Remember: the billing service's staging database listens on port 6543 (codename {marker}).");
+    old.retain_turn(&T::new("cline", "cline", &fact, "Noted: port 6543.").turn(), 5 * SECOND).unwrap();
+    poll(30 * SECOND, || {
+        let hits = old.recall("cline", "s", "staging database port of the billing service", 5, 5 * SECOND).unwrap();
+        hits.iter().any(|h| h.text.contains(&marker)).then_some(())
+    })
+    .expect("the old memory is on the server before migrating");
+    // A project of theirs (its own git remote: ovmem's team bank would be another bank).
+    let repo = home.path().join("src/billing");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(repo.join(".git/config"), "[remote \"origin\"]\n\turl = git@github.com:acme/billing.git\n").unwrap();
+    let ovmem = |args: &[&str]| {
+        let out = Command::new(OVMEM)
+            .args(args)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("PATH", "/usr/bin:/bin")
+            .env("NO_COLOR", "1")
+            .current_dir(&repo)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!text.contains(HS_KEY), "the token leaked into `ovmem {}`:\n{text}", args.join(" "));
+        (out.status.code(), text)
+    };
+
+    let (code, text) = ovmem(&["migrate", "--harness", "cline", "--yes"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(&format!("backend carried over from hindsight-cline (`~/Documents/Cline/Hooks/settings.json`): Hindsight at {}, bank `cline`, with a token", lab.hs_a())),
+        "{text}"
+    );
+    assert!(text.contains("reachable: Hindsight 1.1.0"), "{text}");
+    let (_, status) = ovmem(&["status"]);
+    assert!(
+        status.contains(&format!("backend: hindsight at {}, bank `cline`, token set: reachable", lab.hs_a())),
+        "{status}"
+    );
+
+    // Nothing of it is in this machine's store: what the hooks recall can only come from the server.
+    let (_, listed) = ovmem(&["memory", "list", "--all", "--json"]);
+    assert!(!listed.contains(&marker), "{listed}");
+    // Cline runs the UserPromptSubmit hook that is there now: ovmem's, recalling from the server.
+    let script = hooks.join("UserPromptSubmit");
+    assert!(std::fs::read_to_string(&script).unwrap().contains("ovmem"), "ovmem's hook replaced Hindsight's");
+    let prompt = serde_json::json!({
+        "clineVersion": "3.89.2", "hookName": "UserPromptSubmit", "timestamp": "1795994789", "taskId": "task-after-migrate",
+        "workspaceRoots": [repo], "userId": "u", "model": {"provider": "openai", "slug": "gpt"},
+        "userPromptSubmit": {"prompt": "Which port does the billing staging database listen on?", "attachments": []}
+    });
+    let run_hook = |path: &Path, args: &[&str], stdin: &Value| {
+        let t = Instant::now();
+        let mut child = Command::new(path)
+            .args(args)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(&repo)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.to_string().as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        (serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null), t.elapsed())
+    };
+    let (out, took) = run_hook(&script, &[], &prompt);
+    let ctx = out["contextModification"].as_str().unwrap_or_default();
+    assert!(ctx.contains(&marker) && ctx.contains("6543"), "the old memory is recalled through Cline's hook: {out}");
+    note(&format!("migrate: Cline's prompt hook recalled the pre-migration memory in {} ms", took.as_millis()));
+    // Claude Code in the same project reaches the same memory.
+    let claude = serde_json::json!({"session_id": "c1", "cwd": repo, "hook_event_name": "UserPromptSubmit",
+        "prompt": "What is the staging database port for billing?"});
+    let (out, _) = run_hook(Path::new(OVMEM), &["hook", "claude-code", "UserPromptSubmit"], &claude);
+    let ctx = out.pointer("/hookSpecificOutput/additionalContext").and_then(Value::as_str).unwrap_or_default();
+    assert!(ctx.contains(&marker), "{out}");
+
+    // What Cline captures after the migration lands in the same bank, next to the old memories.
+    let new_marker = unique("GOLDENEYE");
+    let done = serde_json::json!({
+        "clineVersion": "3.89.2", "hookName": "TaskComplete", "taskId": "task-after-migrate", "workspaceRoots": [repo],
+        "taskComplete": {"result": format!("Done: the billing cron now runs at 02:00 UTC (ticket {new_marker}).")},
+    });
+    let first = serde_json::json!({
+        "clineVersion": "3.89.2", "hookName": "UserPromptSubmit", "taskId": "task-after-migrate", "workspaceRoots": [repo],
+        "userPromptSubmit": {"prompt": format!("Move the billing cron to 02:00 UTC, ticket {new_marker}"), "attachments": []}
+    });
+    run_hook(&script, &[], &first);
+    run_hook(&hooks.join("TaskComplete"), &[], &done);
+    poll(30 * SECOND, || {
+        let hits = old.recall("cline", "s", "when does the billing cron run", 5, 5 * SECOND).unwrap();
+        hits.iter().any(|h| h.text.contains(&new_marker)).then_some(())
+    })
+    .expect("a turn captured after migrating reaches the old bank");
+    let (_, status) = ovmem(&["status", "--json"]);
+    let v: Value = serde_json::from_str(status.trim_start_matches(|c| c != '{')).unwrap();
+    assert_eq!(v["queue"]["outbox"], 0, "nothing is left waiting: {}", v["queue"]);
+}

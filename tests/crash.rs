@@ -214,7 +214,7 @@ fn race(run: u64, mode: &str) -> (u32, bool) {
     }
     // What ovmem recorded matches what is there.
     let status: serde_json::Value = serde_json::from_slice(&home.ok(&["status", "--json"]).stdout).unwrap();
-    let claude = status.as_array().unwrap().iter().find(|h| h["harness"] == "claude-code").unwrap();
+    let claude = status["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "claude-code").unwrap();
     assert!(claude["scopes"][0]["entries"].as_array().unwrap().iter().all(|e| e["state"] == "ok"), "{claude}");
     home.ok(&["uninstall", "--yes"]);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();

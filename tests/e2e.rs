@@ -374,7 +374,7 @@ fn codex_trusted_by_install_remembers_across_sessions() {
     );
     let status = Command::new(OVMEM).args(["status", "--json"]).env_clear().envs(lab.base_env()).output().unwrap();
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    let cx = status.as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();
+    let cx = status["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();
     assert_eq!(cx["scopes"][0]["trust"], "trusted", "{cx}");
     let mcp = cx["scopes"][0]["entries"].as_array().unwrap().iter().find(|e| e["event"] == "mcp server").cloned();
     assert_eq!(mcp.as_ref().map(|e| e["state"].clone()), Some("ok".into()), "{cx}");

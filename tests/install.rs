@@ -380,7 +380,7 @@ fn entries_the_user_edited_are_reported_not_removed() {
 
     let status = home.ok(&["status", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    let claude = v.as_array().unwrap().iter().find(|h| h["harness"] == "claude-code").unwrap();
+    let claude = v["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "claude-code").unwrap();
     let states: Vec<&str> =
         claude["scopes"][0]["entries"].as_array().unwrap().iter().map(|e| e["state"].as_str().unwrap()).collect();
     assert_eq!(states.iter().filter(|s| **s == "edited").count(), 1, "{claude}");
@@ -428,6 +428,11 @@ fn without_a_terminal_or_harness_list_nothing_changes() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("detected: claude-code"), "{}", stderr(&out));
     assert!(!home.path().join(".ovmem").exists());
+    // Nothing installed: nothing to confirm (issue 12), and it says so.
+    let out = home.run(&["uninstall"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("nothing to remove"), "{}", stderr(&out));
+    home.ok(&["install", "--harness", "claude-code"]);
     let out = home.run(&["uninstall"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--yes"));
@@ -447,16 +452,16 @@ fn json_reports_and_status() {
     assert_eq!(v["harnesses"][0]["files"][0]["entries"][0]["action"], "added");
     let out = home.ok(&["status", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let cursor = v.as_array().unwrap().iter().find(|h| h["harness"] == "cursor").unwrap();
+    let cursor = v["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "cursor").unwrap();
     assert_eq!(cursor["scopes"][0]["installed"], true);
     assert!(cursor["scopes"][0]["entries"].as_array().unwrap().iter().all(|e| e["state"] == "ok"));
-    let codex = v.as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();
+    let codex = v["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap();
     assert_eq!(codex["scopes"][0]["installed"], false);
     let out = home.ok(&["status"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("installed, 7/7 entries intact (`~/.cursor/hooks.json`)"), "{text}");
     assert!(text.contains("installed, 6/6 entries intact (`~/.claude/settings.json`)"), "{text}");
-    let cursor = v.as_array().unwrap().iter().find(|h| h["harness"] == "cursor").unwrap();
+    let cursor = v["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "cursor").unwrap();
     assert!(cursor["scopes"][0]["entries"]
         .as_array()
         .unwrap()

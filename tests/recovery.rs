@@ -300,7 +300,7 @@ fn a_damaged_receipt_is_rebuilt_by_repair_and_uninstall_is_exact_again() {
     assert!(err.contains("cline: the receipt is fine"), "{err}");
     let status: serde_json::Value = serde_json::from_slice(&home.ok(&["status", "--json"]).stdout).unwrap();
     for h in ["claude-code", "cursor"] {
-        let s = status.as_array().unwrap().iter().find(|x| x["harness"] == h).unwrap();
+        let s = status["harnesses"].as_array().unwrap().iter().find(|x| x["harness"] == h).unwrap();
         assert!(s["scopes"][0]["entries"].as_array().unwrap().iter().all(|e| e["state"] == "ok"), "{s}");
     }
     home.ok(&["uninstall", "--yes"]);

@@ -18,6 +18,7 @@ pub(crate) use crate::dates::{iso8601, parse_iso8601};
 
 pub use bank::{bank_id, team_bank};
 pub use hindsight::Hindsight;
+pub(crate) use http::redact_url;
 pub use openviking::OpenViking;
 pub use secret::Secret;
 pub use settings::{configure, BackendConfig, Choice, Kind, Settings, Source, Sourced};

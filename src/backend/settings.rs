@@ -257,6 +257,11 @@ impl Settings {
     }
 }
 
+/// `[backend]` as config.toml has it, without the environment: what the user configured.
+pub fn configured(env: &Env) -> Result<BackendConfig> {
+    read_backend_table(&config_path(env))
+}
+
 /// Just `[backend]` of config.toml; the rest of the file is [`crate::config::Config`]'s business.
 fn read_backend_table(path: &Path) -> Result<BackendConfig> {
     #[derive(Deserialize, Default)]
@@ -438,7 +443,9 @@ pub fn configure(env: &Env, choice: &Choice) -> Result<Configured> {
     Ok(Configured { config, credentials })
 }
 
-fn validate(choice: &Choice) -> Result<()> {
+/// Refuses a choice [`configure`] would refuse (a URL that is not http(s)://host, a bank id
+/// Hindsight would not take), without writing anything: for `--dry-run`.
+pub fn validate(choice: &Choice) -> Result<()> {
     let (url, kind) = match choice {
         Choice::Local => return Ok(()),
         Choice::Hindsight { url, .. } | Choice::Openviking { url, .. } => (url.trim(), choice.kind()),

@@ -61,7 +61,7 @@ fn show(env: &Env, s: &Settings, as_json: bool) -> Result<i32> {
     if as_json {
         output::json(&json!({
             "kind": { "value": s.kind.value.id(), "from": from(env, &s.kind.from) },
-            "url": sourced(env, &s.url),
+            "url": sourced(env, &s.url.as_ref().map(|u| Sourced { value: backend::redact_url(&u.value), from: u.from.clone() })),
             "bank": sourced(env, &s.bank),
             "user": sourced(env, &s.user),
             "account": sourced(env, &s.account),
@@ -84,7 +84,7 @@ fn show(env: &Env, s: &Settings, as_json: bool) -> Result<i32> {
         }
         kind => {
             match &s.url {
-                Some(u) => row("url", &u.value, Some(from(env, &u.from))),
+                Some(u) => row("url", &backend::redact_url(&u.value), Some(from(env, &u.from))),
                 None => row("url", &p.red("not set"), kind.url_env().map(|e| format!("set ${e} or [backend] url"))),
             }
             if kind == Kind::Hindsight {
@@ -170,7 +170,7 @@ fn test(env: &Env, s: &Settings, bank: Option<String>, as_json: bool) -> Result<
         Err(e) => Step { ok: false, ms: recall_ms, detail: None, error: Some(e.to_string()) },
     };
     let ok = health.ok && recall.ok;
-    let url = s.url.as_ref().map(|u| u.value.clone()).unwrap_or_default();
+    let url = s.url.as_ref().map(|u| backend::redact_url(&u.value)).unwrap_or_default();
     if as_json {
         output::json(&json!({
             "kind": s.kind.value.id(),

@@ -31,7 +31,10 @@ pub enum Format {
 pub fn run(args: CheckArgs, env: &Env) -> Result<i32> {
     let env = env.clone();
     let project = args.project.as_deref().map(|p| super::project_dir(Some(p))).transpose()?;
-    let report = legacy::scan(&Scan { env: &env, project: project.as_deref() }, project.is_none());
+    let mut report = legacy::scan(&Scan { env: &env, project: project.as_deref() }, project.is_none());
+    if project.is_none() {
+        report.findings.extend(queue_findings(&env));
+    }
     let code = if !report.errors.is_empty() {
         2
     } else if report.findings.is_empty() {
@@ -94,6 +97,68 @@ pub fn run(args: CheckArgs, env: &Env) -> Result<i32> {
         }
     }
     Ok(code)
+}
+
+/// How long a memory may wait for the server (or a spooled turn for the store) before `check`
+/// calls it stuck: hooks send the queue at every session start, so a day means they cannot.
+const STALE_AFTER: i64 = 86_400;
+
+/// The queue as findings: memories waiting for the remote backend, and spooled turns, older than
+/// [`STALE_AFTER`].
+fn queue_findings(env: &Env) -> Vec<legacy::Finding> {
+    let now = crate::store::now();
+    let mut out = Vec::new();
+    let finding = |file: std::path::PathBuf, entry: &str, message: String, fix: &str| legacy::Finding {
+        file,
+        line: None,
+        entry: entry.to_string(),
+        integration: "ovmem".into(),
+        vendor: "ovmem".into(),
+        kind: legacy::Kind::StaleQueue,
+        severity: Severity::Warning,
+        message,
+        fix: fix.to_string(),
+        harnesses: Vec::new(),
+    };
+    let db = env.ovmem_home().join("memory.db");
+    if db.exists() {
+        crate::home::private_umask();
+        let depth =
+            crate::store::Store::open(&db, std::time::Duration::from_millis(500)).and_then(|s| s.outbox_depth());
+        if let Ok((n, Some(since), err)) = depth {
+            if n > 0 && now - since > STALE_AFTER {
+                let backend = crate::backend::Settings::load(env)
+                    .ok()
+                    .and_then(|s| s.url.map(|u| format!("{} at {}", s.kind.value.name(), u.value)))
+                    .unwrap_or_else(|| "the memory server".into());
+                out.push(finding(
+                    db.clone(),
+                    "outbox",
+                    format!(
+                        "{} waited since {} to be sent to {backend}{}",
+                        if n == 1 { "1 memory has".to_string() } else { format!("{n} memories have") },
+                        super::status::format_age(since),
+                        err.map(|e| format!("; last error: {e}")).unwrap_or_default()
+                    ),
+                    "check the server with `ovmem backend test`, then send them with `ovmem sync`",
+                ));
+            }
+        }
+    }
+    let (n, oldest) = crate::runtime::spool::depth(env);
+    if let Some(t) = oldest.filter(|t| n > 0 && now - t > STALE_AFTER) {
+        out.push(finding(
+            crate::runtime::spool::dir(env),
+            "spool",
+            format!(
+                "{} waited since {} to be stored (the store was locked or could not be opened)",
+                if n == 1 { "1 captured turn has".to_string() } else { format!("{n} captured turns have") },
+                super::status::format_age(t)
+            ),
+            "run `ovmem sync` to store them; if it fails, see `~/.ovmem/logs/hook.log`",
+        ));
+    }
+    out
 }
 
 /// GitHub workflow commands need `%`, CR and LF escaped in messages.

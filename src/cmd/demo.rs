@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::{Map, Value};
 
@@ -91,7 +91,10 @@ fn hook(exe: &Path, home: &Path, cwd: &Path, harness: &str, event: &str, payload
 }
 
 pub fn run(args: DemoArgs) -> Result<i32> {
-    let Some(h) = harness::find(&args.harness) else { bail!("unknown harness `{}`", args.harness) };
+    let Some(h) = harness::find(&args.harness) else {
+        let e = harness::UnknownHarness { name: args.harness.clone(), suggestions: harness::suggest(&args.harness) };
+        return Err(super::Refusal(e.to_string()).into());
+    };
     let a = h.adapter()?;
     let p = Printer::new();
     let exe = std::env::current_exe()?;

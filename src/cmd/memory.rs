@@ -125,7 +125,7 @@ fn confirm(question: &str) -> Result<bool> {
             super::Refusal(format!("{question} Run again with --yes to confirm (no terminal to ask on)")).into()
         );
     }
-    Ok(dialoguer::Confirm::new().with_prompt(question).default(false).interact()?)
+    crate::prompt::confirm(question, false)
 }
 
 pub fn run(cmd: MemoryCommand) -> Result<i32> {
@@ -166,7 +166,7 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             let text = crate::redact::scrub(&text).trim().to_string();
             let text = text.as_str();
             if text.is_empty() {
-                bail!("nothing to add: the text is empty");
+                return Err(super::Refusal("nothing to add: the text is empty".into()).into());
             }
             let store = open(&env)?;
             let fact = store::NewMemory {
@@ -236,7 +236,10 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                     found.iter().map(|m| m.id).collect()
                 }
                 None if ids.is_empty() => {
-                    bail!("name the memory ids to forget (see `ovmem memory list`), or --query TEXT")
+                    return Err(super::Refusal(
+                        "name the memory ids to forget (see `ovmem memory list`), or --query TEXT".into(),
+                    )
+                    .into())
                 }
                 None => ids,
             };

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
+use super::carry::{self, Carry};
 use super::{interactive, parse_harnesses, scope_and_project, tilde, Refusal, Selection};
 use crate::env::Env;
 use crate::fsx;
@@ -63,6 +64,15 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
         }
     }
     let p = Printer::new();
+    // The old integrations' server settings, read before their files move to the backup (and
+    // before anything of ovmem's is created: a refusal here leaves no trace).
+    let carry = if install_after && !selected.is_empty() {
+        let findings: Vec<&legacy::Finding> =
+            report.findings.iter().filter(|f| selected.contains(&f.integration)).collect();
+        carry::plan(env, &findings, wanted.as_deref().unwrap_or(&[]), project.as_deref(), sel.force)?
+    } else {
+        Carry::Nothing
+    };
     let _lock = if sel.dry_run { None } else { Some(crate::install::apply::lock(&env.ovmem_home())?) };
     let removal = legacy::plan_removal(&scan, &selected)?;
     let mut files: Vec<FilePlan> = Vec::new();
@@ -88,12 +98,14 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
         for m in &removal.moves {
             eprintln!("  {} `{}` (to a backup)", p.yellow("move"), tilde(env, m));
         }
+        carry.explain(env, sel.dry_run);
     }
     let edited: Vec<PathBuf> = files.iter().map(|f| f.path.clone()).collect();
     if sel.dry_run {
         if sel.json {
             output::json(
-                &serde_json::json!({"dry_run": true, "remove": selected, "edits": edited, "moves": removal.moves}),
+                &serde_json::json!({"dry_run": true, "remove": selected, "edits": edited, "moves": removal.moves,
+                "backend": carry.json(None)}),
             );
         }
         return Ok(0);
@@ -105,10 +117,20 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
             )
             .into());
         }
-        if !dialoguer::Confirm::new().with_prompt("Remove these legacy integrations?").default(false).interact()? {
-            return Err(Refusal("nothing was changed".into()).into());
+        if !crate::prompt::confirm("Remove these legacy integrations?", false)? {
+            eprintln!("nothing was changed");
+            return Ok(2);
         }
     }
+    // The backend first: if anything after it fails, the old hooks and ovmem use the same server,
+    // and running migrate again finds it configured already.
+    let adopted = match carry.adopt() {
+        Some(planned) => {
+            let label = carry.label(env);
+            Some(super::install::apply_backend(env, &planned, false, sel.json, label.as_deref())?)
+        }
+        None => None,
+    };
     let backup_root = env.ovmem_home().join("backups").join(timestamp());
     let mut moved: Vec<(PathBuf, PathBuf)> = Vec::new();
     if !selected.is_empty() {
@@ -151,8 +173,9 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
     }
     drop(_lock);
     let mut code = 0;
+    let mut installed = serde_json::Value::Null;
     if install_after && !targets.is_empty() {
-        code = super::install::install_harnesses(
+        let done = super::install::install_harnesses(
             env,
             &targets,
             scope,
@@ -160,10 +183,13 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
             Options { dry_run: false, force: sel.force, no_trust: false },
             sel.json,
         )?;
+        code = done.code;
+        installed = done.json.unwrap_or_default();
     }
     if sel.json {
         output::json(
-            &serde_json::json!({"removed": selected, "edited": edited, "moved": moved, "installed": targets.iter().map(|h| h.id()).collect::<Vec<_>>()}),
+            &serde_json::json!({"removed": selected, "edited": edited, "moved": moved, "installed": targets.iter().map(|h| h.id()).collect::<Vec<_>>(), "install": installed,
+                "backend": carry.json(adopted)}),
         );
     } else if !selected.is_empty() {
         eprintln!(

@@ -3,9 +3,11 @@
 //! transaction, sweep temp files of dead processes).
 
 pub mod backend;
+pub mod carry;
 pub mod check;
 pub mod demo;
 pub mod doctor;
+pub mod harnesses;
 pub mod install;
 pub mod memory;
 pub mod migrate;
@@ -33,8 +35,7 @@ pub struct Refusal(pub String);
 
 #[derive(Args, Clone)]
 pub struct Selection {
-    /// Comma-separated harness ids (claude-code, codex, cursor, cline, trae-cli, gemini-cli) or `all` (every detected one)
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", help = harness_help(), long_help = harness_long_help())]
     pub harness: Option<String>,
     /// Where to install: the user's own config, or one project's
     #[arg(long, value_enum, default_value = "user")]
@@ -55,6 +56,20 @@ pub struct Selection {
     /// take over another ovmem home's entries
     #[arg(long)]
     pub force: bool,
+}
+
+/// `--harness`'s help, from the registry.
+fn harness_help() -> String {
+    let ids: Vec<&str> = harness::all().iter().map(|h| h.id()).collect();
+    format!("Comma-separated harnesses ({}) or `all` (every detected one)", ids.join(", "))
+}
+
+fn harness_long_help() -> String {
+    format!(
+        "Comma-separated harnesses, by id or alias: {}; or `all` (every harness detected on this machine). \
+         `ovmem harnesses` lists them",
+        harness::names_text()
+    )
 }
 
 pub fn interactive() -> bool {
@@ -93,15 +108,16 @@ pub fn parse_harnesses(list: &str, env: &Env) -> Result<Vec<&'static Harness>> {
     harness::parse_list(list, env).map_err(|e| Refusal(format!("{e:#}")).into())
 }
 
-/// The harnesses a command works on: `--harness`, else a prompt on a terminal, else a refusal
-/// that lists what was detected.
-pub fn select(sel: &Selection, env: &Env, verb: &str) -> Result<Vec<&'static Harness>> {
+/// The harnesses a command works on: `--harness`, else a picker on a terminal (nothing selected
+/// at first; each row says whether the harness was detected and where ovmem is installed), else a
+/// refusal that lists what was detected. `Ok(None)`: the user cancelled the picker.
+pub fn select(sel: &Selection, env: &Env, verb: &str) -> Result<Option<Vec<&'static Harness>>> {
     if let Some(list) = &sel.harness {
-        return parse_harnesses(list, env);
+        return parse_harnesses(list, env).map(Some);
     }
     let all = harness::all();
-    let found: Vec<bool> = all.iter().map(|h| h.detect(env).found()).collect();
-    let names: Vec<&str> = all.iter().zip(&found).filter(|(_, f)| **f).map(|(h, _)| h.id()).collect();
+    let detected: Vec<harness::Detection> = all.iter().map(|h| h.detect(env)).collect();
+    let names: Vec<&str> = all.iter().zip(&detected).filter(|(_, d)| d.found()).map(|(h, _)| h.id()).collect();
     if !interactive() {
         return Err(Refusal(format!(
             "no --harness given and no terminal to ask on; detected: {}. Run `ovmem {verb} --harness {}`",
@@ -110,20 +126,39 @@ pub fn select(sel: &Selection, env: &Env, verb: &str) -> Result<Vec<&'static Har
         ))
         .into());
     }
-    let labels: Vec<String> = all
+    let (scope, project) = scope_and_project(sel)?;
+    let name_width = all.iter().map(|h| h.manifest.name.chars().count()).max().unwrap_or(0);
+    let items: Vec<crate::prompt::Item> = all
         .iter()
-        .zip(&found)
-        .map(|(h, f)| format!("{} ({}){}", h.id(), h.manifest.name, if *f { "" } else { " - not detected" }))
+        .zip(&detected)
+        .map(|(h, d)| {
+            let found = match (&d.binary, &d.config) {
+                (Some(b), _) => format!("detected `{}`", tilde(env, b)),
+                (None, Some(c)) => format!("detected `{}`", tilde(env, c)),
+                (None, None) => "not detected".to_string(),
+            };
+            let target = crate::install::Target { env, harness: h, scope, project: project.clone() };
+            let installed = match (h.scope(scope), target.receipt_path().exists()) {
+                (Err(_), _) => format!("; no {} scope", scope.as_str()),
+                (Ok(_), true) => match target.location() {
+                    Ok(l) => format!("; installed in `{}`", tilde(env, &l)),
+                    Err(_) => "; installed".to_string(),
+                },
+                (Ok(_), false) => String::new(),
+            };
+            crate::prompt::Item {
+                label: h.id().to_string(),
+                detail: format!("{:<name_width$}  {found}{installed}", h.manifest.name),
+                dim: !d.found() || h.scope(scope).is_err(),
+            }
+        })
         .collect();
-    let picked = dialoguer::MultiSelect::new()
-        .with_prompt(format!("Harnesses to {verb} (space to toggle, enter to confirm)"))
-        .items(&labels)
-        .defaults(&found)
-        .interact()?;
-    if picked.is_empty() {
-        return Err(Refusal("nothing selected".into()).into());
-    }
-    Ok(picked.into_iter().map(|i| &all[i]).collect())
+    let where_ = match &project {
+        Some(p) => format!(" (project `{}`)", tilde(env, p)),
+        None => String::new(),
+    };
+    let prompt = format!("{} ovmem{where_}:", if verb == "install" { "Install" } else { verb });
+    Ok(crate::prompt::multi_select(&prompt, &items)?.map(|picked| picked.into_iter().map(|i| &all[i]).collect()))
 }
 
 /// `~/x` for paths under the home directory, for shorter messages.

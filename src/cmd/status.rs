@@ -67,24 +67,157 @@ struct EntryStatus {
     state: &'static str,
 }
 
+/// The memory backend as status shows it: what is configured and, when it answers within
+/// [`HEALTH_BUDGET`], that it does (`ovmem backend test` checks it fully).
+#[derive(Serialize, Default)]
+struct BackendStatus {
+    kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bank: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user: Option<String>,
+    token: bool,
+    /// `None`: local, or not asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reachable: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    health: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// What waits to be stored or sent.
+#[derive(Serialize, Default)]
+struct QueueStatus {
+    /// Memories in the local store not yet sent to the remote backend.
+    outbox: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outbox_oldest: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_send_error: Option<String>,
+    /// Turns a hook could not store (the store was locked or broken), stored at the next session
+    /// start.
+    spooled: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spooled_oldest: Option<i64>,
+    /// Memories in the local store.
+    memories: i64,
+}
+
+/// How long status waits for the memory server's health answer (in parallel with the rest).
+const HEALTH_BUDGET: std::time::Duration = std::time::Duration::from_millis(200);
+
+fn backend_status(env: &Env) -> BackendStatus {
+    let settings = match crate::backend::Settings::load(env) {
+        Ok(s) => s,
+        Err(e) => return BackendStatus { kind: "unknown".into(), error: Some(format!("{e:#}")), ..Default::default() },
+    };
+    let mut b = BackendStatus {
+        kind: settings.kind.value.id().into(),
+        url: settings.url.as_ref().map(|u| crate::backend::redact_url(&u.value)),
+        bank: settings.bank.as_ref().map(|u| u.value.clone()),
+        user: settings.user.as_ref().map(|u| u.value.clone()),
+        token: settings.token.is_some(),
+        ..Default::default()
+    };
+    match crate::backend::connect(&settings, Some(&env.ovmem_home().join("state"))) {
+        Ok(None) => {}
+        Ok(Some(remote)) => match remote.health(HEALTH_BUDGET) {
+            Ok(h) => (b.reachable, b.health) = (Some(true), Some(h)),
+            Err(e) => (b.reachable, b.error) = (Some(false), Some(e.to_string())),
+        },
+        Err(e) => (b.reachable, b.error) = (Some(false), Some(e.to_string())),
+    }
+    b
+}
+
+fn queue_status(env: &Env) -> QueueStatus {
+    let (spooled, spooled_oldest) = crate::runtime::spool::depth(env);
+    let mut q = QueueStatus { spooled, spooled_oldest, ..Default::default() };
+    let db = env.ovmem_home().join("memory.db");
+    if db.exists() {
+        crate::home::private_umask();
+        let store = crate::store::Store::open(&db, std::time::Duration::from_millis(200));
+        if let Ok(stats) = store.and_then(|s| s.stats()) {
+            q.outbox = stats.queued;
+            q.outbox_oldest = stats.queued_since;
+            q.last_send_error = stats.last_send_error;
+            q.memories = stats.memories;
+        }
+    }
+    q
+}
+
+/// A scope whose trust Codex (or TRAE CLI) must be asked about, and the cache key of the answer.
+struct TrustAsk {
+    harness: usize,
+    scope: usize,
+    key: Option<String>,
+}
+
+/// What a trust answer depends on: the binary, the hooks file, the trust config, the receipt and
+/// the project, as they are now.
+fn trust_key(env: &Env, t: &Target, location: &Path) -> Option<String> {
+    let bin = t.harness.detect(env).binary?;
+    let files = [
+        crate::cache::file_key(&bin)?,
+        crate::cache::file_key(location).unwrap_or_default(),
+        t.harness
+            .manifest
+            .trust_config
+            .as_ref()
+            .and_then(|c| env.expand(c, None).ok())
+            .and_then(|p| crate::cache::file_key(&p))
+            .unwrap_or_default(),
+        crate::cache::file_key(&t.receipt_path()).unwrap_or_default(),
+        t.project.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+    ];
+    let parts: Vec<&str> = files.iter().map(String::as_str).collect();
+    Some(crate::cache::key("trust", &parts))
+}
+
 pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
     let env = env.clone();
     let project = args.project.as_deref().map(|p| super::project_dir(Some(p))).transpose()?;
-    let legacy = crate::legacy::scan(&crate::legacy::Scan { env: &env, project: None }, false);
+    // The server's health (200 ms at most) is asked while the rest runs.
+    let (backend, queue, out) = std::thread::scope(|s| -> Result<_> {
+        let backend = s.spawn(|| backend_status(&env));
+        let queue = queue_status(&env);
+        let out = harnesses(&env, project.as_deref())?;
+        Ok((backend.join().unwrap_or_default(), queue, out))
+    })?;
+    if args.json {
+        output::json(&serde_json::json!({"harnesses": out, "backend": backend, "queue": queue}));
+        return Ok(0);
+    }
+    let p = Printer::new();
+    print_harnesses(&p, &env, &out);
+    print_backend(&p, &backend, &queue);
+    Ok(0)
+}
+
+fn harnesses(env: &Env, project: Option<&Path>) -> Result<Vec<HarnessStatus>> {
+    let legacy = crate::legacy::scan(&crate::legacy::Scan { env, project: None }, false);
+    let receipts = receipt::load_all(&env.ovmem_home())?;
+    let mut cache = crate::cache::Cache::load(env);
     let mut out = Vec::new();
+    let mut asks: Vec<TrustAsk> = Vec::new();
+    let mut binaries: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    let mut versioned: Vec<usize> = Vec::new();
     for h in harness::all() {
-        let detected = h.detect(&env);
-        let version = detected
-            .binary
-            .as_ref()
-            .filter(|_| !h.manifest.version_args.is_empty())
-            .and_then(|b| version_of(&env, b, &h.manifest.version_args));
+        let detected = h.detect(env);
+        if let Some(b) = &detected.binary {
+            versioned.push(out.len());
+            binaries.push((b.clone(), h.manifest.version_args.clone()));
+        }
         let mut scopes = Vec::new();
         let mut wanted = vec![(Scope::User, None)];
-        if let Some(p) = &project {
-            wanted.push((Scope::Project, Some(p.clone())));
+        if let Some(p) = project {
+            wanted.push((Scope::Project, Some(p.to_path_buf())));
         }
-        for (_, r) in receipt::load_all(&env.ovmem_home())? {
+        for (_, r) in &receipts {
             if r.harness == h.id() && r.scope == Scope::Project && !wanted.iter().any(|(_, p)| p == &r.project) {
                 wanted.push((Scope::Project, r.project.clone()));
             }
@@ -93,7 +226,7 @@ pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
             if h.scope(scope).is_err() {
                 continue;
             }
-            let target = Target { env: &env, harness: h, scope, project: proj.clone() };
+            let target = Target { env, harness: h, scope, project: proj.clone() };
             let location = target.location()?;
             let (rec, receipt_error) = match receipt::load(&target.receipt_path()) {
                 Ok(r) => (r, None),
@@ -102,10 +235,14 @@ pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
             let mut entries = entry_states(&target, &location, rec.as_ref());
             entries.extend(mcp_states(&target, rec.as_ref()));
             let installed = rec.is_some() || receipt_error.is_some() || entries.iter().any(|e| e.state != "foreign");
-            let trust = match (&rec, installed, h.manifest.kind) {
-                (Some(r), true, InstallKind::JsonHooks) => trust_state(&env, &target, r),
-                _ => None,
-            };
+            let mut trust = None;
+            if rec.is_some() && installed && h.manifest.kind == InstallKind::JsonHooks && h.manifest.trust.is_some() {
+                let key = trust_key(env, &target, &location);
+                match key.as_ref().and_then(|k| cache.get(k)) {
+                    Some(v) => trust = v,
+                    None => asks.push(TrustAsk { harness: out.len(), scope: scopes.len(), key }),
+                }
+            }
             scopes.push(ScopeStatus { scope, project: proj, location, installed, receipt_error, entries, trust });
         }
         // A finding belongs to this harness when it sits under one of the harness's own locations.
@@ -131,23 +268,62 @@ pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
             harness: h.id().into(),
             name: h.manifest.name.clone(),
             detected,
-            version,
+            version: None,
             tested: h.manifest.tested.clone(),
             scopes,
             legacy: found,
         });
     }
-    if args.json {
-        output::json(&out);
-        return Ok(0);
+    // The slow part, all at once: versions (npm packages are read, not run; other binaries are
+    // cached by their identity) and trust listings (cached by the files they depend on).
+    let all = harness::all();
+    let asked: Vec<(Target, Option<String>)> = asks
+        .iter()
+        .map(|a| {
+            let sc = &out[a.harness].scopes[a.scope];
+            (Target { env, harness: &all[a.harness], scope: sc.scope, project: sc.project.clone() }, a.key.clone())
+        })
+        .collect();
+    let (versions, trusts) = std::thread::scope(|s| {
+        let handles: Vec<_> = asked
+            .iter()
+            .map(|(target, _)| {
+                s.spawn(move || {
+                    let rec = receipt::load(&target.receipt_path()).ok().flatten()?;
+                    trust_state(env, target, &rec)
+                })
+            })
+            .collect();
+        let versions = crate::version::versions(env, &mut cache, &binaries);
+        (versions, handles.into_iter().map(|h| h.join().ok().flatten()).collect::<Vec<_>>())
+    });
+    for (i, v) in versioned.into_iter().zip(versions) {
+        out[i].version = v;
     }
-    let p = Printer::new();
-    for s in &out {
+    for ((a, (_, key)), t) in asks.iter().zip(&asked).zip(trusts) {
+        // Only settled answers are kept: "trust unknown" (a failure) is asked again next time.
+        if let Some(k) = key {
+            if t.as_deref().is_some_and(|t| !t.starts_with("trust unknown")) {
+                cache.put(k.clone(), t.clone());
+            }
+        }
+        out[a.harness].scopes[a.scope].trust = t;
+    }
+    cache.save(env);
+    Ok(out)
+}
+
+fn noteworthy(s: &HarnessStatus) -> bool {
+    s.detected.found() || s.scopes.iter().any(|sc| sc.installed) || !s.legacy.is_empty()
+}
+
+fn print_harnesses(p: &Printer, env: &Env, out: &[HarnessStatus]) {
+    for s in out.iter().filter(|s| noteworthy(s)) {
         let det = match (&s.detected.binary, &s.detected.config) {
             (Some(b), _) => {
-                format!("`{}`{}", tilde(&env, b), s.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default())
+                format!("`{}`{}", tilde(env, b), s.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default())
             }
-            (None, Some(c)) => format!("config `{}`", tilde(&env, c)),
+            (None, Some(c)) => format!("config `{}`", tilde(env, c)),
             (None, None) => p.dim("not detected"),
         };
         let tested = s.tested.as_deref().map(|t| p.dim(&format!(" (ovmem tested with {t})"))).unwrap_or_default();
@@ -167,7 +343,7 @@ pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
                 } else {
                     "not installed"
                 };
-                println!("    {label}: {} (`{}`)", p.dim(what), tilde(&env, &sc.location));
+                println!("    {label}: {} (`{}`)", p.dim(what), tilde(env, &sc.location));
                 continue;
             }
             let ok = sc.entries.iter().filter(|e| e.state == "ok").count();
@@ -175,10 +351,10 @@ pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
                 "    {label}: {}, {ok}/{} entries intact (`{}`)",
                 p.green("installed"),
                 sc.entries.len(),
-                tilde(&env, &sc.location)
+                tilde(env, &sc.location)
             );
             for e in sc.entries.iter().filter(|e| e.state != "ok") {
-                println!("      {} {} {} in `{}`", p.yellow("!"), e.event, e.state, tilde(&env, &e.file));
+                println!("      {} {} {} in `{}`", p.yellow("!"), e.event, e.state, tilde(env, &e.file));
             }
             if let Some(t) = &sc.trust {
                 let t = if t == "trusted" { p.green(t) } else { p.yellow(t) };
@@ -194,35 +370,76 @@ pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
             );
         }
     }
-    Ok(0)
+    let quiet: Vec<&str> = out.iter().filter(|s| !noteworthy(s)).map(|s| s.harness.as_str()).collect();
+    if quiet.len() == out.len() {
+        println!(
+            "no harness detected on this machine, and ovmem is not installed anywhere (not detected: {}; ovmem looks \
+             for their binaries on PATH and for their config directories)",
+            quiet.join(", ")
+        );
+    } else if !quiet.is_empty() {
+        println!("{}", p.dim(&format!("not detected: {}", quiet.join(", "))));
+    }
 }
 
-fn version_of(env: &Env, bin: &std::path::Path, args: &[String]) -> Option<String> {
-    let mut child = std::process::Command::new(bin)
-        .args(args)
-        .env("PATH", env.safe_path())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let start = std::time::Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() < std::time::Duration::from_secs(3) => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
+fn print_backend(p: &Printer, b: &BackendStatus, q: &QueueStatus) {
+    let reach = match (b.reachable, &b.health, &b.error) {
+        (Some(true), Some(h), _) => format!(": {}", p.green(&format!("reachable ({h})"))),
+        (Some(false), _, Some(e)) if e.contains("did not answer within") => {
+            format!(": {}", p.dim("no answer within 200 ms (`ovmem backend test` waits longer)"))
         }
+        (Some(false), _, Some(e)) => format!(": {} {e}", p.yellow("not reachable:")),
+        _ => String::new(),
+    };
+    let what = match b.kind.as_str() {
+        "local" => "local (memories stay in this machine's store)".to_string(),
+        "unknown" => format!("{} {}", p.red("unreadable:"), b.error.as_deref().unwrap_or_default()),
+        kind => {
+            let url = b.url.as_deref().unwrap_or("(no URL)");
+            let scope = match (&b.bank, &b.user) {
+                (Some(bank), _) => format!(", bank `{bank}`"),
+                (None, Some(user)) => format!(", user `{user}`"),
+                (None, None) if kind == "hindsight" => ", a team bank per repository".to_string(),
+                _ => String::new(),
+            };
+            format!("{kind} at {url}{scope}{}", if b.token { ", token set" } else { "" })
+        }
+    };
+    println!("{} {what}{reach}", p.bold("backend:"));
+    let mut waiting = Vec::new();
+    if q.outbox > 0 {
+        let age = q.outbox_oldest.map(|t| format!(", the oldest from {}", format_age(t))).unwrap_or_default();
+        let why = q.last_send_error.as_deref().map(|e| format!("; last error: {e}")).unwrap_or_default();
+        waiting.push(format!(
+            "{} waiting to be sent{age}{why} (`ovmem sync` sends them)",
+            output::count(q.outbox, "memory", "memories")
+        ));
     }
-    let mut s = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut s).ok()?;
-    s.lines().next().map(|l| l.trim().to_string()).filter(|l| !l.is_empty())
+    if q.spooled > 0 {
+        let age = q.spooled_oldest.map(|t| format!(", the oldest from {}", format_age(t))).unwrap_or_default();
+        waiting.push(format!(
+            "{} spooled, stored at the next session start{age}",
+            output::count(q.spooled as i64, "turn", "turns")
+        ));
+    }
+    let stored = format!("{} in the local store", output::count(q.memories, "memory", "memories"));
+    if waiting.is_empty() {
+        println!("{} nothing waiting; {stored}", p.bold("queue:"));
+    } else {
+        println!("{} {}; {stored}", p.bold("queue:"), p.yellow(&waiting.join("; ")));
+    }
+}
+
+/// `2026-12-01 (3 h ago)` for unix seconds.
+pub fn format_age(t: i64) -> String {
+    let ago = (crate::store::now() - t).max(0);
+    let rel = match ago {
+        a if a < 120 => format!("{a} s ago"),
+        a if a < 7200 => format!("{} min ago", a / 60),
+        a if a < 172_800 => format!("{} h ago", a / 3600),
+        a => format!("{} days ago", a / 86_400),
+    };
+    format!("{} ({rel})", crate::runtime::format_date(t))
 }
 
 /// The state of the `ovmem` MCP server entries the receipt records.

@@ -267,8 +267,10 @@ fn transact(env: &Env, plans: &mut [Option<TargetPlan>], out: &mut Outcome, verb
             }
             post.remove_files.push(bin.clone());
             post.remove_files.push(home.join("locks").join("ovmem.lock"));
+            post.remove_files.push(crate::cache::path(env));
             post.remove_empty_dirs.extend([
                 bin.parent().expect("bin dir").to_path_buf(),
+                crate::cache::path(env).parent().expect("cache dir").to_path_buf(),
                 receipt::dir(&home),
                 home.join("locks"),
                 journal::dir(&home),

@@ -1,0 +1,1171 @@
+//! The command line as a user meets it, through the built binary against throwaway homes:
+//! `install --uninstall`, harness names and aliases, usage errors, empty results, messages that
+//! say what happened once, closed pipes, `status` speed, the backend flags, the queue in `status`
+//! and `check`, and `migrate` carrying the old integrations' server settings. The terminal picker
+//! is driven in tmux (send-keys, capture-pane), as a person would.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{stderr, Home, FIXTURES, OVMEM};
+use serde_json::Value;
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
+}
+
+/// Every file under `root` by relative path: (bytes, mode); directories as `None`.
+fn rel_tree(root: &Path) -> BTreeMap<PathBuf, Option<(Vec<u8>, u32)>> {
+    common::tree(root)
+        .into_iter()
+        .map(|(p, e)| {
+            let rel = p.strip_prefix(root).unwrap().to_path_buf();
+            let v = match e {
+                common::Entry::File(b, m) => Some((b, m)),
+                _ => None,
+            };
+            (rel, v)
+        })
+        .collect()
+}
+
+/// A home's files with the home's own path written as `~`, so two homes can be compared.
+fn norm_tree(home: &Home) -> BTreeMap<PathBuf, Option<(String, u32)>> {
+    let root = home.path().display().to_string();
+    rel_tree(home.path())
+        .into_iter()
+        .map(|(p, v)| (p, v.map(|(b, m)| (String::from_utf8_lossy(&b).replace(&root, "~"), m))))
+        .collect()
+}
+
+/// Where two trees differ (paths only, for a readable failure).
+fn differences<V: PartialEq>(a: &BTreeMap<PathBuf, V>, b: &BTreeMap<PathBuf, V>) -> Vec<String> {
+    let mut out: Vec<String> = a
+        .iter()
+        .filter(|(p, v)| b.get(*p) != Some(v))
+        .map(|(p, _)| format!("{} differs or is missing", p.display()))
+        .collect();
+    out.extend(b.keys().filter(|p| !a.contains_key(*p)).map(|p| format!("{} is new", p.display())));
+    out
+}
+
+/// The registry, as `ovmem harnesses --format json` gives it.
+fn registry() -> Vec<Value> {
+    let out = Home::new().ok(&["harnesses", "--format", "json"]);
+    json(&out).as_array().unwrap().clone()
+}
+
+/// A home with hand-edited configs of several harnesses (comments, tabs, hooks of other tools).
+fn edited_home() -> Home {
+    let home = Home::new();
+    home.put(".claude/settings.json", &Home::fixture("claude-code", "tabs-foreign-hooks.json"));
+    home.put(".codex/hooks.json", &Home::fixture("codex", "four-spaces-foreign.json"));
+    home.put(".gemini/settings.json", &Home::fixture("gemini-cli", "settings-auth-foreign-hooks.json"));
+    home
+}
+
+// ------------------------------------------------------------------------------------------------
+// Item 1: `install --uninstall`, names and aliases
+
+#[test]
+fn install_uninstall_does_exactly_what_uninstall_does() {
+    let a = edited_home();
+    let b = edited_home();
+    let original = rel_tree(a.path());
+    let list = "claude,codex,gemini";
+    for h in [&a, &b] {
+        h.ok(&["install", "--harness", list]);
+    }
+    // Dry runs, JSON or not, say the same, byte for byte (the homes' paths aside).
+    for extra in [&["--dry-run"][..], &["--dry-run", "--json"], &["--json", "--dry-run", "--force"]] {
+        let via_install = a.run(&[&["install", "--harness", list, "--uninstall"][..], extra].concat());
+        let via_uninstall = b.run(&[&["uninstall", "--harness", list][..], extra].concat());
+        let norm = |o: &Output, h: &Home| {
+            (
+                o.status.code(),
+                stdout(o).replace(&h.path().display().to_string(), "~"),
+                stderr(o).replace(&h.path().display().to_string(), "~"),
+            )
+        };
+        assert_eq!(norm(&via_install, &a), norm(&via_uninstall, &b), "{extra:?}");
+        assert_eq!(via_install.status.code(), Some(0), "{}", stderr(&via_install));
+    }
+    // Both homes are alike (receipts aside: they hold hashes of each home's own paths).
+    let configs = |h: &Home| {
+        let mut t = norm_tree(h);
+        t.retain(|p, _| !p.starts_with(".ovmem/receipts"));
+        t
+    };
+    assert_eq!(differences(&configs(&a), &configs(&b)), Vec::<String>::new());
+    // Without a terminal or --yes, both refuse alike.
+    let r1 = a.run(&["install", "--harness", list, "--uninstall", "--json"]);
+    let r2 = b.run(&["uninstall", "--harness", list, "--json"]);
+    assert_eq!((r1.status.code(), r2.status.code()), (Some(2), Some(2)), "{}", stderr(&r1));
+    // The real thing: both homes end up identical, and exactly as they were before install.
+    let o1 = a.ok(&["install", "--harness", list, "--uninstall", "--yes", "--json"]);
+    let o2 = b.ok(&["uninstall", "--harness", list, "--yes", "--json"]);
+    assert_eq!(
+        stdout(&o1).replace(&a.path().display().to_string(), "~"),
+        stdout(&o2).replace(&b.path().display().to_string(), "~")
+    );
+    assert_eq!(
+        differences(&original, &rel_tree(a.path())),
+        Vec::<String>::new(),
+        "install --uninstall --yes restores it"
+    );
+    assert_eq!(differences(&original, &rel_tree(b.path())), Vec::<String>::new());
+    // Flags that make no sense with --uninstall are usage errors, and change nothing.
+    for bad in [&["--no-trust"][..], &["--backend", "local"]] {
+        let out = a.run(&[&["install", "--harness", list, "--uninstall", "--yes"][..], bad].concat());
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
+    }
+    assert_eq!(differences(&original, &rel_tree(a.path())), Vec::<String>::new());
+}
+
+#[test]
+fn install_uninstall_at_project_scope() {
+    let home = Home::new();
+    let proj = home.path().join("work/app");
+    std::fs::create_dir_all(&proj).unwrap();
+    home.put("work/app/.claude/settings.json", &Home::fixture("claude-code", "jsonc-comments.json"));
+    let before = rel_tree(home.path());
+    let p = proj.to_str().unwrap();
+    home.ok(&["install", "--harness", "claude-code", "--project", p]);
+    assert!(std::fs::read_to_string(proj.join(".claude/settings.json")).unwrap().contains("ovmem hook claude-code"));
+    let out =
+        home.ok(&["install", "--harness", "claude-code", "--scope", "project", "--project", p, "--uninstall", "--yes"]);
+    assert!(stderr(&out).contains("removed"), "{}", stderr(&out));
+    assert_eq!(differences(&before, &rel_tree(home.path())), Vec::<String>::new());
+}
+
+#[test]
+fn every_id_and_alias_names_its_harness_in_any_case() {
+    let home = Home::new();
+    for h in registry() {
+        let id = h["id"].as_str().unwrap();
+        let mut names: Vec<String> = vec![id.to_string(), id.to_uppercase(), id.replace('-', "_")];
+        names.extend(h["aliases"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()));
+        for name in names {
+            let out = home.run(&["install", "--harness", &name, "--dry-run", "--json"]);
+            assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+            assert_eq!(json(&out)["harnesses"][0]["harness"], id, "{name}");
+        }
+    }
+    // The peers' names users type for the six harnesses ovmem has always had.
+    for (name, id) in [
+        ("claude", "claude-code"),
+        ("trae", "trae-cli"),
+        ("traecli", "trae-cli"),
+        ("gemini", "gemini-cli"),
+        ("cline-cli", "cline"),
+        ("cursor-cli", "cursor"),
+        ("codex-cli", "codex"),
+    ] {
+        let out = home.run(&["install", "--harness", name, "--dry-run", "--json"]);
+        assert_eq!(json(&out)["harnesses"][0]["harness"], id, "{name}");
+    }
+    // A list with an alias and its id twice is one harness, once.
+    let out = home.run(&["install", "--harness", "claude,claude-code, CLAUDE", "--dry-run", "--json"]);
+    assert_eq!(json(&out)["harnesses"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn an_unknown_harness_lists_every_name_and_suggests_the_closest() {
+    let home = Home::new();
+    let reg = registry();
+    let out = home.run(&["install", "--harness", "zzzz"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("unknown harness `zzzz`") && !err.contains("did you mean"), "{err}");
+    for h in &reg {
+        assert!(err.contains(h["id"].as_str().unwrap()), "{err}");
+        for a in h["aliases"].as_array().unwrap() {
+            assert!(err.contains(a.as_str().unwrap()), "alias {a} missing: {err}");
+        }
+    }
+    // A typo of each id (a letter dropped, two swapped) suggests that id.
+    for h in &reg {
+        let id = h["id"].as_str().unwrap();
+        let chars: Vec<char> = id.chars().collect();
+        let dropped: String = chars[..chars.len() - 1].iter().collect();
+        let mut swapped = chars.clone();
+        swapped.swap(0, 1);
+        for typo in [dropped, swapped.into_iter().collect::<String>()] {
+            if reg.iter().any(|o| {
+                o["id"] == typo.as_str() || o["aliases"].as_array().unwrap().iter().any(|a| a == typo.as_str())
+            }) {
+                continue; // the typo is itself a name
+            }
+            let out = home.run(&["uninstall", "--harness", &typo, "--dry-run"]);
+            assert_eq!(out.status.code(), Some(2), "{typo}");
+            assert!(
+                stderr(&out).contains(&format!("`{id}`")) && stderr(&out).contains("did you mean"),
+                "{typo}: {}",
+                stderr(&out)
+            );
+        }
+    }
+    for (typo, want) in [("claud", "claude-code"), ("gemni", "gemini-cli"), ("codx", "codex"), ("Cursr", "cursor")] {
+        let out = home.run(&["install", "--harness", typo, "--dry-run"]);
+        assert!(stderr(&out).contains(&format!("did you mean `{want}`?")), "{typo}: {}", stderr(&out));
+    }
+    // Same rules everywhere a harness is named.
+    for args in [
+        &["migrate", "--harness", "gemni", "--dry-run"][..],
+        &["repair", "--harness", "gemni"],
+        &["demo", "--harness", "gemni"],
+    ] {
+        let out = home.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains("did you mean `gemini-cli`?"), "{args:?}: {}", stderr(&out));
+    }
+    assert!(home.tree().is_empty(), "nothing was written: {:?}", home.tree().keys().collect::<Vec<_>>());
+}
+
+/// Every list of harnesses a user sees comes from the registry.
+#[test]
+fn help_and_install_sh_list_the_registry() {
+    let home = Home::new();
+    let reg = registry();
+    for args in [&["install", "--help"][..], &["uninstall", "--help"], &["install", "-h"]] {
+        let text = stdout(&home.ok(args));
+        for h in &reg {
+            assert!(text.contains(h["id"].as_str().unwrap()), "{args:?} lacks {}: {text}", h["id"]);
+        }
+    }
+    let ids = stdout(&home.ok(&["harnesses", "--format", "ids"]));
+    assert_eq!(ids.trim(), reg.iter().map(|h| h["id"].as_str().unwrap()).collect::<Vec<_>>().join(","));
+    let text = stdout(&home.ok(&["harnesses"]));
+    assert_eq!(text.lines().count(), reg.len(), "{text}");
+    let md = stdout(&home.ok(&["harnesses", "--format", "markdown"]));
+    for h in &reg {
+        assert!(md.contains(&format!("| `{}` | {} |", h["id"].as_str().unwrap(), h["name"].as_str().unwrap())), "{md}");
+    }
+    // install.sh asks the binary it just built, and names no harness itself.
+    let sh = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh")).unwrap();
+    assert!(sh.contains("harnesses --format ids"), "{sh}");
+    for h in &reg {
+        let id = h["id"].as_str().unwrap();
+        assert!(!sh.contains(&format!("{id},")) && !sh.contains(&format!(",{id}")), "install.sh types `{id}` by hand");
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Item 6: friendlier messages, exit codes, pipes
+
+#[test]
+fn usage_errors_exit_2_and_change_nothing() {
+    let home = Home::new();
+    home.put("afile", b"x");
+    let cases: &[&[&str]] = &[
+        &["install", "--harness", "nope"],
+        &["install", "--bogus-flag"],
+        &["install", "--harness", "claude-code", "--project", "afile"],
+        &["install", "--harness", "claude-code", "--project", "missing-dir"],
+        &["install", "--harness", ","],
+        &["install", "--harness", "claude-code", "--api-url", "http://h:1"],
+        &["install", "--harness", "claude-code", "--backend", "hindsight"],
+        &["install", "--harness", "claude-code", "--backend", "hindsight", "--api-url", "localhost:8888"],
+        &["install", "--harness", "claude-code", "--backend", "hindsight", "--api-url", "http://h:1", "--api-key", "k"],
+        &["install", "--harness", "claude-code", "--backend", "openviking", "--api-url", "http://h:1", "--bank", "b"],
+        &["install", "--harness", "claude-code", "--backend", "local", "--api-url", "http://h:1"],
+        &["install", "--harness", "claude-code", "--backend", "hindsight", "--api-url", "http://h:1", "--bank", "a/b"],
+        &["install", "--harness", "claude-code", "--backend", "redis"],
+        &["memory", "add", "  "],
+        &["memory", "forget"],
+        &["demo", "--harness", "nope"],
+        &["completions", "nosh"],
+        &["status", "--project", "missing-dir"],
+    ];
+    for args in cases {
+        let out = home.run(args);
+        assert_eq!(out.status.code(), Some(2), "ovmem {args:?}: {}{}", stdout(&out), stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{args:?}");
+    }
+    let left: Vec<PathBuf> = rel_tree(home.path()).into_keys().filter(|p| !p.starts_with(".ovmem")).collect();
+    assert_eq!(left, vec![PathBuf::from("afile")]);
+    assert!(!home.path().join(".ovmem/config.toml").exists(), "no backend was saved by a refused install");
+}
+
+#[test]
+fn empty_results_say_so() {
+    let home = Home::new();
+    let out = home.ok(&["memory", "list"]);
+    assert!(stdout(&out).is_empty() && stderr(&out).contains("no memories yet"), "{}", stderr(&out));
+    let out = home.ok(&["memory", "list", "--all"]);
+    assert!(stderr(&out).contains("no memories yet"), "{}", stderr(&out));
+    let out = home.ok(&["memory", "search", "staging database"]);
+    assert!(stderr(&out).contains("no memories match"), "{}", stderr(&out));
+    let out = home.ok(&["memory", "list", "--json"]);
+    assert_eq!(json(&out), serde_json::json!([]));
+    let out = home.ok(&["status"]);
+    assert!(stdout(&out).contains("no harness detected on this machine"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("backend: local"), "{}", stdout(&out));
+    let out = home.ok(&["check"]);
+    assert!(stderr(&out).contains("no legacy, deprecated or duplicate memory integrations found"), "{}", stderr(&out));
+    let out = home.ok(&["uninstall"]);
+    assert!(stderr(&out).contains("ovmem is not installed (user scope); nothing to remove"), "{}", stderr(&out));
+}
+
+#[test]
+fn uninstall_with_nothing_installed_needs_no_yes_and_writes_nothing() {
+    let home = edited_home();
+    let before = rel_tree(home.path());
+    for args in [
+        &["uninstall"][..],
+        &["uninstall", "--harness", "claude-code,codex"],
+        &["install", "--harness", "codex", "--uninstall"],
+    ] {
+        let out = home.run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("not installed") && stderr(&out).contains("nothing to remove"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(stderr(&out).lines().count(), 1, "said once: {}", stderr(&out));
+    }
+    let out = home.ok(&["uninstall", "--json"]);
+    assert!(json(&out)["harnesses"].is_array());
+    assert_eq!(
+        differences(&before, &rel_tree(home.path())),
+        Vec::<String>::new(),
+        "nothing was written, not even ~/.ovmem"
+    );
+    // Once something is installed, removing it still needs a confirmation.
+    home.ok(&["install", "--harness", "codex"]);
+    let out = home.run(&["uninstall"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--yes") && stderr(&out).contains("codex"), "{}", stderr(&out));
+}
+
+#[test]
+fn uninstall_names_a_file_it_cannot_read_instead_of_asking() {
+    let home = Home::new();
+    home.put(".claude/settings.json", b"{\"hooks\": {\"Stop\": [}");
+    for args in [&["uninstall"][..], &["uninstall", "--harness", "claude-code"], &["uninstall", "--yes"]] {
+        let out = home.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains("~/.claude/settings.json") || err.contains(".claude/settings.json"), "{err}");
+        assert!(err.contains("does not parse") && !err.contains("--yes"), "{err}");
+    }
+}
+
+#[test]
+fn a_reinstall_that_changes_nothing_says_so_once() {
+    let home = edited_home();
+    let first = home.ok(&["install", "--harness", "claude-code,codex,gemini-cli,cline"]);
+    assert!(stderr(&first).contains("ovmem is installed for"), "{}", stderr(&first));
+    let again = home.ok(&["install", "--harness", "claude-code,codex,gemini-cli,cline"]);
+    let err = stderr(&again);
+    let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with("warning: trust pending")).collect();
+    assert_eq!(
+        lines,
+        vec!["ovmem is already installed for claude-code, codex, gemini-cli, cline (user scope); nothing changed"],
+        "{err}"
+    );
+    // One file changed by hand: only that harness is reported, the others once each.
+    std::fs::remove_file(home.path().join(".gemini/settings.json")).unwrap();
+    let out = home.ok(&["install", "--harness", "claude-code,gemini-cli"]);
+    let err = stderr(&out);
+    assert!(err.contains("= claude-code: unchanged (`~/.claude/settings.json`, `~/.claude.json`)"), "{err}");
+    assert!(err.contains("gemini-cli `~/.gemini/settings.json`: created"), "{err}");
+    assert!(!err.contains("SessionStart unchanged"), "unchanged entries are not listed one by one: {err}");
+}
+
+/// Codex's trust message says "trusted" once (it used to read "trusted trusted 5 ovmem hook(s)").
+#[test]
+fn trust_is_reported_once() {
+    let Some(bin) = e2e_bin("codex") else { return };
+    let home = Home::new();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let run = |args: &[&str]| home.cmd(args).env("PATH", &path).output().unwrap();
+    let out = run(&["install", "--harness", "codex"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.matches("trusted").count(), 1, "{err}");
+    assert!(err.contains("✓ trusted 5 ovmem hook(s) in Codex CLI"), "{err}");
+    let out = run(&["install", "--harness", "codex"]);
+    assert_eq!(
+        stderr(&out).trim(),
+        "ovmem is already installed for codex (user scope); nothing changed (5 ovmem hook(s) already trusted in Codex CLI)"
+    );
+}
+
+/// A process whose stdout (or stderr) reader is already gone: it must end quietly, never panic.
+fn with_closed_pipe(home: &Home, args: &[&str], stream: &str) -> std::process::ExitStatus {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = home.cmd(args);
+    let (err_r, err_w) = std::io::pipe().unwrap();
+    match stream {
+        "stdout" => cmd.stdout(writer).stderr(err_w),
+        _ => cmd.stdout(Stdio::null()).stderr(writer),
+    };
+    let mut child = cmd.spawn().unwrap();
+    drop(cmd);
+    let status = child.wait().unwrap();
+    if stream == "stdout" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut { err_r }, &mut text).unwrap();
+        assert!(!text.contains("panicked") && !text.contains("Broken pipe"), "ovmem {args:?}: {text}");
+    }
+    assert_ne!(status.code(), Some(101), "ovmem {args:?} panicked");
+    assert!(status.success() || status.signal() == Some(libc::SIGPIPE), "ovmem {args:?}: {status:?}");
+    status
+}
+
+#[test]
+fn a_closed_pipe_ends_every_command_quietly() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "claude-code,cursor"]);
+    for i in 0..40 {
+        home.ok(&["memory", "add", &format!("fact number {i} about the release process and its many steps")]);
+    }
+    for args in [
+        &["completions", "bash"][..],
+        &["completions", "zsh"],
+        &["status"],
+        &["status", "--json"],
+        &["memory", "list"],
+        &["memory", "list", "--json"],
+        &["memory", "search", "release process"],
+        &["memory", "export"],
+        &["--help"],
+        &["install", "--help"],
+        &["harnesses"],
+        &["check", "--format", "json"],
+        &["install", "--harness", "claude-code", "--dry-run"],
+        &["uninstall", "--dry-run"],
+        &["backend", "show"],
+    ] {
+        with_closed_pipe(&home, args, "stdout");
+        with_closed_pipe(&home, args, "stderr");
+    }
+    // The same through a shell, as people type it.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{OVMEM}' completions bash | head -1; '{OVMEM}' memory list | head -1; '{OVMEM}' status | head -1"
+        ))
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 3, "{}", stdout(&out));
+}
+
+// ------------------------------------------------------------------------------------------------
+// `ovmem status`: fast, and cached by the binaries' identity
+
+/// The e2e CLI's bin directory (installed by tests/e2e/install-clis.sh), or a SKIPPED note.
+fn e2e_bin(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("OVMEM_E2E_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ovmem-e2e"));
+    let bin = dir.join(name).join("node_modules/.bin");
+    if bin.join(name).exists() {
+        return Some(bin);
+    }
+    let why = format!("{name} is not installed in {} (tests/e2e/install-clis.sh)", dir.display());
+    if std::env::var("OVMEM_E2E_REQUIRED").is_ok_and(|v| v == "1") {
+        panic!("{why}");
+    }
+    let _ = writeln!(std::io::stderr(), "SKIPPED (not a pass): {why}");
+    None
+}
+
+#[test]
+fn status_takes_under_300_ms_with_every_e2e_cli_on_path() {
+    let Some(claude) = e2e_bin("claude") else { return };
+    let root = claude.parent().unwrap().parent().unwrap().parent().unwrap();
+    let bins: Vec<String> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("node_modules/.bin"))
+        .filter(|p| p.is_dir())
+        .map(|p| p.display().to_string())
+        .collect();
+    let path = format!("{}:/usr/bin:/bin", bins.join(":"));
+    let home = Home::new();
+    let run = |args: &[&str]| {
+        let t = Instant::now();
+        let out = home.cmd(args).env("PATH", &path).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        (out, t.elapsed())
+    };
+    run(&["install", "--harness", "all"]);
+    let (first, cold) = run(&["status", "--json"]);
+    let mut times: Vec<Duration> = (0..7).map(|_| run(&["status"]).1).collect();
+    times.sort();
+    let median = times[times.len() / 2];
+    let _ = writeln!(
+        std::io::stderr(),
+        "status with {} CLI dirs on PATH: first run {} ms, then median {} ms (max {} ms)",
+        bins.len(),
+        cold.as_millis(),
+        median.as_millis(),
+        times.last().unwrap().as_millis()
+    );
+    assert!(median < Duration::from_millis(300), "status took {median:?}");
+    // Every detected npm CLI has its version, without running it.
+    let v = json(&first);
+    for h in v["harnesses"].as_array().unwrap() {
+        if h["detected"]["binary"].as_str().is_some_and(|b| b.contains("node_modules")) {
+            assert!(h["version"].is_string(), "{h}");
+        }
+    }
+    let (again, _) = run(&["status", "--json"]);
+    assert_eq!(json(&again)["harnesses"], v["harnesses"], "cached answers are the same answers");
+}
+
+#[test]
+fn a_binarys_version_is_probed_once_and_again_after_an_upgrade() {
+    let home = Home::new();
+    let bin = home.path().join("tools");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = home.path().join("calls");
+    let script = |version: &str| {
+        let p = bin.join("codex");
+        std::fs::write(&p, format!("#!/bin/sh\necho x >> '{}'\necho 'codex-cli {version}'\n", calls.display()))
+            .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    script("9.1.0");
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let status = || {
+        let out = home.cmd(&["status", "--json"]).env("PATH", &path).output().unwrap();
+        let v = json(&out);
+        let codex = v["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "codex").unwrap().clone();
+        codex["version"].as_str().unwrap_or_default().to_string()
+    };
+    let probes = || std::fs::read_to_string(&calls).map(|s| s.lines().count()).unwrap_or(0);
+    assert_eq!(status(), "codex-cli 9.1.0");
+    assert_eq!(status(), "codex-cli 9.1.0");
+    assert_eq!(probes(), 1, "the second status used the cache");
+    std::thread::sleep(Duration::from_millis(20));
+    script("9.10.0");
+    assert_eq!(status(), "codex-cli 9.10.0", "an upgraded binary is asked again");
+    assert_eq!(probes(), 2);
+    let cache = home.path().join(".ovmem/cache/status.json");
+    assert_eq!(std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777, 0o600);
+    // A binary that never answers costs the probe budget once, not every time.
+    std::fs::write(bin.join("codex"), "#!/bin/sh\nsleep 30\n").unwrap(); // its sleep goes with it (a process group)
+    let t = Instant::now();
+    assert_eq!(status(), "");
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    let t = Instant::now();
+    status();
+    assert!(t.elapsed() < Duration::from_millis(500), "{:?}", t.elapsed());
+    // Uninstall takes the cache with everything else.
+    home.cmd(&["install", "--harness", "cursor"]).env("PATH", &path).output().unwrap();
+    home.cmd(&["uninstall", "--yes"]).env("PATH", &path).output().unwrap();
+    assert!(!home.path().join(".ovmem").exists(), "{:?}", rel_tree(home.path()).keys().collect::<Vec<_>>());
+}
+
+// ------------------------------------------------------------------------------------------------
+// Issue 9: --backend flags, status and check showing the backend and the queue
+
+/// A port nothing listens on.
+fn dead_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
+}
+
+/// A server that accepts connections and never answers.
+fn silent_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut conn = conn;
+                let mut buf = [0u8; 1024];
+                while matches!(std::io::Read::read(&mut conn, &mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    url
+}
+
+fn all_text(home: &Home) -> String {
+    rel_tree(home.path())
+        .into_iter()
+        .filter(|(p, _)| !p.ends_with("credentials.toml"))
+        .filter_map(|(_, v)| v.map(|(b, _)| String::from_utf8_lossy(&b).into_owned()))
+        .collect()
+}
+
+#[test]
+fn install_backend_flags_save_the_server_and_never_print_the_token() {
+    let home = Home::new();
+    let url = dead_url();
+    let token = "hs-token-f00d-4711";
+    // The token through stdin, as the help recommends.
+    let mut child = home
+        .cmd(&[
+            "install",
+            "--harness",
+            "claude-code",
+            "--backend",
+            "hindsight",
+            "--api-url",
+            &url,
+            "--api-token",
+            "-",
+            "--bank",
+            "team-x",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(format!("{token}\n").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains(token), "{text}");
+    assert!(text.contains(&format!("backend: Hindsight at {url}, bank `team-x`, with a token")), "{text}");
+    assert!(text.contains("saved in `~/.ovmem/credentials.toml` (0600)") && text.contains("cannot reach"), "{text}");
+    let cfg = std::fs::read_to_string(home.path().join(".ovmem/config.toml")).unwrap();
+    assert!(cfg.contains("kind = \"hindsight\"") && cfg.contains(&url) && cfg.contains("bank = \"team-x\""), "{cfg}");
+    let cred = home.path().join(".ovmem/credentials.toml");
+    assert_eq!(std::fs::metadata(&cred).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(std::fs::read_to_string(&cred).unwrap().contains(token));
+    assert!(!all_text(&home).contains(token), "the token is only in credentials.toml");
+    // status says what is configured, quickly, and never the token.
+    let t = Instant::now();
+    let st = home.ok(&["status"]);
+    assert!(t.elapsed() < Duration::from_secs(1));
+    let s = stdout(&st);
+    assert!(s.contains(&format!("backend: hindsight at {url}, bank `team-x`, token set: not reachable")), "{s}");
+    let v = json(&home.ok(&["status", "--json"]));
+    assert_eq!(v["backend"]["kind"], "hindsight");
+    assert_eq!((v["backend"]["token"].as_bool(), v["backend"]["reachable"].as_bool()), (Some(true), Some(false)));
+    assert!(!v.to_string().contains(token));
+
+    // The token from the environment, and as an argument (with a warning about shell history).
+    let ov = home
+        .cmd(&[
+            "install",
+            "--harness",
+            "claude-code",
+            "--backend",
+            "openviking",
+            "--api-url",
+            &url,
+            "--user",
+            "ann",
+            "--json",
+        ])
+        .env("OPENVIKING_API_KEY", "ov-key-from-env-99")
+        .output()
+        .unwrap();
+    assert!(ov.status.success(), "{}", stderr(&ov));
+    let v = json(&ov);
+    assert_eq!(v["backend"]["kind"], "openviking");
+    assert_eq!(v["backend"]["token"]["from"], "$OPENVIKING_API_KEY");
+    assert!(!format!("{}{}", stdout(&ov), stderr(&ov)).contains("ov-key-from-env-99"));
+    let cfg = std::fs::read_to_string(home.path().join(".ovmem/config.toml")).unwrap();
+    assert!(cfg.contains("kind = \"openviking\"") && cfg.contains("user = \"ann\"") && !cfg.contains("bank"), "{cfg}");
+    let out = home.ok(&[
+        "install",
+        "--harness",
+        "claude-code",
+        "--backend",
+        "hindsight",
+        "--api-url",
+        &url,
+        "--api-token",
+        "argv-token-1",
+    ]);
+    assert!(stderr(&out).contains("shell history") && !stderr(&out).contains("argv-token-1"), "{}", stderr(&out));
+    // Without --api-url, the configured URL of that kind is kept.
+    let out = home.ok(&["install", "--harness", "claude-code", "--backend", "hindsight"]);
+    assert!(stderr(&out).contains(&format!("Hindsight at {url}")), "{}", stderr(&out));
+    // A dry run says what it would save and saves nothing.
+    let before = rel_tree(home.path());
+    let out = home.ok(&["install", "--harness", "claude-code", "--backend", "local", "--dry-run"]);
+    assert!(stderr(&out).contains("dry run: backend: local"), "{}", stderr(&out));
+    assert_eq!(differences(&before, &rel_tree(home.path())), Vec::<String>::new());
+    // --backend local switches back; without --backend nothing about the backend changes.
+    home.ok(&["install", "--harness", "claude-code", "--backend", "local"]);
+    let cfg = std::fs::read_to_string(home.path().join(".ovmem/config.toml")).unwrap();
+    assert!(cfg.contains("kind = \"local\""), "{cfg}");
+    home.ok(&["install", "--harness", "cursor"]);
+    assert_eq!(std::fs::read_to_string(home.path().join(".ovmem/config.toml")).unwrap(), cfg);
+}
+
+#[test]
+fn a_password_in_the_server_url_is_never_shown() {
+    let home = Home::new();
+    let url = dead_url().replace("http://", "http://ann:url-pass-5150@");
+    let out = home.ok(&["install", "--harness", "cursor", "--backend", "hindsight", "--api-url", &url, "--json"]);
+    let mut shown = format!("{}{}", stdout(&out), stderr(&out));
+    for args in [&["status"][..], &["status", "--json"], &["backend", "show"]] {
+        let out = home.ok(args);
+        shown.push_str(&format!("{}{}", stdout(&out), stderr(&out)));
+    }
+    assert!(shown.contains("http://***@127.0.0.1:"), "{shown}");
+    assert!(!shown.contains("url-pass-5150"), "{shown}");
+}
+
+#[test]
+fn status_waits_for_a_silent_server_only_200_ms() {
+    let home = Home::new();
+    let url = silent_url();
+    home.ok(&["install", "--harness", "cursor", "--backend", "hindsight", "--api-url", &url]);
+    let t = Instant::now();
+    let out = home.ok(&["status"]);
+    let took = t.elapsed();
+    assert!(took < Duration::from_millis(800), "{took:?}");
+    assert!(stdout(&out).contains("no answer within 200 ms (`ovmem backend test` waits longer)"), "{}", stdout(&out));
+}
+
+#[test]
+fn status_shows_the_queue_and_check_reports_an_old_one() {
+    let home = Home::new();
+    let url = dead_url();
+    home.ok(&["install", "--harness", "claude-code", "--backend", "hindsight", "--api-url", &url]);
+    let proj = home.path().join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    for (event, body) in [
+        (
+            "UserPromptSubmit",
+            serde_json::json!({"session_id": "s1", "cwd": proj, "hook_event_name": "UserPromptSubmit", "prompt": "The staging port is 5433, remember it"}),
+        ),
+        (
+            "Stop",
+            serde_json::json!({"session_id": "s1", "cwd": proj, "hook_event_name": "Stop", "last_assistant_message": "Noted: 5433."}),
+        ),
+    ] {
+        let mut child =
+            home.cmd(&["hook", "claude-code", event]).stdin(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
+        child.stdin.take().unwrap().write_all(body.to_string().as_bytes()).unwrap();
+        assert!(child.wait().unwrap().success());
+    }
+    let v = json(&home.ok(&["status", "--json"]));
+    assert_eq!(v["queue"]["outbox"], 1, "{}", v["queue"]);
+    assert!(v["queue"]["last_send_error"].as_str().unwrap().contains("connection refused"), "{}", v["queue"]);
+    let s = stdout(&home.ok(&["status"]));
+    assert!(s.contains("queue: 1 memory waiting to be sent, the oldest from"), "{s}");
+    assert!(s.contains("; 1 memory in the local store"), "{s}");
+    assert!(s.contains("`ovmem sync` sends them"), "{s}");
+    // A fresh queue is no finding; one older than a day is.
+    assert_eq!(home.run(&["check"]).status.code(), Some(0));
+    let db = rusqlite::Connection::open(home.path().join(".ovmem/memory.db")).unwrap();
+    db.execute("UPDATE outbox SET created_at = created_at - 2 * 86400", []).unwrap();
+    drop(db);
+    let out = home.run(&["check", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v = json(&out);
+    let f =
+        v["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "stale-queue").expect("a stale-queue finding");
+    let msg = f["message"].as_str().unwrap();
+    assert!(msg.contains("1 memory has waited since") && msg.contains("2 days ago") && msg.contains(&url), "{msg}");
+    assert!(f["fix"].as_str().unwrap().contains("ovmem sync"));
+    let out = home.run(&["check"]);
+    assert!(stdout(&out).contains("outbox") && stdout(&out).contains("ovmem backend test"), "{}", stdout(&out));
+    // A repository check in CI is about the repository, not this machine's queue.
+    assert_eq!(home.run(&["check", "--project", proj.to_str().unwrap()]).status.code(), Some(0));
+}
+
+// ------------------------------------------------------------------------------------------------
+// Issue 9 item 6: migrate carries the old integration's server settings
+
+/// A home with hindsight-cline installed globally: its hook files, lib/ and a settings.json.
+fn hindsight_cline_home(settings: &str) -> Home {
+    let home = Home::new();
+    let src = Path::new(FIXTURES).join("legacy-home/Documents/Cline/Hooks");
+    for name in ["TaskStart", "UserPromptSubmit", "TaskComplete", "TaskCancel"] {
+        let p = home.put(&format!("Documents/Cline/Hooks/{name}"), &std::fs::read(src.join(name)).unwrap());
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    home.put("Documents/Cline/Hooks/lib/hooks_impl.py", &std::fs::read(src.join("lib/hooks_impl.py")).unwrap());
+    home.put("Documents/Cline/Hooks/settings.json", settings.as_bytes());
+    home
+}
+
+fn cline_settings(url: &str, token: Option<&str>, bank: &str) -> String {
+    serde_json::to_string_pretty(&serde_json::json!({
+        "version": "0.1.0", "hindsightApiUrl": url, "hindsightApiToken": token, "bankId": bank,
+        "autoRecall": true, "recallBudget": "mid", "retainContext": "cline", "apiPort": 9077,
+        "bankIdPrefix": "", "dynamicBankId": false, "agentName": "cline", "debug": false
+    }))
+    .unwrap()
+}
+
+fn config(home: &Home) -> String {
+    std::fs::read_to_string(home.path().join(".ovmem/config.toml")).unwrap_or_default()
+}
+
+#[test]
+fn migrate_carries_hindsight_clines_server_bank_and_token() {
+    let url = dead_url();
+    let home = hindsight_cline_home(&cline_settings(&url, Some("hs-cline-token-3141"), "cline"));
+    let out = home.ok(&["migrate", "--harness", "cline", "--dry-run"]);
+    assert!(
+        stderr(&out).contains(&format!(
+            "backend: would carry over hindsight-cline's memory server: Hindsight at {url}, bank `cline`, with a token"
+        )),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!home.path().join(".ovmem/config.toml").exists());
+    let out = home.ok(&["migrate", "--harness", "cline", "--yes"]);
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!text.contains("hs-cline-token-3141"), "{text}");
+    assert_eq!(text.matches("carried over").count(), 1, "{text}");
+    assert!(
+        text.contains("backend carried over from hindsight-cline (`~/Documents/Cline/Hooks/settings.json`)"),
+        "{text}"
+    );
+    let cfg = config(&home);
+    assert!(
+        cfg.contains("kind = \"hindsight\"")
+            && cfg.contains(&format!("url = \"{url}\""))
+            && cfg.contains("bank = \"cline\""),
+        "{cfg}"
+    );
+    assert!(std::fs::read_to_string(home.path().join(".ovmem/credentials.toml"))
+        .unwrap()
+        .contains("hs-cline-token-3141"));
+    assert!(home.path().join("Documents/Cline/Hooks/TaskStart").exists());
+    assert!(!home.path().join("Documents/Cline/Hooks/settings.json").exists(), "moved to the backup");
+    // Running it again: nothing left to migrate, nothing changes.
+    let out = home.ok(&["migrate", "--harness", "cline", "--yes"]);
+    assert!(stderr(&out).contains("no legacy integrations to migrate"), "{}", stderr(&out));
+    assert_eq!(config(&home).matches("[backend]").count(), 1);
+}
+
+#[test]
+fn migrate_keeps_a_backend_the_user_chose_unless_forced() {
+    let old = dead_url();
+    let theirs = dead_url();
+    let settings = cline_settings(&old, None, "old-bank");
+    // Another server configured: kept, and said so.
+    let home = hindsight_cline_home(&settings);
+    home.ok(&["install", "--harness", "cursor", "--backend", "openviking", "--api-url", &theirs, "--user", "me"]);
+    let before = config(&home);
+    let out = home.ok(&["migrate", "--harness", "cline", "--yes"]);
+    assert!(
+        stderr(&out).contains("ovmem's backend is already OpenViking") && stderr(&out).contains("--force"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(config(&home), before);
+    // --force switches.
+    let home = hindsight_cline_home(&settings);
+    home.ok(&["install", "--harness", "cursor", "--backend", "openviking", "--api-url", &theirs]);
+    home.ok(&["migrate", "--harness", "cline", "--yes", "--force"]);
+    assert!(config(&home).contains("bank = \"old-bank\"") && config(&home).contains(&old), "{}", config(&home));
+    // The same server already configured: nothing to do, said once.
+    let home = hindsight_cline_home(&settings);
+    home.ok(&[
+        "install",
+        "--harness",
+        "cursor",
+        "--backend",
+        "hindsight",
+        "--api-url",
+        &format!("{old}/"),
+        "--bank",
+        "old-bank",
+    ]);
+    let out = home.ok(&["migrate", "--harness", "cline", "--yes"]);
+    assert!(stderr(&out).contains("ovmem already uses hindsight-cline's memory server"), "{}", stderr(&out));
+}
+
+#[test]
+fn migrate_never_adopts_settings_from_a_project() {
+    let home = Home::new();
+    let proj = home.path().join("repo");
+    let src = Path::new(FIXTURES).join("legacy-home/Documents/Cline/Hooks");
+    for name in ["TaskStart", "UserPromptSubmit", "TaskComplete", "TaskCancel"] {
+        let p = home.put(&format!("repo/.clinerules/hooks/{name}"), &std::fs::read(src.join(name)).unwrap());
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    home.put("repo/.clinerules/hooks/lib/hooks_impl.py", &std::fs::read(src.join("lib/hooks_impl.py")).unwrap());
+    home.put("repo/.clinerules/hooks/settings.json", cline_settings("https://evil.example", Some("t"), "x").as_bytes());
+    let out = home.ok(&["migrate", "--harness", "cline", "--project", proj.to_str().unwrap(), "--yes"]);
+    let err = stderr(&out);
+    assert!(err.contains("settings inside a project are not adopted"), "{err}");
+    assert!(
+        err.contains(
+            "ovmem install --harness all --backend hindsight --api-url https://evil.example --bank x --api-token -"
+        ),
+        "{err}"
+    );
+    assert!(!config(&home).contains("evil"), "{}", config(&home));
+}
+
+#[test]
+fn migrate_guesses_nothing_when_old_integrations_disagree() {
+    let home = hindsight_cline_home(&cline_settings(&dead_url(), None, "cline"));
+    // OpenViking's Cursor plugin too, with its own server.
+    let lh = Path::new(FIXTURES).join("legacy-home");
+    home.put(".cursor/hooks.json", &std::fs::read(lh.join(".cursor/hooks.json")).unwrap());
+    home.put(
+        ".openviking/agent-integrations/cursor/integration.json",
+        &std::fs::read(lh.join(".openviking/agent-integrations/cursor/integration.json")).unwrap(),
+    );
+    home.put(".openviking/ovcli.conf", br#"{"url": "http://127.0.0.1:1", "api_key": "ov-k"}"#);
+    let out = home.ok(&["migrate", "--yes"]);
+    let err = stderr(&out);
+    assert!(err.contains("used different memory servers, so none was carried over"), "{err}");
+    assert!(
+        err.contains("ovmem install --harness all --backend openviking --api-url http://127.0.0.1:1 --api-key -"),
+        "{err}"
+    );
+    assert!(!err.contains("ov-k\""), "{err}");
+    assert!(
+        !config(&home).contains("kind = \"hindsight\"") && !config(&home).contains("openviking"),
+        "{}",
+        config(&home)
+    );
+    // One at a time, each carries.
+    let home = hindsight_cline_home(&cline_settings("http://127.0.0.1:2", None, "cline"));
+    home.put(".openviking/ovcli.conf", br#"{"url": "http://127.0.0.1:1"}"#);
+    home.ok(&["migrate", "--harness", "cline", "--yes"]);
+    assert!(config(&home).contains("http://127.0.0.1:2"));
+}
+
+#[test]
+fn migrate_refuses_unreadable_old_settings_until_forced() {
+    let home = hindsight_cline_home("{\"hindsightApiToken\": \"leak-me-not\",\n broken");
+    let before = rel_tree(home.path());
+    let out = home.run(&["migrate", "--harness", "cline", "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not valid JSON (line 2)") && !stderr(&out).contains("leak-me-not"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(differences(&before, &rel_tree(home.path())), Vec::<String>::new(), "nothing changed");
+    let out = home.ok(&["migrate", "--harness", "cline", "--yes", "--force"]);
+    assert!(stderr(&out).contains("its settings were not carried over"), "{}", stderr(&out));
+    assert!(!home.path().join(".ovmem/config.toml").exists());
+}
+
+// ------------------------------------------------------------------------------------------------
+// The terminal picker and confirmations, in tmux
+
+/// A tmux server of the test's own (its own socket), stopped when dropped.
+struct Tmux {
+    socket: String,
+    dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    fn start(home: &Home, args: &str) -> Option<Self> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            let why = "tmux is not installed (apt-get install tmux)";
+            if std::env::var("OVMEM_E2E_REQUIRED").is_ok_and(|v| v == "1") {
+                panic!("{why}");
+            }
+            let _ = writeln!(std::io::stderr(), "SKIPPED (not a pass): {why}");
+            return None;
+        }
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let t = Tmux {
+            socket: format!("ovmem-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)),
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let script = format!(
+            "cd '{home}' && env -i HOME='{home}' PATH=/usr/bin:/bin TERM=xterm-256color '{OVMEM}' {args}; echo EXIT:$?; sleep 300",
+            home = home.path().display()
+        );
+        let ok = t.tmux(&["new-session", "-d", "-s", "t", "-x", "160", "-y", "40", &script]).status.success();
+        assert!(ok, "tmux new-session failed");
+        Some(t)
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .env("TMUX_TMPDIR", self.dir.path())
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn screen(&self) -> String {
+        stdout(&self.tmux(&["capture-pane", "-p", "-t", "t"]))
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.tmux(&["send-keys", "-t", "t", k]);
+            std::thread::sleep(Duration::from_millis(60));
+        }
+    }
+
+    /// Waits until the screen shows `text` (5 s at most).
+    fn wait_for(&self, text: &str) -> String {
+        let t = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(text) {
+                return s;
+            }
+            assert!(t.elapsed() < Duration::from_secs(5), "`{text}` never appeared:\n{s}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn cursor_visible(&self) -> bool {
+        stdout(&self.tmux(&["display", "-p", "-t", "t", "#{cursor_flag}"])).trim() == "1"
+    }
+
+    /// The pid of ovmem in the pane (the shell's child).
+    fn ovmem_pid(&self) -> i32 {
+        let sh: i32 = stdout(&self.tmux(&["display", "-p", "-t", "t", "#{pane_pid}"])).trim().parse().unwrap();
+        let children = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children")).unwrap();
+        children.split_whitespace().next().unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.tmux(&["kill-server"]);
+    }
+}
+
+#[test]
+fn the_picker_preselects_nothing_marks_what_is_installed_and_asks_before_writing() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    home.ok(&["install", "--harness", "gemini-cli"]);
+    let Some(t) = Tmux::start(&home, "install") else { return };
+    let s = t.wait_for("Install ovmem:");
+    assert!(!s.contains("[x]"), "nothing is selected at first:\n{s}");
+    let row = |name: &str| s.lines().find(|l| l.contains(&format!("] {name} "))).unwrap_or_default().to_string();
+    assert!(row("claude-code").contains("detected `~/.claude`"), "{s}");
+    assert!(row("gemini-cli").contains("installed in `~/.gemini/settings.json`"), "{s}");
+    assert!(row("cursor").contains("not detected"), "{s}");
+    assert!(!t.cursor_visible(), "the cursor is hidden while the picker is up");
+    // Enter with nothing selected explains instead of doing anything.
+    t.keys(&["Enter"]);
+    t.wait_for("nothing selected");
+    // Select claude-code, accept: the plan is shown and a question asked.
+    t.keys(&["Space", "Enter"]);
+    let s = t.wait_for("Write these changes? [Y/n]");
+    assert!(s.contains("✔ Install ovmem: claude-code"), "{s}");
+    assert!(s.contains("claude-code  `~/.claude/settings.json` (created: SessionStart, UserPromptSubmit, Stop, PreToolUse, SessionEnd)"), "{s}");
+    assert!(s.contains("`~/.claude.json` (created: MCP server `ovmem`)"), "{s}");
+    assert!(!home.path().join(".claude/settings.json").exists(), "nothing is written before the answer");
+    t.keys(&["n"]);
+    let s = t.wait_for("EXIT:");
+    assert!(s.contains("nothing was changed") && s.contains("EXIT:2"), "{s}");
+    assert!(!home.path().join(".claude/settings.json").exists());
+    assert!(t.cursor_visible());
+    drop(t);
+    // Again, and yes this time.
+    let Some(t) = Tmux::start(&home, "install") else { return };
+    t.wait_for("Install ovmem:");
+    t.keys(&["Space", "Enter"]);
+    t.wait_for("Write these changes?");
+    t.keys(&["y"]);
+    let s = t.wait_for("EXIT:");
+    assert!(s.contains("ovmem is installed for claude-code") && s.contains("EXIT:0"), "{s}");
+    assert!(std::fs::read_to_string(home.path().join(".claude/settings.json"))
+        .unwrap()
+        .contains("ovmem hook claude-code"));
+}
+
+#[test]
+fn the_picker_cancels_on_esc_q_ctrl_c_and_signals_with_the_terminal_restored() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+    let before = rel_tree(home.path());
+    for (keys, code) in
+        [(&["Space", "Escape"][..], "EXIT:2"), (&["Down", "Space", "q"], "EXIT:2"), (&["Space", "C-c"], "EXIT:130")]
+    {
+        let Some(t) = Tmux::start(&home, "install") else { return };
+        t.wait_for("Install ovmem:");
+        t.keys(keys);
+        let s = t.wait_for("EXIT:");
+        assert!(s.contains(code), "{keys:?}:\n{s}");
+        assert!(t.cursor_visible(), "{keys:?}: the cursor is shown again");
+        if code == "EXIT:130" {
+            assert!(s.contains("cancelled with Ctrl-C; nothing was changed"), "{s}");
+        } else {
+            assert!(s.contains("✘ Install ovmem: cancelled") && s.contains("nothing was changed"), "{s}");
+        }
+        assert_eq!(differences(&before, &rel_tree(home.path())), Vec::<String>::new(), "{keys:?}");
+    }
+    // SIGTERM and SIGHUP while the picker waits: the terminal is given back too.
+    for (sig, code) in [(libc::SIGTERM, "EXIT:143"), (libc::SIGHUP, "EXIT:129")] {
+        let Some(t) = Tmux::start(&home, "install") else { return };
+        t.wait_for("Install ovmem:");
+        assert!(!t.cursor_visible());
+        // SAFETY: a signal to the ovmem process this test started.
+        assert_eq!(unsafe { libc::kill(t.ovmem_pid(), sig) }, 0);
+        let s = t.wait_for("EXIT:");
+        assert!(s.contains(code), "{sig}:\n{s}");
+        assert!(t.cursor_visible(), "signal {sig}: cursor shown");
+        // The terminal is back in cooked mode: typed text is echoed by the line discipline.
+        t.keys(&["echo-check"]);
+        t.wait_for("echo-check");
+    }
+    assert_eq!(differences(&before, &rel_tree(home.path())), Vec::<String>::new());
+}
+
+#[test]
+fn uninstall_on_a_terminal_shows_what_goes_and_asks() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "codex,cursor"]);
+    let Some(t) = Tmux::start(&home, "uninstall") else { return };
+    let s = t.wait_for("Remove ovmem from codex, cursor? [y/N]");
+    assert!(s.contains("ovmem will remove (user scope):"), "{s}");
+    assert!(s.contains("codex  `~/.codex/hooks.json`: delete (ovmem created it)"), "{s}");
+    t.keys(&["Enter"]);
+    let s = t.wait_for("EXIT:");
+    assert!(s.contains("nothing was changed") && s.contains("EXIT:2"), "enter means no: {s}");
+    assert!(home.path().join(".codex/hooks.json").exists());
+    drop(t);
+    let Some(t) = Tmux::start(&home, "uninstall") else { return };
+    t.wait_for("[y/N]");
+    t.keys(&["y"]);
+    let s = t.wait_for("EXIT:");
+    assert!(s.contains("EXIT:0") && s.contains("removed runtime"), "{s}");
+    assert!(!home.path().join(".codex/hooks.json").exists());
+}
+
+#[test]
+fn a_token_typed_at_the_terminal_is_not_echoed() {
+    let home = Home::new();
+    let url = dead_url();
+    let args = format!("install --harness cursor --backend hindsight --api-url {url} --api-token -");
+    let Some(t) = Tmux::start(&home, &args) else { return };
+    t.wait_for("Hindsight API token:");
+    t.keys(&["typed-secret-8086", "Enter"]);
+    let s = t.wait_for("EXIT:");
+    assert!(s.contains("EXIT:0"), "{s}");
+    assert!(!s.contains("typed-secret-8086"), "the token was echoed:\n{s}");
+    assert!(s.contains("with a token"), "{s}");
+    let cred = std::fs::read_to_string(home.path().join(".ovmem/credentials.toml")).unwrap();
+    assert!(cred.contains("api_token = \"typed-secret-8086\""), "{cred}");
+    // Echo is back on afterwards.
+    t.keys(&["echo-is-on"]);
+    t.wait_for("echo-is-on");
+}
