@@ -49,6 +49,8 @@ pub enum InstallKind {
     JsonHooks,
     /// One executable file per event in a directory.
     ScriptDir,
+    /// `[[hooks]]` tables in a TOML file, each naming its event in an `event` key (Kimi Code).
+    TomlHooks,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -68,7 +70,20 @@ pub struct Manifest {
     #[serde(default)]
     pub deprecated: bool,
     pub replacement: Option<String>,
+    /// Where the events object sits: a key (`hooks`), a dotted path (`hooks.events`), or `""`
+    /// for the file's top level. A scope may name its own.
     pub events_key: Option<String>,
+    /// Keys ovmem sets (dotted path -> value) for its hooks to run at all (ZCode's
+    /// `hooks.enabled = true`); removed on uninstall only when ovmem set them.
+    #[serde(default)]
+    pub set_keys: toml::Table,
+    /// The harness splits `command` on whitespace without a shell: a runtime path that needs
+    /// quoting is refused instead of quoted.
+    #[serde(default)]
+    pub unquoted_command: bool,
+    /// Said after install, when part of the integration is the user's to do (MCP in a format
+    /// ovmem does not edit, say).
+    pub install_note: Option<String>,
     pub template: String,
     pub template_with_matcher: Option<String>,
     #[serde(default)]
@@ -82,12 +97,29 @@ pub struct Manifest {
     pub mcp_template: Option<String>,
     pub mcp_key: Option<String>,
     pub project_scope_note: Option<String>,
+    /// The entry rendered when ovmem itself runs on Windows (a PowerShell or argv form).
+    pub template_windows: Option<String>,
+    /// Script-dir harnesses: a second file per event for Windows hosts (`<Event>.ps1`), from
+    /// this template, so a Windows machine reading the same directory finds a hook it can run.
+    pub script_windows: Option<ScriptWindows>,
     /// The largest `timeout` the harness accepts per event before it clamps it and warns (in the
     /// manifest's own unit); every hook's timeout must stay within it.
     #[serde(default)]
     pub timeout_caps: BTreeMap<String, u32>,
     pub scopes: Scopes,
     pub hooks: Vec<HookSpec>,
+}
+
+impl Manifest {
+    /// The template of `hook`: the matcher form when it has a matcher, the Windows form when
+    /// ovmem runs on Windows and the manifest has one.
+    pub fn template_for(&self, hook: &HookSpec, windows: bool) -> &str {
+        match (&hook.matcher, &self.template_with_matcher, &self.template_windows) {
+            (_, _, Some(w)) if windows => w,
+            (Some(_), Some(t), _) => t,
+            _ => &self.template,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -99,14 +131,55 @@ pub struct Scopes {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct ScriptWindows {
+    pub template: String,
+    /// Appended to the event's file name (`.ps1`).
+    pub suffix: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScopeSpec {
     pub file: Option<String>,
+    /// Hooks live inside every file matching this pattern (`*` in the last component only),
+    /// one file per agent (Kiro CLI); ovmem never creates such a file.
+    pub files_glob: Option<String>,
+    /// What to tell the user when `files_glob` matches nothing.
+    pub files_glob_none: Option<String>,
+    /// Overrides the manifest's `events_key` for this scope.
+    pub events_key: Option<String>,
     pub mcp_file: Option<String>,
+    /// The MCP file on macOS, where it differs (an Electron app's user-data folder).
+    pub mcp_file_macos: Option<String>,
+    /// Whole files ovmem owns beside the hooks (a plugin's manifest), created and removed whole.
+    #[serde(default)]
+    pub owned_files: Vec<OwnedFile>,
+    /// A value ovmem adds to an array in another JSON file for its hooks to work (TraeCode's
+    /// sandbox rule for `$OVMEM_HOME`), removed exactly on uninstall.
+    #[serde(default)]
+    pub array_members: Vec<ArrayMember>,
     pub dir: Option<String>,
     pub fallback_dir: Option<String>,
     pub fallback_note: Option<String>,
     #[serde(default)]
     pub detect: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnedFile {
+    pub path: String,
+    pub template: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArrayMember {
+    pub file: String,
+    /// Dotted path of the array (`filesystem.readWrite`).
+    pub key: String,
+    /// A template string (`{{OVMEM_HOME_PATH}}`), the array's new string member.
+    pub value: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -136,11 +209,39 @@ pub struct Adapter {
     #[serde(default)]
     pub deny_style: DenyStyle,
     pub events: BTreeMap<String, Canonical>,
+    /// Environment variables naming the project directory, for harnesses whose stdin has no
+    /// cwd (Devin CLI's `DEVIN_PROJECT_DIR`); read when no `fields.cwd` alias is present.
+    #[serde(default)]
+    pub cwd_env: Vec<String>,
+    /// When another harness runs this one's hooks too (Devin and Grok run `~/.claude` hooks,
+    /// Cursor can, Grok runs `~/.cursor` hooks) and ovmem's own hooks for that harness are
+    /// installed, this hook answers with its no-op so each turn is handled once.
+    #[serde(default)]
+    pub skip_when: Vec<SkipWhen>,
+    /// Where the turn is read when a stop event carries neither reply nor transcript path.
+    pub transcript_locator: Option<TranscriptLocator>,
+    /// Runtimes of one harness that honour injected context at different events, told apart
+    /// from stdin (Cline: CLI, VS Code 3.x, the 4.x legacy and next bundles). The first whose
+    /// conditions hold replaces `inject_events` and `inject_once_on_tool`.
+    #[serde(default)]
+    pub variants: Vec<Variant>,
     #[serde(default)]
     pub tool_by_event: BTreeMap<String, String>,
     #[serde(default)]
     pub noop_by_event: BTreeMap<String, String>,
     pub fields: Fields,
+}
+
+impl Adapter {
+    /// This adapter as variant `v` behaves (its inject events), or as it is.
+    pub fn for_variant(&self, v: Option<usize>) -> Adapter {
+        let mut a = self.clone();
+        if let Some(var) = v.and_then(|i| self.variants.get(i)) {
+            a.inject_events = var.inject_events.clone();
+            a.inject_once_on_tool = var.inject_once_on_tool;
+        }
+        a
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -149,16 +250,71 @@ pub enum Encoder {
     HookSpecificOutput,
     Cursor,
     Cline,
+    /// Stdout is the context itself (Kiro CLI, Kimi Code): injected text as it is, and an
+    /// empty stdout as the no-op, since any byte printed would become context.
+    Plain,
 }
 
-/// The shape of a deny: the encoder's own (default), or a top-level `{"decision":"deny","reason"}`
-/// (Gemini CLI).
+/// The shape of a deny: the encoder's own (default), a top-level `{"decision":"deny","reason"}`
+/// (Gemini CLI, Grok Build), `{"decision":"block","reason"}` (Goose), or exit code 2 with the
+/// reason on stderr and nothing on stdout (Kiro CLI, Kimi Code, Windsurf, Devin CLI).
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum DenyStyle {
     #[default]
     Encoder,
     Decision,
+    DecisionBlock,
+    Exit2,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SkipWhen {
+    /// Set by the other harness for the hooks it runs.
+    pub env: String,
+    /// That harness's id: the skip applies only while ovmem's own hooks for it are installed.
+    pub installed: String,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TranscriptLocator {
+    /// `${KIMI_CODE_HOME:-~/.kimi-code}/sessions/*/session_<id>/agents/main/wire.jsonl`.
+    KimiWire,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: String,
+    /// The variant applies when any of these holds ...
+    #[serde(default)]
+    pub when_any: Vec<Condition>,
+    /// ... and all of these.
+    #[serde(default)]
+    pub when_all: Vec<Condition>,
+    pub inject_events: Vec<String>,
+    #[serde(default)]
+    pub inject_once_on_tool: bool,
+}
+
+/// A test on one stdin field (a dotted path, as in [`Fields`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    pub path: String,
+    /// The field is a string equal to this (`""` matches an empty or missing field).
+    pub equals: Option<String>,
+    /// The field is present and none of these.
+    #[serde(default)]
+    pub present_not: Vec<String>,
+    /// The field matches this regex.
+    pub matches: Option<String>,
+    /// The field is a version (`4.1.13`) below this one.
+    pub version_below: Option<String>,
+    /// The field is a version at or above this one.
+    pub version_at_least: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
@@ -351,8 +507,24 @@ pub struct Placeholders<'a> {
 /// template's format (a JSON string body for `.json`, raw for shell scripts; paths are
 /// shell-quoted first). Values are never scanned again, so a `{{x}}` inside a path stays as it is.
 pub fn render(name: &str, p: &Placeholders) -> Result<String> {
-    let text = template(name)?;
-    let json = name.ends_with(".json");
+    let format = if name.ends_with(".json") || name.ends_with(".toml") { Format::Quoted } else { Format::Raw };
+    render_text(name, template(name)?, format, p)
+}
+
+/// Renders a template string from a manifest (an array member's value): values as they are.
+pub fn render_str(text: &str, p: &Placeholders) -> Result<String> {
+    render_text("a manifest value", text, Format::Raw, p)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// Inside a JSON or TOML basic string: escaped as its body.
+    Quoted,
+    Raw,
+}
+
+fn render_text(name: &str, text: &str, format: Format, p: &Placeholders) -> Result<String> {
+    let json = format == Format::Quoted;
     let esc =
         |s: &str| if json { serde_json::to_string(s).unwrap().trim_matches('"').to_string() } else { s.to_string() };
     let mut out = String::with_capacity(text.len() + 64);
@@ -366,7 +538,11 @@ pub fn render(name: &str, p: &Placeholders) -> Result<String> {
         let value = match &after[..end] {
             "OVMEM_BIN" => esc(&shell_quote(&p.bin.to_string_lossy())),
             "OVMEM_BIN_PATH" => esc(&p.bin.to_string_lossy()),
+            // PowerShell (`& '…'`) and cmd.exe forms, for Windows fields and hosts.
+            "OVMEM_BIN_PS" => esc(&crate::winshell::ps_call(p.bin)),
+            "OVMEM_BIN_CMD" => esc(&crate::winshell::cmd_path(p.bin).map_err(|e| anyhow::anyhow!(e))?),
             "OVMEM_HOME" => esc(&shell_quote(&p.ovmem_home.to_string_lossy())),
+            "OVMEM_HOME_PATH" => esc(&p.ovmem_home.to_string_lossy()),
             "HARNESS" => esc(p.harness),
             "EVENT" => esc(p.event),
             "MATCHER" => esc(p.matcher),

@@ -21,3 +21,4 @@ pub mod redact;
 pub mod runtime;
 pub mod shell;
 pub mod store;
+pub mod winshell;

@@ -327,6 +327,11 @@ impl Document {
         self.splice(node.start, node.end, &text)
     }
 
+    /// Replaces the text of `node` with `text` as it is (text a value had before, given back).
+    pub fn replace_raw(&mut self, node: &Node, text: &str) -> Result<(), ParseError> {
+        self.splice(node.start, node.end, text)
+    }
+
     pub fn node_at(&self, path: &[&str]) -> Option<&Node> {
         let mut node = &self.root;
         for key in path {

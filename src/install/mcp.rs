@@ -81,7 +81,7 @@ impl Editor for Install {
             }
         }
         let hash = receipt::hash_value(&self.value);
-        let recorded = record.and_then(|r| r.entries.first()).map(|e| e.sha256.clone());
+        let recorded = record.and_then(|r| r.entries.iter().find(|e| e.event == "mcp")).map(|e| e.sha256.clone());
         let mut full = keys.clone();
         full.push(NAME);
         let (action, sha, detail) = match doc.node_at(&full).cloned() {
@@ -141,9 +141,11 @@ impl Editor for Install {
                     sha256: sha,
                     handler: None,
                     commands: Vec::new(),
+                    text: None,
                 }],
                 backup_hash: record.and_then(|r| r.backup_hash.clone()),
                 empty,
+                replaced: Vec::new(),
             }),
             notes: vec![EntryNote { event: "mcp".into(), action, detail }],
             warnings: Vec::new(),
@@ -171,7 +173,7 @@ impl Editor for Uninstall {
         let mut warnings = Vec::new();
         if let Some(node) = doc.node_at(&full).cloned() {
             let current = doc.value(&node).unwrap_or(Value::Null);
-            let recorded = record.and_then(|r| r.entries.first()).map(|e| e.sha256.clone());
+            let recorded = record.and_then(|r| r.entries.iter().find(|e| e.event == "mcp")).map(|e| e.sha256.clone());
             match marker::mcp_runtime(&current).map(|r| marker::owner(&r, &self.ours)) {
                 // Someone else's server under the same name, never ovmem's: not touched.
                 None if !(self.force && record.is_some()) => {}

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::{json_hooks, mcp, repair, script_dir, trust, EntryNote, FileReport, Options, Refused, Target, Verb};
+use super::{
+    extra, json_hooks, mcp, repair, script_dir, toml_hooks, trust, EntryNote, FileReport, Options, Refused, Target,
+    Verb,
+};
 use crate::fsx::{self, journal};
 use crate::harness::InstallKind;
 use crate::receipt::{self, FileRecord, Receipt};
@@ -16,6 +19,41 @@ use crate::receipt::{self, FileRecord, Receipt};
 /// Computes a file's new text from its current text (`None`: the file does not exist).
 pub trait Editor {
     fn edit(&self, current: Option<&str>) -> Result<Edit>;
+}
+
+/// Editors of one file run in order, each on what the one before made; their records merge.
+pub struct Chain(pub Vec<Box<dyn Editor>>);
+
+impl Editor for Chain {
+    fn edit(&self, current: Option<&str>) -> Result<Edit> {
+        let mut out = Edit::keep(current);
+        for (i, e) in self.0.iter().enumerate() {
+            let next = e.edit(out.after.as_deref())?;
+            out.after = next.after;
+            out.notes.extend(next.notes);
+            out.warnings.extend(next.warnings);
+            out.record = match (out.record.take(), next.record) {
+                (Some(mut a), Some(b)) => {
+                    a.created |= b.created || (i > 0 && current.is_none());
+                    a.entries.extend(b.entries);
+                    for k in b.created_keys {
+                        if !a.created_keys.contains(&k) {
+                            a.created_keys.push(k);
+                        }
+                    }
+                    for e in b.empty {
+                        if !a.empty.iter().any(|x| x.key_path == e.key_path) {
+                            a.empty.push(e);
+                        }
+                    }
+                    a.replaced.extend(b.replaced);
+                    Some(a)
+                }
+                (a, b) => a.or(b),
+            };
+        }
+        Ok(out)
+    }
 }
 
 /// What an editor made of a file.
@@ -183,8 +221,16 @@ pub fn file_plan(path: PathBuf, root: Option<&Path>, mode: journal::Mode, editor
 }
 
 impl<'t> TargetPlan<'t> {
-    /// Plans one more file of this target.
+    /// Plans one more file of this target. A file another editor of the target already edits
+    /// (hooks and the MCP server in one `crush.json`) gets both edits, one after the other, as
+    /// one change with one receipt record.
     pub fn file(&mut self, path: PathBuf, mode: journal::Mode, editor: Box<dyn Editor>) -> Result<()> {
+        if let Some(i) = self.files.iter().position(|f| f.path == path) {
+            let old = self.files.remove(i);
+            let chain: Box<dyn Editor> = Box::new(Chain(vec![old.editor, editor]));
+            self.files.insert(i, file_plan(path, self.target.root(), old.mode, chain)?);
+            return Ok(());
+        }
         self.files.push(file_plan(path, self.target.root(), mode, editor)?);
         Ok(())
     }
@@ -217,11 +263,21 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
         return Ok(p);
     }
     let install = verb == Verb::Install;
+    if install {
+        super::check_unquoted(t)?;
+    }
     match t.harness.manifest.kind {
         InstallKind::JsonHooks => json_hooks::plan(&mut p, install, opts)?,
         InstallKind::ScriptDir => script_dir::plan(&mut p, install, opts)?,
+        InstallKind::TomlHooks => toml_hooks::plan(&mut p, install, opts)?,
     }
+    extra::plan(&mut p, install, opts)?;
     mcp::plan(&mut p, install, opts)?;
+    if install {
+        if let Some(note) = &t.harness.manifest.install_note {
+            p.warnings.push(note.clone());
+        }
+    }
     if !install {
         trust::plan_untrust(&mut p)?;
     }

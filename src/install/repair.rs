@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use super::found;
 use super::json_hooks::parse;
 use super::marker::{self, Owner};
 use super::mcp::NAME as MCP_NAME;
@@ -78,6 +79,7 @@ fn json_record(
         entries,
         backup_hash: None,
         empty,
+        replaced: Vec::new(),
     }
 }
 
@@ -89,52 +91,81 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
     let mut files = Vec::new();
     match m.kind {
         InstallKind::JsonHooks => {
+            let events = t.events_key()?;
+            let base = super::json_hooks::split_path(&events);
+            for path in t.hook_files()? {
+                let (real, text) = read_text(t, &path)?;
+                let Some(text) = text else { continue };
+                let doc = parse(&path, &text)?;
+                let mut entries: Vec<Entry> = Vec::new();
+                for f in found::in_json(&doc, &events, id) {
+                    if marker::owner(&f.runtime, &ours) != Owner::Us || entries.iter().any(|e| e.event == f.event) {
+                        continue;
+                    }
+                    entries.push(Entry {
+                        event: f.event.clone(),
+                        key_path: super::json_hooks::join_path(&base, &f.event),
+                        sha256: receipt::hash_value(&f.value),
+                        handler: Some(receipt::hash_value(&f.handler)),
+                        commands: vec![f.command],
+                        text: None,
+                    });
+                }
+                if entries.is_empty() {
+                    continue;
+                }
+                let before = pristine(&real);
+                let mut keys: Vec<Vec<String>> =
+                    (0..base.len()).map(|i| base[..=i].iter().map(|s| s.to_string()).collect()).collect();
+                for e in &entries {
+                    let mut k: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+                    k.push(e.event.clone());
+                    keys.push(k);
+                }
+                for k in m.root_defaults.keys() {
+                    keys.push(vec![k.clone()]);
+                }
+                for k in m.set_keys.keys() {
+                    let parts: Vec<String> = k.split('.').map(String::from).collect();
+                    for i in 0..parts.len() {
+                        keys.push(parts[..=i].to_vec());
+                    }
+                }
+                let keys: Vec<Vec<&str>> = keys.iter().map(|k| k.iter().map(|s| &s[..]).collect()).collect();
+                let mut rec = json_record(&path, &doc, before.as_ref(), entries, &keys);
+                // Event keys that were there before but empty keep that text; the others ovmem made.
+                rec.created_keys.sort();
+                rec.created_keys.dedup();
+                files.push(rec);
+            }
+        }
+        InstallKind::TomlHooks => {
             let path = t.location()?;
             let (real, text) = read_text(t, &path)?;
             if let Some(text) = text {
-                let doc = parse(&path, &text)?;
-                let key = m.events_key.as_deref().unwrap_or("hooks");
-                let mut entries = Vec::new();
-                let mut keys: Vec<Vec<&str>> = vec![vec![key]];
-                let events: Vec<String> = doc
-                    .node_at(&[key])
-                    .map(|n| n.members().iter().map(|x| x.key.clone()).collect())
-                    .unwrap_or_default();
-                for event in &events {
-                    let Some(arr) = doc.node_at(&[key, event]) else { continue };
-                    for el in arr.elements() {
-                        let Some(v) = doc.value(el) else { continue };
-                        let found = marker::handlers(&v).into_iter().find_map(|(_, h)| {
-                            let cmd = h.get("command")?.as_str()?;
-                            let r = marker::hook_runtime(cmd, id, Some(event))?;
-                            (marker::owner(&r, &ours) == Owner::Us).then(|| (cmd.to_string(), h.clone()))
-                        });
-                        if let Some((cmd, handler)) = found {
-                            entries.push(Entry {
-                                event: event.clone(),
-                                key_path: format!("{key}.{event}"),
-                                sha256: receipt::hash_value(&v),
-                                handler: Some(receipt::hash_value(&handler)),
-                                commands: vec![cmd],
-                            });
-                            break;
-                        }
+                let key = t.events_key()?;
+                let mut entries: Vec<Entry> = Vec::new();
+                for f in found::in_toml(&text, &key, id) {
+                    if marker::owner(&f.runtime, &ours) != Owner::Us || entries.iter().any(|e| e.event == f.event) {
+                        continue;
                     }
+                    entries.push(Entry {
+                        event: f.event.clone(),
+                        key_path: format!("{key}[event={}]", f.event),
+                        sha256: receipt::hash_value(&f.value),
+                        commands: vec![f.command],
+                        ..Entry::default()
+                    });
                 }
                 if !entries.is_empty() {
-                    let before = pristine(&real);
-                    for e in &entries {
-                        keys.push(vec![key, e.event.as_str()]);
-                    }
-                    for k in m.root_defaults.keys() {
-                        keys.push(vec![k.as_str()]);
-                    }
-                    let keys: Vec<Vec<&str>> = keys.iter().map(|k| k.iter().map(|s| &s[..]).collect()).collect();
-                    let mut rec = json_record(&path, &doc, before.as_ref(), entries.clone(), &keys);
-                    // Event keys that were there before but empty keep that text; the others ovmem made.
-                    rec.created_keys.sort();
-                    rec.created_keys.dedup();
-                    files.push(rec);
+                    let had = std::fs::symlink_metadata(fsx::sibling(&real, ".ovmem.bak")).is_ok_and(|m| m.is_file());
+                    files.push(FileRecord {
+                        path: path.clone(),
+                        format: "toml".into(),
+                        created: !had,
+                        entries,
+                        ..FileRecord::default()
+                    });
                 }
             }
         }
@@ -161,9 +192,11 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                             sha256: fsx::sha256_hex(text.as_bytes()),
                             handler: None,
                             commands: vec![marker::command(&ours, id, &hook.event)],
+                            text: None,
                         }],
                         backup_hash: None,
                         empty: Vec::new(),
+                        replaced: Vec::new(),
                     });
                 }
             }
@@ -188,6 +221,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                     sha256: receipt::hash_value(&v),
                     handler: None,
                     commands: Vec::new(),
+                    text: None,
                 };
                 files.push(json_record(&path, &doc, before.as_ref(), vec![entry], &paths));
             }

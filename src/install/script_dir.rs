@@ -129,9 +129,11 @@ impl Install {
                 sha256: sha,
                 handler: None,
                 commands: if trusted { vec![self.command.clone()] } else { Vec::new() },
+                text: None,
             }],
             backup_hash: self.record.as_ref().and_then(|r| r.backup_hash.clone()),
             empty: Vec::new(),
+            replaced: Vec::new(),
         }
     }
 }

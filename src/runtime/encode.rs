@@ -20,13 +20,62 @@ pub fn noop(adapter: &Adapter, native: &str) -> String {
     match adapter.encoder {
         Encoder::Cline => json!({"cancel": false, "contextModification": "", "errorMessage": ""}).to_string(),
         Encoder::HookSpecificOutput | Encoder::Cursor => "{}".to_string(),
+        Encoder::Plain => String::new(),
     }
 }
 
+/// What a hook prints and exits with. Only a deny in the exit-2 style exits non-zero.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reply {
+    /// Printed as is (followed by a line break unless empty: an empty no-op prints nothing).
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Reply {
+    pub fn out(stdout: String) -> Self {
+        Self { stdout, ..Self::default() }
+    }
+}
+
+/// The harness's no-op as a [`Reply`].
+pub fn noop_reply(adapter: &Adapter, native: &str) -> Reply {
+    Reply::out(noop(adapter, native))
+}
+
+pub fn reply(adapter: &Adapter, native: &str, outcome: &Outcome) -> Reply {
+    if let Some(reason) = &outcome.deny {
+        if adapter.events.get(native) == Some(&Canonical::PreTool) && exit2(adapter) {
+            return Reply { stdout: String::new(), stderr: reason.clone(), code: 2 };
+        }
+    }
+    Reply::out(encode(adapter, native, outcome))
+}
+
+/// Whether this adapter denies by exit code 2 (the plain encoder's only way to deny).
+fn exit2(adapter: &Adapter) -> bool {
+    adapter.deny_style == DenyStyle::Exit2
+        || (adapter.encoder == Encoder::Plain && adapter.deny_style == DenyStyle::Encoder)
+}
+
+/// Stdout for `outcome` (an exit-2 deny prints nothing; see [`reply`]).
 pub fn encode(adapter: &Adapter, native: &str, outcome: &Outcome) -> String {
     let v: Option<Value> = match (&outcome.deny, &outcome.context) {
+        (Some(_), _) if exit2(adapter) => {
+            return if adapter.events.get(native) == Some(&Canonical::PreTool) {
+                String::new()
+            } else {
+                noop(adapter, native)
+            }
+        }
         (Some(reason), _) => deny(adapter, native, reason),
-        (None, Some(ctx)) if adapter.inject_events.iter().any(|e| e == native) => inject(adapter, native, ctx),
+        (None, Some(ctx)) if adapter.inject_events.iter().any(|e| e == native) => {
+            if adapter.encoder == Encoder::Plain {
+                return ctx.clone();
+            }
+            inject(adapter, native, ctx)
+        }
         _ => None,
     };
     v.map_or_else(|| noop(adapter, native), |v| v.to_string())
@@ -37,8 +86,10 @@ fn deny(adapter: &Adapter, native: &str, reason: &str) -> Option<Value> {
     if adapter.events.get(native) != Some(&Canonical::PreTool) {
         return None;
     }
-    if adapter.deny_style == DenyStyle::Decision {
-        return Some(json!({"decision": "deny", "reason": reason}));
+    match adapter.deny_style {
+        DenyStyle::Decision => return Some(json!({"decision": "deny", "reason": reason})),
+        DenyStyle::DecisionBlock => return Some(json!({"decision": "block", "reason": reason})),
+        DenyStyle::Exit2 | DenyStyle::Encoder => {}
     }
     match adapter.encoder {
         Encoder::HookSpecificOutput => Some(json!({"hookSpecificOutput": {
@@ -48,6 +99,7 @@ fn deny(adapter: &Adapter, native: &str, reason: &str) -> Option<Value> {
         }})),
         Encoder::Cursor => Some(json!({"permission": "deny", "user_message": reason, "agent_message": reason})),
         Encoder::Cline => Some(json!({"cancel": true, "contextModification": "", "errorMessage": reason})),
+        Encoder::Plain => None,
     }
 }
 
@@ -61,5 +113,6 @@ fn inject(adapter: &Adapter, native: &str, ctx: &str) -> Option<Value> {
             _ => Some(json!({"additional_context": ctx})),
         },
         Encoder::Cline => Some(json!({"cancel": false, "contextModification": ctx, "errorMessage": ""})),
+        Encoder::Plain => None,
     }
 }

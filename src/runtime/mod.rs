@@ -38,7 +38,7 @@ pub const STDIN_CAP: usize = 8 << 20;
 /// spools it before answering, so nothing is lost.
 type Pending = Arc<Mutex<Option<Spooled>>>;
 
-/// Runs a hook and returns the process exit code (always 0).
+/// Runs a hook and returns the process exit code: 0, or 2 for a deny in a harness's exit-2 style.
 pub fn main(args: &[String]) -> i32 {
     let started = Instant::now();
     crate::home::private_umask();
@@ -53,7 +53,7 @@ pub fn main(args: &[String]) -> i32 {
         _ => {
             // Unknown harness: `{}` is the most widely accepted no-op.
             log(env.as_ref(), harness_id, native, "error", &format!("unknown harness `{harness_id}`"), started);
-            print_and_flush("{}");
+            print_and_flush(&encode::Reply::out("{}".into()));
             return 0;
         }
     };
@@ -91,15 +91,15 @@ pub fn main(args: &[String]) -> i32 {
         });
     }
     let out = match rx.recv_timeout(deadline) {
-        Ok(Ok((outcome, note))) => {
+        Ok(Ok((outcome, note, effective))) => {
             if let Some(n) = note {
                 log(env.as_ref(), harness_id, native, "info", &n, started);
             }
-            encode::encode(&adapter, native, &outcome)
+            encode::reply(&effective, native, &outcome)
         }
         Ok(Err(e)) => {
             log(env.as_ref(), harness_id, native, "error", &format!("{e:#}"), started);
-            encode::noop(&adapter, native)
+            encode::noop_reply(&adapter, native)
         }
         Err(_) => {
             let spooled = take_pending(&pending).map(|item| match env.as_ref() {
@@ -113,11 +113,11 @@ pub fn main(args: &[String]) -> i32 {
             };
             let msg = format!("deadline of {} ms passed; answered with a no-op{what}", deadline.as_millis());
             log(env.as_ref(), harness_id, native, "error", &msg, started);
-            encode::noop(&adapter, native)
+            encode::noop_reply(&adapter, native)
         }
     };
     print_and_flush(&out);
-    0
+    out.code
 }
 
 fn take_pending(p: &Pending) -> Option<Spooled> {
@@ -128,10 +128,19 @@ fn set_pending(p: &Pending, item: Option<Spooled>) {
     *p.lock().unwrap_or_else(|e| e.into_inner()) = item;
 }
 
-fn print_and_flush(s: &str) {
+/// Writes the reply: an empty stdout stays empty (some harnesses take every byte as context).
+fn print_and_flush(r: &encode::Reply) {
+    if !r.stderr.is_empty() {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(r.stderr.as_bytes());
+        let _ = err.write_all(b"\n");
+        let _ = err.flush();
+    }
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(s.as_bytes());
-    let _ = out.write_all(b"\n");
+    if !r.stdout.is_empty() {
+        let _ = out.write_all(r.stdout.as_bytes());
+        let _ = out.write_all(b"\n");
+    }
     let _ = out.flush();
 }
 
@@ -150,15 +159,49 @@ fn read_stdin() -> Result<Vec<u8>> {
 
 type RunResult = Result<(Outcome, Option<String>)>;
 
-fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadline: Duration, p: &Pending) -> RunResult {
+/// The outcome, a note for the log, and the adapter as this stdin's variant behaves.
+type Answer = Result<(Outcome, Option<String>, Adapter)>;
+
+/// Whether ovmem's hooks for harness `id` are installed in this `OVMEM_HOME` (any scope).
+fn installed(env: &Env, id: &str) -> bool {
+    let prefix = format!("{id}.");
+    crate::receipt::paths(&env.ovmem_home())
+        .iter()
+        .any(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix)))
+}
+
+fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadline: Duration, p: &Pending) -> Answer {
     let bytes = read_stdin()?;
-    let event = wire::parse(adapter, native, &bytes)?;
+    let mut event = wire::parse(adapter, native, &bytes)?;
+    let adapter = &adapter.for_variant(event.variant);
     let env = env.context("HOME is not set")?;
+    // Another harness running this one's hooks (Devin running `~/.claude` hooks) while its own
+    // ovmem hooks are installed: those handle the turn.
+    if let Some(s) = adapter.skip_when.iter().find(|s| env.var(&s.env).is_some() && installed(env, &s.installed)) {
+        let note =
+            format!("{} is set: {} runs ovmem's own hooks, so this one answered with its no-op", s.env, s.installed);
+        return Ok((Outcome::default(), Some(note), adapter.clone()));
+    }
+    if event.cwd.is_none() {
+        event.cwd = adapter.cwd_env.iter().filter_map(|v| env.var(v)).map(PathBuf::from).find(|p| p.is_absolute());
+        if event.cwd.is_some() && event.session == "unknown" {
+            event.session = wire::sanitise_session(&format!(
+                "cwd-{}",
+                &crate::fsx::sha256_hex(event.cwd.as_deref().unwrap_or(Path::new("/")).to_string_lossy().as_bytes())
+                    [..16]
+            ));
+        }
+    }
+    let (outcome, note) = answer(env, cfg, adapter, &event, deadline, p)?;
+    Ok((outcome, note, adapter.clone()))
+}
+
+fn answer(env: &Env, cfg: &Config, adapter: &Adapter, event: &Event, deadline: Duration, p: &Pending) -> RunResult {
     let ctx = Ctx {
         env,
         cfg,
         adapter,
-        event: &event,
+        event,
         busy: deadline.mul_f32(0.8),
         pending: p,
         ends: Instant::now() + deadline,
@@ -366,6 +409,16 @@ impl Ctx<'_> {
         let mut item =
             Spooled::turn(&bank, &ev.harness, &ev.session, ev.prompt.as_deref(), ev.reply.as_deref(), self.at());
         item.transcript = ev.transcript.clone().filter(|_| ev.reply.is_none());
+        if ev.reply.is_none() && item.transcript.is_none() {
+            if let Some(crate::harness::TranscriptLocator::KimiWire) = self.adapter.transcript_locator {
+                let home = match self.env.var("KIMI_CODE_HOME") {
+                    Some(h) => PathBuf::from(h),
+                    None => self.env.home.join(".kimi-code"),
+                };
+                item.transcript = capture::kimi_wire(&home, &ev.session);
+                item.transcript_format = item.transcript.as_ref().map(|_| crate::harness::TranscriptLocator::KimiWire);
+            }
+        }
         item.status = self.event.status.clone();
         if let Some(link) = self.link() {
             item.remote = Some(self.target(link));
