@@ -40,6 +40,16 @@ pub static HARNESSES: &[Spec] = &[
     harness!("cline"),
     harness!("trae-cli"),
     harness!("gemini-cli"),
+    harness!("kiro-cli"),
+    harness!("goose"),
+    harness!("windsurf"),
+    harness!("kimi-code"),
+    harness!("antigravity-cli"),
+    harness!("devin-cli"),
+    harness!("zcode"),
+    harness!("traecode"),
+    harness!("grok-build"),
+    harness!("crush"),
 ];
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -225,6 +235,14 @@ pub struct Adapter {
     /// conditions hold replaces `inject_events` and `inject_once_on_tool`.
     #[serde(default)]
     pub variants: Vec<Variant>,
+    /// Stdin this adapter answers with its no-op and otherwise ignores (Grok's extra Stop at
+    /// shutdown, a subagent's prompt).
+    #[serde(default)]
+    pub ignore_when: Vec<Condition>,
+    /// The harness can send the same stop twice for one reply (ZCode, after a cancelled
+    /// continuation): a reply already captured in the session is not captured again.
+    #[serde(default)]
+    pub stop_once_per_reply: bool,
     #[serde(default)]
     pub tool_by_event: BTreeMap<String, String>,
     #[serde(default)]
@@ -615,48 +633,47 @@ mod tests {
     /// recognised as ovmem's exact command.
     #[test]
     fn templates_render_and_parse() {
-        for bin in ["/home/o'neil/my dir/bin/ovmem", "/h/{{EVENT}}/{{x}/bin/ovmem"] {
-            let bin = Path::new(bin);
-            for h in all() {
-                for hook in &h.manifest.hooks {
-                    let name = match (&hook.matcher, &h.manifest.template_with_matcher) {
-                        (Some(_), Some(t)) => t.clone(),
-                        _ => h.manifest.template.clone(),
-                    };
-                    let p = Placeholders {
-                        bin,
-                        harness: h.id(),
-                        event: &hook.event,
-                        timeout: 7,
-                        matcher: hook.matcher.as_deref().unwrap_or(""),
-                        ovmem_home: Path::new("/h/.ovmem"),
-                    };
-                    let out = render(&name, &p).unwrap();
-                    let cmd = if name.ends_with(".json") {
-                        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-                        find_command(&v).expect("template has a command")
-                    } else {
-                        out.lines().find_map(|l| l.strip_prefix("exec ")).unwrap().to_string()
-                    };
-                    assert_eq!(
-                        crate::install::marker::hook_runtime(&cmd, h.id(), Some(&hook.event)).as_deref(),
-                        Some(bin),
-                        "{cmd}"
-                    );
+        let unix = ["/home/o'neil/my dir/bin/ovmem", "/h/{{EVENT}}/{{x}/bin/ovmem"];
+        let windows = [r"C:\Users\Ann O'Neil\.ovmem\bin\ovmem.exe", r"C:\Users\ann\.ovmem\bin\ovmem.exe"];
+        for (on_windows, bins) in [(false, unix), (true, windows)] {
+            for bin in bins {
+                let bin = Path::new(bin);
+                for h in all() {
+                    if on_windows && h.manifest.template_windows.is_none() {
+                        continue;
+                    }
+                    for hook in &h.manifest.hooks {
+                        let name = h.manifest.template_for(hook, on_windows).to_string();
+                        let p = Placeholders {
+                            bin,
+                            harness: h.id(),
+                            event: &hook.event,
+                            timeout: 7,
+                            matcher: hook.matcher.as_deref().unwrap_or(""),
+                            ovmem_home: Path::new("/h/.ovmem"),
+                        };
+                        let out = match render(&name, &p) {
+                            // A cmd.exe form refuses a path it cannot carry; that is the point.
+                            Err(e) if on_windows && bin.to_string_lossy().contains(' ') => {
+                                assert!(e.to_string().contains("cmd.exe"), "{e}");
+                                continue;
+                            }
+                            other => other.unwrap(),
+                        };
+                        let runtime = if name.ends_with(".json") {
+                            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                            crate::install::marker::entry_runtime(&v, h.id(), Some(&hook.event))
+                        } else if name.ends_with(".toml") {
+                            let v = crate::install::toml_hooks::body_value(&out).unwrap();
+                            crate::install::marker::handler_runtime(&v, h.id(), Some(&hook.event)).map(|(_, r)| r)
+                        } else {
+                            let cmd = out.lines().find_map(|l| l.strip_prefix("exec ")).unwrap().to_string();
+                            crate::install::marker::hook_runtime(&cmd, h.id(), Some(&hook.event))
+                        };
+                        assert_eq!(runtime.as_deref(), Some(bin), "{}: {out}", h.id());
+                    }
                 }
             }
-        }
-    }
-
-    fn find_command(v: &serde_json::Value) -> Option<String> {
-        match v {
-            serde_json::Value::Object(m) => m
-                .get("command")
-                .and_then(|c| c.as_str())
-                .map(String::from)
-                .or_else(|| m.values().find_map(find_command)),
-            serde_json::Value::Array(a) => a.iter().find_map(find_command),
-            _ => None,
         }
     }
 

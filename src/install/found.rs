@@ -40,9 +40,8 @@ pub fn in_json(doc: &Document, events: &str, harness: &str) -> Vec<Found> {
         for (i, el) in m.value.elements().iter().enumerate() {
             let Some(v) = doc.value(el) else { continue };
             let found = marker::handlers(&v).into_iter().find_map(|(_, h)| {
-                let cmd = h.get("command")?.as_str()?;
-                let r = marker::hook_runtime(cmd, harness, Some(&m.key))?;
-                Some((cmd.to_string(), h.clone(), r))
+                let (cmd, r) = marker::handler_runtime(h, harness, Some(&m.key))?;
+                Some((cmd, h.clone(), r))
             });
             if let Some((command, handler, runtime)) = found {
                 let at = if events.is_empty() { m.key.clone() } else { format!("{events}.{}", m.key) };

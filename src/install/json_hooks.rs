@@ -34,7 +34,7 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     if paths.is_empty() {
         if let Some(note) = t.harness.scope(t.scope)?.files_glob_none.clone() {
             if install {
-                p.warnings.push(note);
+                p.warnings.push(format!("`{}`: {note}", t.location()?.display()));
             }
         }
     }
@@ -281,8 +281,7 @@ fn ours_in(v: &Value, harness: &str, event: &str, ours: &Path) -> (Vec<Found>, u
     let found = hs
         .into_iter()
         .filter_map(|(slot, h)| {
-            let cmd = h.get("command")?.as_str()?;
-            let runtime = marker::hook_runtime(cmd, harness, Some(event))?;
+            let (_, runtime) = marker::handler_runtime(h, harness, Some(event))?;
             Some(Found { slot, value: h.clone(), owner: marker::owner(&runtime, ours) })
         })
         .collect();

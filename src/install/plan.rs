@@ -275,7 +275,9 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
     mcp::plan(&mut p, install, opts)?;
     if install {
         if let Some(note) = &t.harness.manifest.install_note {
-            p.warnings.push(note.clone());
+            let (bin, home) = (t.env.runtime_bin(), t.env.ovmem_home());
+            let none = crate::harness::HookSpec { event: String::new(), matcher: None, timeout: None };
+            p.warnings.push(crate::harness::render_str(note, &t.placeholders(&bin, &home, &none))?);
         }
     }
     if !install {

@@ -182,6 +182,9 @@ fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadlin
             format!("{} is set: {} runs ovmem's own hooks, so this one answered with its no-op", s.env, s.installed);
         return Ok((Outcome::default(), Some(note), adapter.clone()));
     }
+    if event.ignored {
+        return Ok((Outcome::default(), Some("ignored (the adapter's ignore_when)".into()), adapter.clone()));
+    }
     if event.cwd.is_none() {
         event.cwd = adapter.cwd_env.iter().filter_map(|v| env.var(v)).map(PathBuf::from).find(|p| p.is_absolute());
         if event.cwd.is_some() && event.session == "unknown" {
@@ -406,6 +409,12 @@ impl Ctx<'_> {
     fn stop(&self) -> RunResult {
         let bank = self.bank();
         let ev = self.event;
+        if let (true, Some(reply)) = (self.adapter.stop_once_per_reply, ev.reply.as_deref()) {
+            let flag = format!("reply:{}", &crate::fsx::sha256_hex(reply.as_bytes())[..16]);
+            if !self.open()?.set_flag_once(&ev.session, &flag)? {
+                return Ok((Outcome::default(), Some("this reply was captured already in this session".into())));
+            }
+        }
         let mut item =
             Spooled::turn(&bank, &ev.harness, &ev.session, ev.prompt.as_deref(), ev.reply.as_deref(), self.at());
         item.transcript = ev.transcript.clone().filter(|_| ev.reply.is_none());

@@ -38,6 +38,8 @@ pub struct Event {
     pub status: Option<String>,
     /// The adapter variant this stdin belongs to (an index into `adapter.variants`).
     pub variant: Option<usize>,
+    /// One of the adapter's `ignore_when` conditions holds.
+    pub ignored: bool,
     /// Top-level stdin keys, for the debug log.
     pub keys: Vec<String>,
 }
@@ -187,6 +189,7 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
             if adapter.cancelled_events.iter().any(|e| e == native) { "cancelled" } else { "completed" }.to_string()
         }),
         variant: variant(adapter, &v),
+        ignored: adapter.ignore_when.iter().any(|c| holds(&v, c)),
         keys: v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default(),
     })
 }
