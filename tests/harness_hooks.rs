@@ -248,7 +248,12 @@ fn injected(spec: &Spec, event: &str, out: &str) -> Option<String> {
             let v: Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{}: not JSON ({e}): {out}", spec.id));
             let ctx = v["hookSpecificOutput"]["additionalContext"].as_str().expect("additionalContext").to_string();
             // Exactly the keys the harness documents: nothing a strict schema would reject.
-            assert_eq!(v, json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": ctx}}), "{}", spec.id);
+            assert_eq!(
+                v,
+                json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": ctx}}),
+                "{}",
+                spec.id
+            );
             Some(ctx)
         }
         _ => {
@@ -318,16 +323,29 @@ fn a_fact_taught_in_each_harness_is_captured_and_recalled_in_the_same_project_on
         let deep = lab.proj.join("src/deep");
         let d = deep.to_str().unwrap();
         if let Some(ev) = spec.prompt {
-            let out = lab.run(spec.id, ev, &payload(spec.id, ev, &[("P", d), ("PROMPT", QUESTION)]), &[("DEVIN_PROJECT_DIR", d)], Some(&deep));
+            let out = lab.run(
+                spec.id,
+                ev,
+                &payload(spec.id, ev, &[("P", d), ("PROMPT", QUESTION)]),
+                &[("DEVIN_PROJECT_DIR", d)],
+                Some(&deep),
+            );
             assert_eq!(out.code, 0);
             match injected(spec, ev, &out.stdout) {
                 Some(ctx) => assert!(spec.injects_prompt && ctx.contains("5433"), "{}: {ctx}", spec.id),
-                None => assert!(!spec.injects_prompt, "{}: nothing injected: {:?} / {}", spec.id, out.stdout, lab.log()),
+                None => {
+                    assert!(!spec.injects_prompt, "{}: nothing injected: {:?} / {}", spec.id, out.stdout, lab.log())
+                }
             }
             let other = lab.other_project();
             let o = other.to_str().unwrap();
-            let out =
-                lab.run(spec.id, ev, &payload(spec.id, ev, &[("P", o), ("PROMPT", QUESTION)]), &[("DEVIN_PROJECT_DIR", o)], Some(&other));
+            let out = lab.run(
+                spec.id,
+                ev,
+                &payload(spec.id, ev, &[("P", o), ("PROMPT", QUESTION)]),
+                &[("DEVIN_PROJECT_DIR", o)],
+                Some(&other),
+            );
             assert_eq!(injected(spec, ev, &out.stdout), None, "{}: another project's memory leaked", spec.id);
         }
         if let Some(ev) = spec.start {
@@ -342,22 +360,62 @@ fn each_harness_denies_a_memory_uri_in_its_own_shape_and_lets_ordinary_tools_run
     let lab = Lab::new();
     let p = lab.p();
     // (harness, event, tool, input, exact stdout, exit code)
-    let hso = |e: &str| {
-        json!({"hookSpecificOutput": {"hookEventName": e, "permissionDecision": "deny", "permissionDecisionReason": "R"}})
-    };
+    let hso = |e: &str| json!({"hookSpecificOutput": {"hookEventName": e, "permissionDecision": "deny", "permissionDecisionReason": "R"}});
     let cases: Vec<(&str, &str, &str, Value, Option<Value>, i32)> = vec![
-        ("kiro-cli", "preToolUse", "fs_read", json!({"operations": [{"mode": "Line", "path": "viking://user/x.md"}]}), None, 2),
+        (
+            "kiro-cli",
+            "preToolUse",
+            "fs_read",
+            json!({"operations": [{"mode": "Line", "path": "viking://user/x.md"}]}),
+            None,
+            2,
+        ),
         ("kiro-cli", "preToolUse", "execute_bash", json!({"command": "cat viking://user/x.md"}), None, 2),
-        ("goose", "PreToolUse", "developer__shell", json!({"command": "cat ovmem://m/1"}), Some(json!({"decision": "block", "reason": "R"})), 0),
+        (
+            "goose",
+            "PreToolUse",
+            "developer__shell",
+            json!({"command": "cat ovmem://m/1"}),
+            Some(json!({"decision": "block", "reason": "R"})),
+            0,
+        ),
         ("kimi-code", "PreToolUse", "Read", json!({"path": "viking://user/x.md"}), None, 2),
         ("kimi-code", "PreToolUse", "Bash", json!({"command": "head viking://user/x.md"}), None, 2),
         ("devin-cli", "PreToolUse", "exec", json!({"command": "cat viking://user/memories/profile.md"}), None, 2),
         ("devin-cli", "PreToolUse", "read", json!({"file_path": "viking://user/x.md"}), None, 2),
         ("zcode", "PreToolUse", "Read", json!({"file_path": "viking://user/x.md"}), Some(hso("PreToolUse")), 0),
-        ("traecode", "PreToolUse", "RunCommand", json!({"command": "cat viking://user/x.md"}), Some(hso("PreToolUse")), 0),
-        ("grok-build", "PreToolUse", "read_file", json!({"target_file": "viking://user/x.md"}), Some(json!({"decision": "deny", "reason": "R"})), 0),
-        ("grok-build", "PreToolUse", "list_dir", json!({"target_directory": "viking://user/"}), Some(json!({"decision": "deny", "reason": "R"})), 0),
-        ("grok-build", "PreToolUse", "run_terminal_command", json!({"command": "cat viking://user/x.md"}), Some(json!({"decision": "deny", "reason": "R"})), 0),
+        (
+            "traecode",
+            "PreToolUse",
+            "RunCommand",
+            json!({"command": "cat viking://user/x.md"}),
+            Some(hso("PreToolUse")),
+            0,
+        ),
+        (
+            "grok-build",
+            "PreToolUse",
+            "read_file",
+            json!({"target_file": "viking://user/x.md"}),
+            Some(json!({"decision": "deny", "reason": "R"})),
+            0,
+        ),
+        (
+            "grok-build",
+            "PreToolUse",
+            "list_dir",
+            json!({"target_directory": "viking://user/"}),
+            Some(json!({"decision": "deny", "reason": "R"})),
+            0,
+        ),
+        (
+            "grok-build",
+            "PreToolUse",
+            "run_terminal_command",
+            json!({"command": "cat viking://user/x.md"}),
+            Some(json!({"decision": "deny", "reason": "R"})),
+            0,
+        ),
         ("crush", "PreToolUse", "view", json!({"file_path": "viking://user/x.md"}), Some(hso("PreToolUse")), 0),
         ("crush", "PreToolUse", "bash", json!({"command": "cat viking://user/x.md"}), Some(hso("PreToolUse")), 0),
     ];
@@ -368,12 +426,19 @@ fn each_harness_denies_a_memory_uri_in_its_own_shape_and_lets_ordinary_tools_run
         match want {
             None => {
                 assert_eq!(o.stdout, "", "{h} {tool}: an exit-2 deny prints nothing on stdout");
-                assert!(o.stderr.contains("memory") && o.stderr.contains("viking://"), "{h}: the reason is on stderr: {}", o.stderr);
+                assert!(
+                    o.stderr.contains("memory") && o.stderr.contains("viking://"),
+                    "{h}: the reason is on stderr: {}",
+                    o.stderr
+                );
             }
             Some(mut w) => {
                 let v: Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{h}: {e}: {}", o.stdout));
                 // The reason's wording is the guard's; the shape is the harness's.
-                let reason = ["/reason", "/hookSpecificOutput/permissionDecisionReason"].iter().find_map(|p| v.pointer(p)).cloned();
+                let reason = ["/reason", "/hookSpecificOutput/permissionDecisionReason"]
+                    .iter()
+                    .find_map(|p| v.pointer(p))
+                    .cloned();
                 for p in ["/reason", "/hookSpecificOutput/permissionDecisionReason"] {
                     if let (Some(slot), Some(r)) = (w.pointer_mut(p), reason.clone()) {
                         *slot = r;
@@ -407,8 +472,13 @@ fn crush_gets_memory_once_per_session_with_its_first_tool_result() {
     // Crush has no prompt or stop event: what it recalls was captured elsewhere.
     let claude = json!({"session_id": "c1", "cwd": p, "prompt": FACT}).to_string();
     lab.hook("claude-code", "UserPromptSubmit", &claude);
-    lab.hook("claude-code", "Stop", &json!({"session_id": "c1", "cwd": p, "last_assistant_message": REPLY}).to_string());
-    let stdin = payload("crush", "PreToolUse", &[("P", &p), ("TOOL", "view"), ("TOOL_INPUT", r#"{"file_path":"README.md"}"#)]);
+    lab.hook(
+        "claude-code",
+        "Stop",
+        &json!({"session_id": "c1", "cwd": p, "last_assistant_message": REPLY}).to_string(),
+    );
+    let stdin =
+        payload("crush", "PreToolUse", &[("P", &p), ("TOOL", "view"), ("TOOL_INPUT", r#"{"file_path":"README.md"}"#)]);
     let first = lab.hook("crush", "PreToolUse", &stdin);
     let v: Value = serde_json::from_str(&first).unwrap();
     let ctx = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
@@ -433,7 +503,9 @@ fn devin_takes_the_project_from_its_environment_and_claude_hooks_step_aside_whil
     assert_eq!(mems[0]["bank"], format!("project:{p}"), "the bank comes from DEVIN_PROJECT_DIR, not the hook's cwd");
 
     // Devin runs ~/.claude/settings.json hooks too, with its own payloads.
-    let claude_stop = json!({"session_id": "ses_01JD8Z4M2Q7K", "hook_event_name": "Stop", "last_assistant_message": "Second reply."}).to_string();
+    let claude_stop =
+        json!({"session_id": "ses_01JD8Z4M2Q7K", "hook_event_name": "Stop", "last_assistant_message": "Second reply."})
+            .to_string();
     // Claude's hooks alone (devin-cli not installed): they are the only ones, so they run.
     lab.hook_env("claude-code", "Stop", &claude_stop, &env);
     assert_eq!(lab.memories().len(), 2);
@@ -441,7 +513,12 @@ fn devin_takes_the_project_from_its_environment_and_claude_hooks_step_aside_whil
     let claude_prompt = json!({"session_id": "x", "prompt": QUESTION}).to_string();
     let out = lab.hook_env("claude-code", "UserPromptSubmit", &claude_prompt, &env);
     assert_eq!(out, "{}\n", "claude-code's hook answers its no-op inside Devin");
-    lab.hook_env("claude-code", "Stop", &json!({"session_id": "y", "last_assistant_message": "Third."}).to_string(), &env);
+    lab.hook_env(
+        "claude-code",
+        "Stop",
+        &json!({"session_id": "y", "last_assistant_message": "Third."}).to_string(),
+        &env,
+    );
     assert_eq!(lab.memories().len(), 2, "nothing captured twice");
     assert!(lab.log().is_empty() || !lab.log().contains("\"error\""), "{}", lab.log());
     // Outside Devin, Claude Code's own hooks work as always.
@@ -500,7 +577,8 @@ fn kimi_reads_the_turn_from_its_wire_log_and_never_its_own_injection() {
     let lab = Lab::new();
     let p = lab.p();
     let kimi = lab.tmp.path().join("kimi-home");
-    let wire = kimi.join("sessions/wd_acme_9f27d1b6c845/session_0b3f9c1e-7d2a-4c55-9a0e-2f6d1c8b9e10/agents/main/wire.jsonl");
+    let wire =
+        kimi.join("sessions/wd_acme_9f27d1b6c845/session_0b3f9c1e-7d2a-4c55-9a0e-2f6d1c8b9e10/agents/main/wire.jsonl");
     std::fs::create_dir_all(wire.parent().unwrap()).unwrap();
     // Another workspace directory first, without this session.
     std::fs::create_dir_all(kimi.join("sessions/wd_other_4b1c9e07a2f3")).unwrap();
@@ -525,12 +603,21 @@ fn kimi_reads_the_turn_from_its_wire_log_and_never_its_own_injection() {
     let mems = lab.memories();
     assert_eq!(mems.len(), 1, "{mems:?} / {}", lab.log());
     let content = mems[0]["content"].as_str().unwrap();
-    assert!(content.contains("User: Remember: the staging") && content.contains("Assistant: Noted: port 5433."), "{content}");
-    assert!(!content.contains("recalled") && !content.contains("thinking") && !content.contains("briefing"), "{content}");
+    assert!(
+        content.contains("User: Remember: the staging") && content.contains("Assistant: Noted: port 5433."),
+        "{content}"
+    );
+    assert!(
+        !content.contains("recalled") && !content.contains("thinking") && !content.contains("briefing"),
+        "{content}"
+    );
     // The next prompt gets the memory as plain text, which Kimi wraps in <hook_result>.
     let ask = payload("kimi-code", "UserPromptSubmit", &[("P", &p), ("PROMPT", QUESTION)]);
     let out = lab.hook_env("kimi-code", "UserPromptSubmit", &ask, &env);
-    assert!(out.starts_with("<ovmem-memory>\n") && out.ends_with("</ovmem-memory>\n") && out.contains("5433"), "{out:?}");
+    assert!(
+        out.starts_with("<ovmem-memory>\n") && out.ends_with("</ovmem-memory>\n") && out.contains("5433"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -565,7 +652,18 @@ fn antigravity_reads_the_turn_from_the_transcript_it_names() {
 #[test]
 fn every_new_harness_answers_garbage_with_its_no_op() {
     let lab = Lab::new();
-    for h in ["kiro-cli", "goose", "windsurf", "kimi-code", "antigravity-cli", "devin-cli", "zcode", "traecode", "grok-build", "crush"] {
+    for h in [
+        "kiro-cli",
+        "goose",
+        "windsurf",
+        "kimi-code",
+        "antigravity-cli",
+        "devin-cli",
+        "zcode",
+        "traecode",
+        "grok-build",
+        "crush",
+    ] {
         let a = ovmem::harness::find(h).unwrap().adapter().unwrap();
         for event in a.events.keys() {
             for bytes in ["", "not json", "[1]", "{\"prompt\": {\"a\": 1}, \"tool_input\": 5}"] {

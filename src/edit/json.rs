@@ -251,7 +251,7 @@ impl Document {
                 // Empty container: lay it out over lines, one level deeper than its own line.
                 let outer = self.line_indent(container.start);
                 let inner = format!("{outer}{}", self.indent_unit());
-                let multi = self.text.contains('\n') || self.text.trim().len() <= 2;
+                let multi = self.text.trim_end().contains('\n') || self.text.trim().len() <= 2;
                 let old = self.inner(container);
                 let trimmed = old.trim_end_matches([' ', '\t', '\r', '\n']);
                 if !trimmed.trim_start_matches([' ', '\t', '\r', '\n']).is_empty() {
