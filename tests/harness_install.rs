@@ -290,7 +290,7 @@ fn without_a_receipt_uninstall_still_gives_back_every_byte() {
         home.ok(&["uninstall", "--harness", harness, "--yes"]);
         let diff: Vec<String> = tree_diff(&original, &home.tree())
             .into_iter()
-            .filter(|d| !d.contains("/.ovmem") && !(harness == "traecode" && d.contains("sandbox.json")))
+            .filter(|d| !d.contains("/.ovmem"))
             .collect();
         assert_eq!(diff, Vec::<String>::new(), "{harness}/{case}");
     }

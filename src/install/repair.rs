@@ -83,6 +83,59 @@ fn json_record(
     }
 }
 
+/// The owned files and array members of `t` (see `extra.rs`) that are ovmem's: an owned file
+/// whose bytes are what ovmem writes, a member the pristine copy lacks (or in a file ovmem made).
+fn extras(t: &Target, files: &mut Vec<FileRecord>) -> Result<()> {
+    let spec = t.harness.scope(t.scope)?;
+    let bin = t.env.runtime_bin();
+    let home = t.env.ovmem_home();
+    let none = crate::harness::HookSpec { event: "file".into(), matcher: None, timeout: None };
+    let ph = t.placeholders(&bin, &home, &none);
+    for f in &spec.owned_files {
+        let path = t.env.expand(&f.path, t.project.as_deref())?;
+        let content = crate::harness::render(&f.template, &ph)?;
+        if read_text(t, &path)?.1.as_deref() == Some(content.as_str()) {
+            files.push(FileRecord {
+                path: path.clone(),
+                format: "owned".into(),
+                created: true,
+                entries: vec![Entry {
+                    event: "file".into(),
+                    key_path: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                    sha256: fsx::sha256_hex(content.as_bytes()),
+                    ..Entry::default()
+                }],
+                ..FileRecord::default()
+            });
+        }
+    }
+    for a in &spec.array_members {
+        let path = t.env.expand(&a.file, t.project.as_deref())?;
+        let value = serde_json::Value::String(crate::harness::render_str(&a.value, &ph)?);
+        let (real, text) = read_text(t, &path)?;
+        let Some(text) = text else { continue };
+        let doc = parse(&path, &text)?;
+        let keys: Vec<&str> = a.key.split('.').collect();
+        let has = |d: &Document| {
+            d.node_at(&keys).is_some_and(|n| n.elements().iter().any(|e| d.value(e).as_ref() == Some(&value)))
+        };
+        if !has(&doc) {
+            continue;
+        }
+        let before = pristine(&real);
+        let had_backup = std::fs::symlink_metadata(fsx::sibling(&real, ".ovmem.bak")).is_ok_and(|m| m.is_file());
+        // With a pristine copy that already allowed it, it is the user's; without any copy,
+        // ovmem made the file.
+        if before.as_ref().is_some_and(has) || (had_backup && before.is_none()) {
+            continue;
+        }
+        let paths: Vec<Vec<&str>> = (0..keys.len()).map(|i| keys[..=i].to_vec()).collect();
+        let entry = Entry { event: "member".into(), key_path: a.key.clone(), sha256: receipt::hash_value(&value), ..Entry::default() };
+        files.push(json_record(&path, &doc, before.as_ref(), vec![entry], &paths));
+    }
+    Ok(())
+}
+
 /// ovmem's entries of `t` on disk, as a receipt; `None` when there are none.
 pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
     let ours = t.env.runtime_bin();
@@ -202,6 +255,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
             }
         }
     }
+    extras(t, &mut files)?;
     if let (Some(path), Some(key)) = (t.mcp_file()?, m.mcp_key.as_deref()) {
         let (real, text) = read_text(t, &path)?;
         if let Some(text) = text {
