@@ -268,22 +268,21 @@ pub enum Encoder {
     HookSpecificOutput,
     Cursor,
     Cline,
-    /// Stdout is the context itself (Kiro CLI, Kimi Code): injected text as it is, and an
-    /// empty stdout as the no-op, since any byte printed would become context.
+    /// The context as plain text on stdout, nothing for a no-op (Letta Code).
     Plain,
 }
 
 /// The shape of a deny: the encoder's own (default), a top-level `{"decision":"deny","reason"}`
-/// (Gemini CLI, Grok Build), `{"decision":"block","reason"}` (Goose), or exit code 2 with the
-/// reason on stderr and nothing on stdout (Kiro CLI, Kimi Code, Windsurf, Devin CLI).
+/// (Gemini CLI), or exit code 2 with the reason on stderr and nothing on stdout (Letta Code).
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum DenyStyle {
     #[default]
     Encoder,
     Decision,
+    Exit2Stderr,
+    /// `{"decision":"block","reason"}` (Goose).
     DecisionBlock,
-    Exit2,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]

@@ -263,16 +263,6 @@ fn injected(spec: &Spec, event: &str, out: &str) -> Option<String> {
     }
 }
 
-fn teach(lab: &Lab, spec: &Spec) {
-    let p = lab.p();
-    if let Some(ev) = spec.prompt {
-        lab.hook(spec.id, ev, &payload(spec.id, ev, &[("P", &p), ("PROMPT", FACT)]));
-    }
-    if let Some(ev) = spec.stop {
-        lab.hook(spec.id, ev, &payload(spec.id, ev, &[("P", &p), ("REPLY", REPLY)]));
-    }
-}
-
 #[test]
 fn every_event_answers_the_harness_s_exact_no_op_on_an_empty_store() {
     for spec in SPECS {

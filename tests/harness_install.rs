@@ -288,10 +288,8 @@ fn without_a_receipt_uninstall_still_gives_back_every_byte() {
         home.ok(&["install", "--harness", harness]);
         std::fs::remove_dir_all(home.path().join(".ovmem/receipts")).unwrap();
         home.ok(&["uninstall", "--harness", harness, "--yes"]);
-        let diff: Vec<String> = tree_diff(&original, &home.tree())
-            .into_iter()
-            .filter(|d| !d.contains("/.ovmem"))
-            .collect();
+        let diff: Vec<String> =
+            tree_diff(&original, &home.tree()).into_iter().filter(|d| !d.contains("/.ovmem")).collect();
         assert_eq!(diff, Vec::<String>::new(), "{harness}/{case}");
     }
 }

@@ -8,13 +8,18 @@ use serde_json::Value;
 
 use super::json_hooks::{note_empty, parse, restore_empty};
 use super::marker::{self, Owner};
-use super::plan::{Edit, Editor, TargetPlan};
+use super::plan::{Chain, Edit, Editor, TargetPlan};
 use super::{still_ours, Action, EntryNote, Options, Refused};
 use crate::fsx::journal::Mode;
 use crate::receipt::{self, EmptyContainer, Entry, FileRecord};
 
 /// The name ovmem's MCP server is registered under.
 pub const NAME: &str = "ovmem";
+
+/// The MCP entry of a file's record (a file can hold hooks and the server both: Qwen Code, Auggie).
+fn mcp_entry(r: &FileRecord) -> Option<&Entry> {
+    r.entries.iter().find(|e| e.event == "mcp")
+}
 
 pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     let t = p.target;
@@ -35,6 +40,12 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     } else {
         Box::new(Uninstall { path: path.clone(), key, record, force: opts.force, ours })
     };
+    // The hooks' own file (Qwen Code, Auggie): one plan, the hooks editor first, then this one.
+    if let Some(i) = p.files.iter().position(|f| f.path == path) {
+        let hooks = p.files.remove(i);
+        let mode = hooks.mode;
+        return p.file(path, mode, Box::new(Chain(hooks.editor, editor)));
+    }
     p.file(path, Mode::Keep { new: 0o600 }, editor)
 }
 
@@ -81,7 +92,7 @@ impl Editor for Install {
             }
         }
         let hash = receipt::hash_value(&self.value);
-        let recorded = record.and_then(|r| r.entries.iter().find(|e| e.event == "mcp")).map(|e| e.sha256.clone());
+        let recorded = record.and_then(mcp_entry).map(|e| e.sha256.clone());
         let mut full = keys.clone();
         full.push(NAME);
         let (action, sha, detail) = match doc.node_at(&full).cloned() {
@@ -173,7 +184,7 @@ impl Editor for Uninstall {
         let mut warnings = Vec::new();
         if let Some(node) = doc.node_at(&full).cloned() {
             let current = doc.value(&node).unwrap_or(Value::Null);
-            let recorded = record.and_then(|r| r.entries.iter().find(|e| e.event == "mcp")).map(|e| e.sha256.clone());
+            let recorded = record.and_then(mcp_entry).map(|e| e.sha256.clone());
             match marker::mcp_runtime(&current).map(|r| marker::owner(&r, &self.ours)) {
                 // Someone else's server under the same name, never ovmem's: not touched.
                 None if !(self.force && record.is_some()) => {}

@@ -21,41 +21,6 @@ pub trait Editor {
     fn edit(&self, current: Option<&str>) -> Result<Edit>;
 }
 
-/// Editors of one file run in order, each on what the one before made; their records merge.
-pub struct Chain(pub Vec<Box<dyn Editor>>);
-
-impl Editor for Chain {
-    fn edit(&self, current: Option<&str>) -> Result<Edit> {
-        let mut out = Edit::keep(current);
-        for (i, e) in self.0.iter().enumerate() {
-            let next = e.edit(out.after.as_deref())?;
-            out.after = next.after;
-            out.notes.extend(next.notes);
-            out.warnings.extend(next.warnings);
-            out.record = match (out.record.take(), next.record) {
-                (Some(mut a), Some(b)) => {
-                    a.created |= b.created || (i > 0 && current.is_none());
-                    a.entries.extend(b.entries);
-                    for k in b.created_keys {
-                        if !a.created_keys.contains(&k) {
-                            a.created_keys.push(k);
-                        }
-                    }
-                    for e in b.empty {
-                        if !a.empty.iter().any(|x| x.key_path == e.key_path) {
-                            a.empty.push(e);
-                        }
-                    }
-                    a.replaced.extend(b.replaced);
-                    Some(a)
-                }
-                (a, b) => a.or(b),
-            };
-        }
-        Ok(out)
-    }
-}
-
 /// What an editor made of a file.
 #[derive(Debug, Default, Clone)]
 pub struct Edit {
@@ -71,6 +36,49 @@ impl Edit {
     /// The file is left exactly as it is.
     pub fn keep(current: Option<&str>) -> Self {
         Self { after: current.map(String::from), ..Self::default() }
+    }
+}
+
+/// Two editors of one file, the second working on the first one's result; the receipt record
+/// holds what both own (the file counts as ovmem's creation when the first one created it).
+pub struct Chain(pub Box<dyn Editor>, pub Box<dyn Editor>);
+
+impl Editor for Chain {
+    fn edit(&self, current: Option<&str>) -> Result<Edit> {
+        let a = self.0.edit(current)?;
+        let mut b = self.1.edit(a.after.as_deref())?;
+        b.record = match (a.record, b.record.take()) {
+            (Some(mut x), Some(y)) => {
+                for k in y.created_keys {
+                    if !x.created_keys.contains(&k) {
+                        x.created_keys.push(k);
+                    }
+                }
+                for e in y.empty {
+                    if !x.empty.iter().any(|z| z.key_path == e.key_path) {
+                        x.empty.push(e);
+                    }
+                }
+                x.entries.extend(y.entries);
+                Some(x)
+            }
+            (Some(mut x), None) => {
+                x.created |= current.is_none() && b.after.is_some();
+                Some(x)
+            }
+            (None, Some(mut y)) => {
+                y.created |= current.is_none();
+                Some(y)
+            }
+            (None, None) => None,
+        };
+        let mut notes = a.notes;
+        notes.append(&mut b.notes);
+        b.notes = notes;
+        let mut warnings = a.warnings;
+        warnings.append(&mut b.warnings);
+        b.warnings = warnings;
+        Ok(b)
     }
 }
 
@@ -221,16 +229,8 @@ pub fn file_plan(path: PathBuf, root: Option<&Path>, mode: journal::Mode, editor
 }
 
 impl<'t> TargetPlan<'t> {
-    /// Plans one more file of this target. A file another editor of the target already edits
-    /// (hooks and the MCP server in one `crush.json`) gets both edits, one after the other, as
-    /// one change with one receipt record.
+    /// Plans one more file of this target.
     pub fn file(&mut self, path: PathBuf, mode: journal::Mode, editor: Box<dyn Editor>) -> Result<()> {
-        if let Some(i) = self.files.iter().position(|f| f.path == path) {
-            let old = self.files.remove(i);
-            let chain: Box<dyn Editor> = Box::new(Chain(vec![old.editor, editor]));
-            self.files.insert(i, file_plan(path, self.target.root(), old.mode, chain)?);
-            return Ok(());
-        }
         self.files.push(file_plan(path, self.target.root(), mode, editor)?);
         Ok(())
     }

@@ -85,7 +85,12 @@ fn json_record(
 
 /// The owned files and array members of `t` (see `extra.rs`) that are ovmem's: an owned file
 /// whose bytes are what ovmem writes, a member the pristine copy lacks (or in a file ovmem made).
+/// Their only marker is their content, which a user may have too, so they count only where
+/// ovmem's hooks of the target are on disk (ovmem installed here before).
 fn extras(t: &Target, files: &mut Vec<FileRecord>) -> Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
     let spec = t.harness.scope(t.scope)?;
     let bin = t.env.runtime_bin();
     let home = t.env.ovmem_home();
@@ -130,7 +135,12 @@ fn extras(t: &Target, files: &mut Vec<FileRecord>) -> Result<()> {
             continue;
         }
         let paths: Vec<Vec<&str>> = (0..keys.len()).map(|i| keys[..=i].to_vec()).collect();
-        let entry = Entry { event: "member".into(), key_path: a.key.clone(), sha256: receipt::hash_value(&value), ..Entry::default() };
+        let entry = Entry {
+            event: "member".into(),
+            key_path: a.key.clone(),
+            sha256: receipt::hash_value(&value),
+            ..Entry::default()
+        };
         files.push(json_record(&path, &doc, before.as_ref(), vec![entry], &paths));
     }
     Ok(())

@@ -12,6 +12,14 @@ pub struct Outcome {
     pub deny: Option<String>,
 }
 
+/// What a hook process gives back to the harness: stdout, stderr and the exit code.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reply {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
 /// The harness's no-op for this event.
 pub fn noop(adapter: &Adapter, native: &str) -> String {
     if let Some(s) = adapter.noop_by_event.get(native) {
@@ -24,61 +32,26 @@ pub fn noop(adapter: &Adapter, native: &str) -> String {
     }
 }
 
-/// What a hook prints and exits with. Only a deny in the exit-2 style exits non-zero.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Reply {
-    /// Printed as is (followed by a line break unless empty: an empty no-op prints nothing).
-    pub stdout: String,
-    pub stderr: String,
-    pub code: i32,
+/// The stdout for `outcome` (for a deny that the harness reads from the exit code, the no-op: see
+/// [`reply`]).
+pub fn encode(adapter: &Adapter, native: &str, outcome: &Outcome) -> String {
+    let v: Option<String> = match (&outcome.deny, &outcome.context) {
+        (Some(reason), _) => deny(adapter, native, reason).map(|v| v.to_string()),
+        (None, Some(ctx)) if adapter.inject_events.iter().any(|e| e == native) => inject(adapter, native, ctx),
+        _ => None,
+    };
+    v.unwrap_or_else(|| noop(adapter, native))
 }
 
-impl Reply {
-    pub fn out(stdout: String) -> Self {
-        Self { stdout, ..Self::default() }
-    }
-}
-
-/// The harness's no-op as a [`Reply`].
-pub fn noop_reply(adapter: &Adapter, native: &str) -> Reply {
-    Reply::out(noop(adapter, native))
-}
-
+/// Everything the hook answers: with `deny_style = "exit2-stderr"` a deny is exit code 2 with the
+/// reason on stderr and nothing on stdout (only ever on a tool-guard event); all else exits 0.
 pub fn reply(adapter: &Adapter, native: &str, outcome: &Outcome) -> Reply {
-    if let Some(reason) = &outcome.deny {
-        if adapter.events.get(native) == Some(&Canonical::PreTool) && exit2(adapter) {
+    if let (Some(reason), DenyStyle::Exit2Stderr) = (&outcome.deny, adapter.deny_style) {
+        if adapter.events.get(native) == Some(&Canonical::PreTool) {
             return Reply { stdout: String::new(), stderr: reason.clone(), code: 2 };
         }
     }
-    Reply::out(encode(adapter, native, outcome))
-}
-
-/// Whether this adapter denies by exit code 2 (the plain encoder's only way to deny).
-fn exit2(adapter: &Adapter) -> bool {
-    adapter.deny_style == DenyStyle::Exit2
-        || (adapter.encoder == Encoder::Plain && adapter.deny_style == DenyStyle::Encoder)
-}
-
-/// Stdout for `outcome` (an exit-2 deny prints nothing; see [`reply`]).
-pub fn encode(adapter: &Adapter, native: &str, outcome: &Outcome) -> String {
-    let v: Option<Value> = match (&outcome.deny, &outcome.context) {
-        (Some(_), _) if exit2(adapter) => {
-            return if adapter.events.get(native) == Some(&Canonical::PreTool) {
-                String::new()
-            } else {
-                noop(adapter, native)
-            }
-        }
-        (Some(reason), _) => deny(adapter, native, reason),
-        (None, Some(ctx)) if adapter.inject_events.iter().any(|e| e == native) => {
-            if adapter.encoder == Encoder::Plain {
-                return ctx.clone();
-            }
-            inject(adapter, native, ctx)
-        }
-        _ => None,
-    };
-    v.map_or_else(|| noop(adapter, native), |v| v.to_string())
+    Reply { stdout: encode(adapter, native, outcome), ..Reply::default() }
 }
 
 /// A deny, only ever on a tool-guard event: anywhere else it could cancel the user's task.
@@ -88,8 +61,9 @@ fn deny(adapter: &Adapter, native: &str, reason: &str) -> Option<Value> {
     }
     match adapter.deny_style {
         DenyStyle::Decision => return Some(json!({"decision": "deny", "reason": reason})),
+        DenyStyle::Exit2Stderr => return None,
         DenyStyle::DecisionBlock => return Some(json!({"decision": "block", "reason": reason})),
-        DenyStyle::Exit2 | DenyStyle::Encoder => {}
+        DenyStyle::Encoder => {}
     }
     match adapter.encoder {
         Encoder::HookSpecificOutput => Some(json!({"hookSpecificOutput": {
@@ -103,16 +77,17 @@ fn deny(adapter: &Adapter, native: &str, reason: &str) -> Option<Value> {
     }
 }
 
-fn inject(adapter: &Adapter, native: &str, ctx: &str) -> Option<Value> {
-    match adapter.encoder {
+fn inject(adapter: &Adapter, native: &str, ctx: &str) -> Option<String> {
+    let v = match adapter.encoder {
         Encoder::HookSpecificOutput => {
-            Some(json!({"hookSpecificOutput": {"hookEventName": native, "additionalContext": ctx}}))
+            json!({"hookSpecificOutput": {"hookEventName": native, "additionalContext": ctx}})
         }
         Encoder::Cursor => match native {
-            "beforeSubmitPrompt" => Some(json!({"continue": true, "additional_context": ctx})),
-            _ => Some(json!({"additional_context": ctx})),
+            "beforeSubmitPrompt" => json!({"continue": true, "additional_context": ctx}),
+            _ => json!({"additional_context": ctx}),
         },
-        Encoder::Cline => Some(json!({"cancel": false, "contextModification": ctx, "errorMessage": ""})),
-        Encoder::Plain => None,
-    }
+        Encoder::Cline => json!({"cancel": false, "contextModification": ctx, "errorMessage": ""}),
+        Encoder::Plain => return Some(ctx.to_string()),
+    };
+    Some(v.to_string())
 }

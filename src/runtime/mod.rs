@@ -38,7 +38,8 @@ pub const STDIN_CAP: usize = 8 << 20;
 /// spools it before answering, so nothing is lost.
 type Pending = Arc<Mutex<Option<Spooled>>>;
 
-/// Runs a hook and returns the process exit code: 0, or 2 for a deny in a harness's exit-2 style.
+/// Runs a hook and returns the process exit code: 0, or 2 for a tool-guard deny of a harness whose
+/// adapter says `deny_style = "exit2-stderr"`.
 pub fn main(args: &[String]) -> i32 {
     let started = Instant::now();
     crate::home::private_umask();
@@ -53,7 +54,7 @@ pub fn main(args: &[String]) -> i32 {
         _ => {
             // Unknown harness: `{}` is the most widely accepted no-op.
             log(env.as_ref(), harness_id, native, "error", &format!("unknown harness `{harness_id}`"), started);
-            print_and_flush(&encode::Reply::out("{}".into()));
+            print_and_flush("{}");
             return 0;
         }
     };
@@ -90,7 +91,8 @@ pub fn main(args: &[String]) -> i32 {
             }));
         });
     }
-    let out = match rx.recv_timeout(deadline) {
+    let noop = || encode::Reply { stdout: encode::noop(&adapter, native), ..Default::default() };
+    let reply = match rx.recv_timeout(deadline) {
         Ok(Ok((outcome, note, effective))) => {
             if let Some(n) = note {
                 log(env.as_ref(), harness_id, native, "info", &n, started);
@@ -99,7 +101,7 @@ pub fn main(args: &[String]) -> i32 {
         }
         Ok(Err(e)) => {
             log(env.as_ref(), harness_id, native, "error", &format!("{e:#}"), started);
-            encode::noop_reply(&adapter, native)
+            noop()
         }
         Err(_) => {
             let spooled = take_pending(&pending).map(|item| match env.as_ref() {
@@ -113,11 +115,16 @@ pub fn main(args: &[String]) -> i32 {
             };
             let msg = format!("deadline of {} ms passed; answered with a no-op{what}", deadline.as_millis());
             log(env.as_ref(), harness_id, native, "error", &msg, started);
-            encode::noop_reply(&adapter, native)
+            noop()
         }
     };
-    print_and_flush(&out);
-    out.code
+    if !reply.stderr.is_empty() {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{}", reply.stderr);
+        let _ = err.flush();
+    }
+    print_and_flush(&reply.stdout);
+    reply.code
 }
 
 fn take_pending(p: &Pending) -> Option<Spooled> {
@@ -128,19 +135,14 @@ fn set_pending(p: &Pending, item: Option<Spooled>) {
     *p.lock().unwrap_or_else(|e| e.into_inner()) = item;
 }
 
-/// Writes the reply: an empty stdout stays empty (some harnesses take every byte as context).
-fn print_and_flush(r: &encode::Reply) {
-    if !r.stderr.is_empty() {
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(r.stderr.as_bytes());
-        let _ = err.write_all(b"\n");
-        let _ = err.flush();
+/// Writes `s` and a newline (nothing at all for an empty answer: a plain-text harness's no-op).
+fn print_and_flush(s: &str) {
+    if s.is_empty() {
+        return;
     }
     let mut out = std::io::stdout().lock();
-    if !r.stdout.is_empty() {
-        let _ = out.write_all(r.stdout.as_bytes());
-        let _ = out.write_all(b"\n");
-    }
+    let _ = out.write_all(s.as_bytes());
+    let _ = out.write_all(b"\n");
     let _ = out.flush();
 }
 
