@@ -107,8 +107,10 @@ pub struct Manifest {
     pub mcp_template: Option<String>,
     pub mcp_key: Option<String>,
     pub project_scope_note: Option<String>,
-    /// The entry rendered when ovmem itself runs on Windows (a PowerShell or argv form).
+    /// The entry rendered when ovmem itself runs on Windows (a PowerShell or cmd.exe form), and
+    /// its form with a matcher.
     pub template_windows: Option<String>,
+    pub template_windows_with_matcher: Option<String>,
     /// Script-dir harnesses: a second file per event for Windows hosts (`<Event>.ps1`), from
     /// this template, so a Windows machine reading the same directory finds a hook it can run.
     pub script_windows: Option<ScriptWindows>,
@@ -124,10 +126,13 @@ impl Manifest {
     /// The template of `hook`: the matcher form when it has a matcher, the Windows form when
     /// ovmem runs on Windows and the manifest has one.
     pub fn template_for(&self, hook: &HookSpec, windows: bool) -> &str {
-        match (&hook.matcher, &self.template_with_matcher, &self.template_windows) {
-            (_, _, Some(w)) if windows => w,
-            (Some(_), Some(t), _) => t,
-            _ => &self.template,
+        let (plain, matcher) = match (windows, &self.template_windows) {
+            (true, Some(w)) => (w, self.template_windows_with_matcher.as_ref()),
+            _ => (&self.template, self.template_with_matcher.as_ref()),
+        };
+        match (&hook.matcher, matcher) {
+            (Some(_), Some(t)) => t,
+            _ => plain,
         }
     }
 }
@@ -557,6 +562,7 @@ fn render_text(name: &str, text: &str, format: Format, p: &Placeholders) -> Resu
             "OVMEM_BIN_PATH" => esc(&p.bin.to_string_lossy()),
             // PowerShell (`& '…'`) and cmd.exe forms, for Windows fields and hosts.
             "OVMEM_BIN_PS" => esc(&crate::winshell::ps_call(p.bin)),
+            "OVMEM_BIN_PS_WINDOWS" => esc(&crate::winshell::ps_call_windows(p.bin)),
             "OVMEM_BIN_CMD" => esc(&crate::winshell::cmd_path(p.bin).map_err(|e| anyhow::anyhow!(e))?),
             "OVMEM_HOME" => esc(&shell_quote(&p.ovmem_home.to_string_lossy())),
             "OVMEM_HOME_PATH" => esc(&p.ovmem_home.to_string_lossy()),

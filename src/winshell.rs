@@ -5,8 +5,8 @@
 //!
 //! A Windows-only field written by ovmem on Unix (Codex `commandWindows`, Windsurf `powershell`)
 //! cannot name the other machine's runtime, so it points at ovmem's default location there,
-//! `%USERPROFILE%\.ovmem\bin\ovmem.exe`; given a Windows path (ovmem running on Windows, or a
-//! test), it names that path.
+//! `%USERPROFILE%\.ovmem\bin\ovmem.exe` ([`ps_call_windows`]); forms for a Windows host (a
+//! Cline `.ps1` file, Claude Code's `shell: "powershell"`) name the runtime itself.
 
 use std::path::Path;
 
@@ -38,9 +38,16 @@ pub fn ps_quote(s: &str) -> String {
 /// The PowerShell call of the runtime, `& '<path>'` (the call operator is required: a line that
 /// starts with a quoted string is an expression, and arguments after it a parse error).
 pub fn ps_call(bin: &Path) -> String {
+    format!("& {}", ps_quote(&bin.to_string_lossy()))
+}
+
+/// The PowerShell call of ovmem's runtime on a Windows machine, for a Windows-only field of a
+/// config written on any OS: the runtime itself when it is a Windows path, else ovmem's default
+/// location there, `& (Join-Path $env:USERPROFILE '.ovmem\bin\ovmem.exe')`.
+pub fn ps_call_windows(bin: &Path) -> String {
     let p = bin.to_string_lossy();
     if is_windows_path(&p) {
-        format!("& {}", ps_quote(&p))
+        ps_call(bin)
     } else {
         format!("& (Join-Path $env:USERPROFILE {})", ps_quote(DEFAULT_RELATIVE))
     }
@@ -51,9 +58,6 @@ pub fn ps_call(bin: &Path) -> String {
 /// `[A-Za-z0-9:\._/-]` is accepted.
 pub fn cmd_path(bin: &Path) -> Result<String, String> {
     let p = bin.to_string_lossy();
-    if !is_windows_path(&p) {
-        return Ok(format!(r"%USERPROFILE%\{DEFAULT_RELATIVE}"));
-    }
     if p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '\\' | '.' | '_' | '-' | '/')) {
         Ok(p.into_owned())
     } else {
@@ -107,10 +111,12 @@ mod tests {
     }
 
     #[test]
-    fn a_unix_runtime_points_at_the_default_windows_location() {
-        let cmd = ps_call(Path::new("/home/ann/.ovmem/bin/ovmem"));
+    fn a_unix_runtime_points_windows_fields_at_the_default_windows_location() {
+        let cmd = ps_call_windows(Path::new("/home/ann/.ovmem/bin/ovmem"));
         assert_eq!(cmd, r"& (Join-Path $env:USERPROFILE '.ovmem\bin\ovmem.exe')");
-        assert_eq!(cmd_path(Path::new("/home/ann/.ovmem/bin/ovmem")).unwrap(), r"%USERPROFILE%\.ovmem\bin\ovmem.exe");
+        let bin = Path::new(r"C:\Users\ann\.ovmem\bin\ovmem.exe");
+        assert_eq!(ps_call_windows(bin), ps_call(bin));
+        assert_eq!(ps_call(Path::new("/h/.ovmem/bin/ovmem")), "& '/h/.ovmem/bin/ovmem'");
     }
 
     #[test]

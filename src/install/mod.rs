@@ -287,7 +287,7 @@ impl Target<'_> {
         m.hooks
             .iter()
             .map(|hook| {
-                let name = m.template_for(hook, cfg!(windows));
+                let name = m.template_for(hook, self.env.windows_host());
                 Ok(Desired {
                     event: hook.event.clone(),
                     text: harness::render(name, &self.placeholders(&bin, &home, hook))?,

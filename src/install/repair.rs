@@ -234,9 +234,11 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
         }
         InstallKind::ScriptDir => {
             let dirs: Vec<PathBuf> = std::iter::once(t.location()?).chain(t.fallback()?.map(|f| f.0)).collect();
+            let suffixes: Vec<String> =
+                std::iter::once(String::new()).chain(m.script_windows.iter().map(|w| w.suffix.clone())).collect();
             for d in dirs {
-                for hook in &m.hooks {
-                    let path = d.join(&hook.event);
+                for (hook, suffix) in m.hooks.iter().flat_map(|h| suffixes.iter().map(move |s| (h, s))) {
+                    let path = d.join(format!("{}{suffix}", hook.event));
                     let (_, text) = read_text(t, &path)?;
                     let Some(text) = text else { continue };
                     let Some(r) = script_runtime(&text, id, &hook.event) else { continue };
@@ -251,7 +253,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                         created_keys: Vec::new(),
                         entries: vec![Entry {
                             event: hook.event.clone(),
-                            key_path: hook.event.clone(),
+                            key_path: format!("{}{suffix}", hook.event),
                             sha256: fsx::sha256_hex(text.as_bytes()),
                             handler: None,
                             commands: vec![marker::command(&ours, id, &hook.event)],

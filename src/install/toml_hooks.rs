@@ -19,7 +19,6 @@ use crate::receipt::{self, Entry, FileRecord};
 
 pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     let t = p.target;
-    super::check_unquoted(t)?;
     let path = t.location()?;
     let record = p.record(&path);
     let ours = t.env.runtime_bin();
