@@ -926,7 +926,12 @@ fn with_the_server_down_every_hook_answers_in_time_and_the_turn_arrives_once_it_
             );
             let (out, code, took) = dev.hook(h.id(), event, &stdin);
             assert_eq!(code, 0, "{} {event}", h.id());
-            assert!(out.is_empty() || serde_json::from_str::<Value>(&out).is_ok(), "{} {event}: {out}", h.id());
+            let plain = adapter.encoder == ovmem::harness::Encoder::Plain;
+            assert!(
+                out.is_empty() || plain || serde_json::from_str::<Value>(&out).is_ok(),
+                "{} {event}: {out}",
+                h.id()
+            );
             assert!(took < Duration::from_millis(2500), "{} {event} took {took:?} with the server down", h.id());
         }
     }

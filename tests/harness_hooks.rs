@@ -345,13 +345,15 @@ fn a_fact_taught_in_each_harness_is_captured_and_recalled_in_the_same_project_on
     }
 }
 
+/// (harness, event, tool, input, exact stdout (`None`: empty, the reason on stderr), exit code)
+type GuardCase = (&'static str, &'static str, &'static str, Value, Option<Value>, i32);
+
 #[test]
 fn each_harness_denies_a_memory_uri_in_its_own_shape_and_lets_ordinary_tools_run() {
     let lab = Lab::new();
     let p = lab.p();
-    // (harness, event, tool, input, exact stdout, exit code)
     let hso = |e: &str| json!({"hookSpecificOutput": {"hookEventName": e, "permissionDecision": "deny", "permissionDecisionReason": "R"}});
-    let cases: Vec<(&str, &str, &str, Value, Option<Value>, i32)> = vec![
+    let cases: Vec<GuardCase> = vec![
         (
             "kiro-cli",
             "preToolUse",

@@ -105,7 +105,7 @@ fn holds(v: &Value, c: &Condition) -> bool {
             return false;
         }
     }
-    if !c.present_not.is_empty() && !field.is_some_and(|f| !c.present_not.iter().any(|x| x == f)) {
+    if !c.present_not.is_empty() && field.is_none_or(|f| c.present_not.iter().any(|x| x == f)) {
         return false;
     }
     if let Some(re) = &c.matches {
@@ -121,7 +121,7 @@ fn holds(v: &Value, c: &Condition) -> bool {
         }
     }
     if let Some(least) = c.version_at_least.as_deref().and_then(version) {
-        if !ver.as_ref().is_some_and(|v| !version_lt(v, &least)) {
+        if ver.as_ref().is_none_or(|v| version_lt(v, &least)) {
             return false;
         }
     }
