@@ -350,3 +350,44 @@ fn harnesses_without_a_project_scope_say_why() {
         assert!(stderr(&out).contains(why), "{h}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn project_agent_files_behind_a_link_out_of_the_project_are_refused() {
+    let home = Home::new();
+    let proj = home.path().join("proj");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    let outside = home.put("outside/agents/x.json", b"{\"name\": \"x\"}\n");
+    std::os::unix::fs::symlink(home.path().join("outside"), proj.join(".kiro")).unwrap();
+    let out = home.run(&["install", "--harness", "kiro-cli", "--project", proj.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("outside the project"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&outside).unwrap(), b"{\"name\": \"x\"}\n");
+}
+
+#[test]
+fn check_and_status_read_every_new_harness() {
+    let home = Home::new();
+    home.put(".kiro/agents/dev.json", b"{\"name\": \"dev\"}\n");
+    home.ok(&["install", "--harness", &NEW.join(",")]);
+    let out = home.run(&["check", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["errors"], serde_json::json!([]), "{v}");
+    assert_eq!(v["findings"], serde_json::json!([]), "a fresh install has nothing to report: {v}");
+    // An older runtime's hooks are drift, found in every format (a TOML table, an agent file, argv).
+    let kimi = home.path().join(".kimi-code/config.toml");
+    let text = std::fs::read_to_string(&kimi).unwrap();
+    std::fs::write(
+        &kimi,
+        text.replace(&home.path().join(".ovmem/bin/ovmem").to_string_lossy().to_string(), "/old/.ovmem/bin/ovmem"),
+    )
+    .unwrap();
+    let out = home.run(&["check", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let drift: Vec<&serde_json::Value> =
+        v["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "ovmem-drift").collect();
+    assert_eq!(drift.len(), 3, "{v}");
+    assert!(
+        drift.iter().all(|f| f["file"].as_str().unwrap().ends_with("config.toml") && f["line"].as_u64().is_some()),
+        "{v}"
+    );
+}

@@ -224,17 +224,19 @@ impl Target<'_> {
         let dir = self.location()?;
         let name = glob.rsplit_once('/').map(|(_, n)| n).unwrap_or(glob);
         let (prefix, suffix) = name.split_once('*').unwrap_or((name, ""));
-        let mut out: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        // The directory is listed where it really is, never through a link out of the project.
+        let real = crate::fsx::resolve_in(&dir, self.root())?;
+        let mut out: Vec<PathBuf> = match std::fs::read_dir(&real) {
             Ok(rd) => rd
                 .flatten()
-                .map(|e| e.path())
+                .map(|e| dir.join(e.file_name()))
                 .filter(|p| {
                     let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                     n.len() >= prefix.len() + suffix.len()
                         && n.starts_with(prefix)
                         && n.ends_with(suffix)
                         && !n.starts_with('.')
-                        && std::fs::metadata(p).is_ok_and(|m| m.is_file())
+                        && std::fs::metadata(real.join(&n)).is_ok_and(|m| m.is_file())
                 })
                 .collect(),
             Err(_) => Vec::new(),
