@@ -45,6 +45,13 @@ impl Env {
         }
     }
 
+    /// Whether hooks are written for a Windows host: where ovmem runs on Windows, or when
+    /// `OVMEM_TEST_WINDOWS_HOST` is set (how the Windows forms are installed and removed in
+    /// tests on Unix; nothing else reads it).
+    pub fn windows_host(&self) -> bool {
+        cfg!(windows) || self.var("OVMEM_TEST_WINDOWS_HOST").is_some()
+    }
+
     /// The staged runtime every hook command runs.
     pub fn runtime_bin(&self) -> PathBuf {
         self.ovmem_home().join("bin").join("ovmem")

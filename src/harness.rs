@@ -50,6 +50,16 @@ pub static HARNESSES: &[Spec] = &[
     harness!("codebuddy"),
     harness!("letta-code"),
     harness!("auggie"),
+    harness!("kiro-cli"),
+    harness!("goose"),
+    harness!("windsurf"),
+    harness!("kimi-code"),
+    harness!("antigravity-cli"),
+    harness!("devin-cli"),
+    harness!("zcode"),
+    harness!("traecode"),
+    harness!("grok-build"),
+    harness!("crush"),
 ];
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -62,6 +72,8 @@ pub enum InstallKind {
     /// One whole file ovmem owns (a plugin module the harness loads in-process: opencode, Kilo Code,
     /// Pi, Amp), at the scope's `file`. The module runs `ovmem hook <harness> <event>` itself.
     PluginFile,
+    /// `[[hooks]]` tables in a TOML file, each naming its event in an `event` key (Kimi Code).
+    TomlHooks,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -81,7 +93,20 @@ pub struct Manifest {
     #[serde(default)]
     pub deprecated: bool,
     pub replacement: Option<String>,
+    /// Where the events object sits: a key (`hooks`), a dotted path (`hooks.events`), or `""`
+    /// for the file's top level. A scope may name its own.
     pub events_key: Option<String>,
+    /// Keys ovmem sets (dotted path -> value) for its hooks to run at all (ZCode's
+    /// `hooks.enabled = true`); removed on uninstall only when ovmem set them.
+    #[serde(default)]
+    pub set_keys: toml::Table,
+    /// The harness splits `command` on whitespace without a shell: a runtime path that needs
+    /// quoting is refused instead of quoted.
+    #[serde(default)]
+    pub unquoted_command: bool,
+    /// Said after install, when part of the integration is the user's to do (MCP in a format
+    /// ovmem does not edit, say).
+    pub install_note: Option<String>,
     pub template: String,
     pub template_with_matcher: Option<String>,
     #[serde(default)]
@@ -99,6 +124,13 @@ pub struct Manifest {
     #[serde(default)]
     pub mcp_format: McpFormat,
     pub project_scope_note: Option<String>,
+    /// The entry rendered when ovmem itself runs on Windows (a PowerShell or cmd.exe form), and
+    /// its form with a matcher.
+    pub template_windows: Option<String>,
+    pub template_windows_with_matcher: Option<String>,
+    /// Script-dir harnesses: a second file per event for Windows hosts (`<Event>.ps1`), from
+    /// this template, so a Windows machine reading the same directory finds a hook it can run.
+    pub script_windows: Option<ScriptWindows>,
     /// The largest `timeout` the harness accepts per event before it clamps it and warns (in the
     /// manifest's own unit); every hook's timeout must stay within it.
     #[serde(default)]
@@ -142,6 +174,21 @@ impl TimeoutUnit {
     }
 }
 
+impl Manifest {
+    /// The template of `hook`: the matcher form when it has a matcher, the Windows form when
+    /// ovmem runs on Windows and the manifest has one.
+    pub fn template_for(&self, hook: &HookSpec, windows: bool) -> &str {
+        let (plain, matcher) = match (windows, &self.template_windows) {
+            (true, Some(w)) => (w, self.template_windows_with_matcher.as_ref()),
+            _ => (&self.template, self.template_with_matcher.as_ref()),
+        };
+        match (&hook.matcher, matcher) {
+            (Some(_), Some(t)) => t,
+            _ => plain,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scopes {
@@ -151,14 +198,55 @@ pub struct Scopes {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct ScriptWindows {
+    pub template: String,
+    /// Appended to the event's file name (`.ps1`).
+    pub suffix: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ScopeSpec {
     pub file: Option<String>,
+    /// Hooks live inside every file matching this pattern (`*` in the last component only),
+    /// one file per agent (Kiro CLI); ovmem never creates such a file.
+    pub files_glob: Option<String>,
+    /// What to tell the user when `files_glob` matches nothing.
+    pub files_glob_none: Option<String>,
+    /// Overrides the manifest's `events_key` for this scope.
+    pub events_key: Option<String>,
     pub mcp_file: Option<String>,
+    /// The MCP file on macOS, where it differs (an Electron app's user-data folder).
+    pub mcp_file_macos: Option<String>,
+    /// Whole files ovmem owns beside the hooks (a plugin's manifest), created and removed whole.
+    #[serde(default)]
+    pub owned_files: Vec<OwnedFile>,
+    /// A value ovmem adds to an array in another JSON file for its hooks to work (TraeCode's
+    /// sandbox rule for `$OVMEM_HOME`), removed exactly on uninstall.
+    #[serde(default)]
+    pub array_members: Vec<ArrayMember>,
     pub dir: Option<String>,
     pub fallback_dir: Option<String>,
     pub fallback_note: Option<String>,
     #[serde(default)]
     pub detect: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnedFile {
+    pub path: String,
+    pub template: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArrayMember {
+    pub file: String,
+    /// Dotted path of the array (`filesystem.readWrite`).
+    pub key: String,
+    /// A template string (`{{OVMEM_HOME_PATH}}`), the array's new string member.
+    pub value: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -188,11 +276,47 @@ pub struct Adapter {
     #[serde(default)]
     pub deny_style: DenyStyle,
     pub events: BTreeMap<String, Canonical>,
+    /// Environment variables naming the project directory, for harnesses whose stdin has no
+    /// cwd (Devin CLI's `DEVIN_PROJECT_DIR`); read when no `fields.cwd` alias is present.
+    #[serde(default)]
+    pub cwd_env: Vec<String>,
+    /// When another harness runs this one's hooks too (Devin and Grok run `~/.claude` hooks,
+    /// Cursor can, Grok runs `~/.cursor` hooks) and ovmem's own hooks for that harness are
+    /// installed, this hook answers with its no-op so each turn is handled once.
+    #[serde(default)]
+    pub skip_when: Vec<SkipWhen>,
+    /// Where the turn is read when a stop event carries neither reply nor transcript path.
+    pub transcript_locator: Option<TranscriptLocator>,
+    /// Runtimes of one harness that honour injected context at different events, told apart
+    /// from stdin (Cline: CLI, VS Code 3.x, the 4.x legacy and next bundles). The first whose
+    /// conditions hold replaces `inject_events` and `inject_once_on_tool`.
+    #[serde(default)]
+    pub variants: Vec<Variant>,
+    /// Stdin this adapter answers with its no-op and otherwise ignores (Grok's extra Stop at
+    /// shutdown, a subagent's prompt).
+    #[serde(default)]
+    pub ignore_when: Vec<Condition>,
+    /// The harness can send the same stop twice for one reply (ZCode, after a cancelled
+    /// continuation): a reply already captured in the session is not captured again.
+    #[serde(default)]
+    pub stop_once_per_reply: bool,
     #[serde(default)]
     pub tool_by_event: BTreeMap<String, String>,
     #[serde(default)]
     pub noop_by_event: BTreeMap<String, String>,
     pub fields: Fields,
+}
+
+impl Adapter {
+    /// This adapter as variant `v` behaves (its inject events), or as it is.
+    pub fn for_variant(&self, v: Option<usize>) -> Adapter {
+        let mut a = self.clone();
+        if let Some(var) = v.and_then(|i| self.variants.get(i)) {
+            a.inject_events = var.inject_events.clone();
+            a.inject_once_on_tool = var.inject_once_on_tool;
+        }
+        a
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -217,6 +341,57 @@ pub enum DenyStyle {
     Encoder,
     Decision,
     Exit2Stderr,
+    /// `{"decision":"block","reason"}` (Goose).
+    DecisionBlock,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct SkipWhen {
+    /// Set by the other harness for the hooks it runs.
+    pub env: String,
+    /// That harness's id: the skip applies only while ovmem's own hooks for it are installed.
+    pub installed: String,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TranscriptLocator {
+    /// `${KIMI_CODE_HOME:-~/.kimi-code}/sessions/*/session_<id>/agents/main/wire.jsonl`.
+    KimiWire,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: String,
+    /// The variant applies when any of these holds ...
+    #[serde(default)]
+    pub when_any: Vec<Condition>,
+    /// ... and all of these.
+    #[serde(default)]
+    pub when_all: Vec<Condition>,
+    pub inject_events: Vec<String>,
+    #[serde(default)]
+    pub inject_once_on_tool: bool,
+}
+
+/// A test on one stdin field (a dotted path, as in [`Fields`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    pub path: String,
+    /// The field is a string equal to this (`""` matches an empty or missing field).
+    pub equals: Option<String>,
+    /// The field is present and none of these.
+    #[serde(default)]
+    pub present_not: Vec<String>,
+    /// The field matches this regex.
+    pub matches: Option<String>,
+    /// The field is a version (`4.1.13`) below this one.
+    pub version_below: Option<String>,
+    /// The field is a version at or above this one.
+    pub version_at_least: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, serde::Serialize)]
@@ -485,8 +660,28 @@ pub fn is_script_module(name: &str) -> bool {
 /// literal (quotes included), which is also a JS/TS string literal. Values are never scanned
 /// again, so a `{{x}}` inside a path stays as it is.
 pub fn render(name: &str, p: &Placeholders) -> Result<String> {
-    let text = template(name)?;
-    let json = name.ends_with(".json") || is_script_module(name);
+    let format = if name.ends_with(".json") || name.ends_with(".toml") || is_script_module(name) {
+        Format::Quoted
+    } else {
+        Format::Raw
+    };
+    render_text(name, template(name)?, format, p)
+}
+
+/// Renders a template string from a manifest (an array member's value): values as they are.
+pub fn render_str(text: &str, p: &Placeholders) -> Result<String> {
+    render_text("a manifest value", text, Format::Raw, p)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// Inside a JSON or TOML basic string: escaped as its body.
+    Quoted,
+    Raw,
+}
+
+fn render_text(name: &str, text: &str, format: Format, p: &Placeholders) -> Result<String> {
+    let json = format == Format::Quoted;
     let esc =
         |s: &str| if json { serde_json::to_string(s).unwrap().trim_matches('"').to_string() } else { s.to_string() };
     let mut out = String::with_capacity(text.len() + 64);
@@ -501,7 +696,12 @@ pub fn render(name: &str, p: &Placeholders) -> Result<String> {
             "OVMEM_BIN" => esc(&shell_quote(&p.bin.to_string_lossy())),
             "OVMEM_BIN_PATH" => esc(&p.bin.to_string_lossy()),
             "OVMEM_BIN_JS" => serde_json::to_string(&p.bin.to_string_lossy()).expect("a string serialises"),
+            // PowerShell (`& '…'`) and cmd.exe forms, for Windows fields and hosts.
+            "OVMEM_BIN_PS" => esc(&crate::winshell::ps_call(p.bin)),
+            "OVMEM_BIN_PS_WINDOWS" => esc(&crate::winshell::ps_call_windows(p.bin)),
+            "OVMEM_BIN_CMD" => esc(&crate::winshell::cmd_path(p.bin).map_err(|e| anyhow::anyhow!(e))?),
             "OVMEM_HOME" => esc(&shell_quote(&p.ovmem_home.to_string_lossy())),
+            "OVMEM_HOME_PATH" => esc(&p.ovmem_home.to_string_lossy()),
             "HARNESS" => esc(p.harness),
             "EVENT" => esc(p.event),
             "MATCHER" => esc(p.matcher),
@@ -574,38 +774,51 @@ mod tests {
     /// recognised as ovmem's exact command.
     #[test]
     fn templates_render_and_parse() {
-        for bin in ["/home/o'neil/my dir/bin/ovmem", "/h/{{EVENT}}/{{x}/bin/ovmem"] {
-            let bin = Path::new(bin);
-            for h in all() {
-                if h.manifest.kind == InstallKind::PluginFile {
-                    plugin_template_renders(h, bin);
-                    continue;
-                }
-                for hook in &h.manifest.hooks {
-                    let name = match (&hook.matcher, &h.manifest.template_with_matcher) {
-                        (Some(_), Some(t)) => t.clone(),
-                        _ => h.manifest.template.clone(),
-                    };
-                    let p = Placeholders {
-                        bin,
-                        harness: h.id(),
-                        event: &hook.event,
-                        timeout: 7,
-                        matcher: hook.matcher.as_deref().unwrap_or(""),
-                        ovmem_home: Path::new("/h/.ovmem"),
-                    };
-                    let out = render(&name, &p).unwrap();
-                    let cmd = if name.ends_with(".json") {
-                        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-                        find_command(&v).expect("template has a command")
-                    } else {
-                        out.lines().find_map(|l| l.strip_prefix("exec ")).unwrap().to_string()
-                    };
-                    assert_eq!(
-                        crate::install::marker::hook_runtime(&cmd, h.id(), Some(&hook.event)).as_deref(),
-                        Some(bin),
-                        "{cmd}"
-                    );
+        let unix = ["/home/o'neil/my dir/bin/ovmem", "/h/{{EVENT}}/{{x}/bin/ovmem"];
+        let windows = [r"C:\Users\Ann O'Neil\.ovmem\bin\ovmem.exe", r"C:\Users\ann\.ovmem\bin\ovmem.exe"];
+        for (on_windows, bins) in [(false, unix), (true, windows)] {
+            for bin in bins {
+                let bin = Path::new(bin);
+                for h in all() {
+                    if h.manifest.kind == InstallKind::PluginFile {
+                        if !on_windows {
+                            plugin_template_renders(h, bin);
+                        }
+                        continue;
+                    }
+                    if on_windows && h.manifest.template_windows.is_none() {
+                        continue;
+                    }
+                    for hook in &h.manifest.hooks {
+                        let name = h.manifest.template_for(hook, on_windows).to_string();
+                        let p = Placeholders {
+                            bin,
+                            harness: h.id(),
+                            event: &hook.event,
+                            timeout: 7,
+                            matcher: hook.matcher.as_deref().unwrap_or(""),
+                            ovmem_home: Path::new("/h/.ovmem"),
+                        };
+                        let out = match render(&name, &p) {
+                            // A cmd.exe form refuses a path it cannot carry; that is the point.
+                            Err(e) if on_windows && bin.to_string_lossy().contains(' ') => {
+                                assert!(e.to_string().contains("cmd.exe"), "{e}");
+                                continue;
+                            }
+                            other => other.unwrap(),
+                        };
+                        let runtime = if name.ends_with(".json") {
+                            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+                            crate::install::marker::entry_runtime(&v, h.id(), Some(&hook.event))
+                        } else if name.ends_with(".toml") {
+                            let v = crate::install::toml_hooks::body_value(&out).unwrap();
+                            crate::install::marker::handler_runtime(&v, h.id(), Some(&hook.event)).map(|(_, r)| r)
+                        } else {
+                            let cmd = out.lines().find_map(|l| l.strip_prefix("exec ")).unwrap().to_string();
+                            crate::install::marker::hook_runtime(&cmd, h.id(), Some(&hook.event))
+                        };
+                        assert_eq!(runtime.as_deref(), Some(bin), "{}: {out}", h.id());
+                    }
                 }
             }
         }
@@ -629,18 +842,6 @@ mod tests {
         }
         let literal = serde_json::to_string(&bin.to_string_lossy()).unwrap();
         assert!(!out.replace(&literal, "").contains("{{"), "{}: a placeholder is left", h.id());
-    }
-
-    fn find_command(v: &serde_json::Value) -> Option<String> {
-        match v {
-            serde_json::Value::Object(m) => m
-                .get("command")
-                .and_then(|c| c.as_str())
-                .map(String::from)
-                .or_else(|| m.values().find_map(find_command)),
-            serde_json::Value::Array(a) => a.iter().find_map(find_command),
-            _ => None,
-        }
     }
 
     #[test]

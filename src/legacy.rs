@@ -550,22 +550,29 @@ fn ovmem_findings(
         };
         let mut installed = false;
         match h.manifest.kind {
-            InstallKind::JsonHooks => {
-                let Some(text) = read(s, &location, &mut r.errors) else { continue };
-                let Ok(doc) = Document::parse(&text) else { continue };
-                let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
-                let Some(events) = doc.node_at(&[key]) else { continue };
-                for m in events.members() {
-                    for (i, el) in m.value.elements().iter().enumerate() {
-                        let Some(v) = doc.value(el) else { continue };
-                        let Some(runtime) = marker::entry_runtime(&v, h.id(), Some(&m.key)) else { continue };
+            InstallKind::JsonHooks | InstallKind::TomlHooks => {
+                let files = target.hook_files().unwrap_or_default();
+                for file in files {
+                    if s.kind_of(&file).is_none() {
+                        continue;
+                    }
+                    let Some(text) = read(s, &file, &mut r.errors) else { continue };
+                    for f in crate::install::found::in_file(&target, &text) {
                         installed = true;
-                        per_event.entry((location.clone(), m.key.clone())).or_default().insert("ovmem".into());
-                        let current =
-                            desired.get(&m.key).and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok());
-                        let line = Some(line_of(doc.text(), el.start));
-                        let entry = format!("{key}.{}[{i}]", m.key);
-                        judge(r, &location, line, entry, &m.key, &runtime, current.is_none_or(|w| w == v));
+                        per_event.entry((file.clone(), f.event.clone())).or_default().insert("ovmem".into());
+                        let current = desired.get(&f.event).and_then(|d| match h.manifest.kind {
+                            InstallKind::TomlHooks => crate::install::toml_hooks::body_value(d).ok(),
+                            _ => serde_json::from_str::<serde_json::Value>(d).ok(),
+                        });
+                        judge(
+                            r,
+                            &file,
+                            Some(f.line),
+                            f.entry.clone(),
+                            &f.event,
+                            &f.runtime,
+                            current.is_none_or(|w| w == f.value),
+                        );
                     }
                 }
             }

@@ -26,3 +26,4 @@ pub mod runtime;
 pub mod shell;
 pub mod store;
 pub mod version;
+pub mod winshell;

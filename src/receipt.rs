@@ -29,7 +29,7 @@ pub struct Receipt {
     pub trust_config: Option<TrustConfig>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct FileRecord {
     pub path: PathBuf,
     /// `json` (entries inside a shared file) or `script` (a whole file ovmem owns).
@@ -50,6 +50,16 @@ pub struct FileRecord {
     /// between their brackets (whitespace, comments), given back when they are empty again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub empty: Vec<EmptyContainer>,
+    /// Values ovmem replaced with `--force` (a `set_keys` key the user had set otherwise), with
+    /// their text from before, given back by uninstall.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaced: Vec<Replaced>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Replaced {
+    pub key_path: String,
+    pub before: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -59,7 +69,7 @@ pub struct EmptyContainer {
     pub inner: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Entry {
     pub event: String,
     /// Where the entry sits: `hooks.SessionStart` in JSON, the file name for scripts.

@@ -134,7 +134,15 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         }
     }
     println!("\n{} the user asks: {question:?}", p.bold("session 2"));
-    let ev = prompt.or(start).context("harness has no injecting event")?;
+    let injecting = [prompt, start].into_iter().flatten().find(|e| a.inject_events.iter().any(|x| x == e));
+    let Some(ev) = injecting else {
+        println!(
+            "  {}'s start and prompt hooks cannot inject context: memory reaches it through the MCP tools (`ovmem mcp`)",
+            h.manifest.name
+        );
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Ok(0);
+    };
     let out = hook(&exe, &home, &project, id, ev, &payload(&a, "demo-session-2", &project, Some(question), None))?;
     println!("  {ev} hook printed (what {} receives):", h.manifest.name);
     let pretty =

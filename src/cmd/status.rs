@@ -15,7 +15,7 @@ use crate::harness::{self, Detection, InstallKind, Scope};
 use crate::install::marker::{self, Owner};
 use crate::install::plugin_file;
 use crate::install::script_dir::script_runtime;
-use crate::install::{apply::trust_state, plan::read_text, Target};
+use crate::install::{apply::trust_state, found, plan::read_text, Target};
 use crate::output::{self, Printer};
 use crate::{edit::json::Document, receipt};
 
@@ -474,44 +474,44 @@ fn entry_states(t: &Target, location: &Path, rec: Option<&receipt::Receipt>) -> 
     let mut out = Vec::new();
     let read = |p: &Path| read_text(t, p).ok().and_then(|(_, t)| t);
     match h.manifest.kind {
-        InstallKind::JsonHooks => {
-            let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
-            let doc = read(location).and_then(|t| Document::parse(&t).ok());
-            let recorded: Vec<receipt::Entry> = rec
-                .and_then(|r| r.file(location))
-                .map(|f| f.entries.iter().filter(|e| e.event != "mcp").cloned().collect())
-                .unwrap_or_default();
-            let events: Vec<String> = doc
-                .as_ref()
-                .and_then(|d| d.node_at(&[key]))
-                .map(|n| n.members().iter().map(|m| m.key.clone()).collect())
-                .unwrap_or_default();
-            for event in events.iter().chain(recorded.iter().map(|e| &e.event)).collect::<BTreeSet<_>>() {
-                let found: Vec<(serde_json::Value, Owner)> = doc
-                    .as_ref()
-                    .and_then(|d| d.node_at(&[key, event]).map(|a| (d, a)))
-                    .map(|(d, a)| {
-                        a.elements()
-                            .iter()
-                            .filter_map(|n| d.value(n))
-                            .filter_map(|v| {
-                                let r = marker::entry_runtime(&v, h.id(), Some(event))?;
-                                Some((v, marker::owner(&r, &ours)))
-                            })
-                            .collect()
+        InstallKind::JsonHooks | InstallKind::TomlHooks => {
+            let mut files = t.hook_files().unwrap_or_default();
+            for f in rec.map(|r| r.files.as_slice()).unwrap_or(&[]) {
+                if matches!(f.format.as_str(), "json" | "toml")
+                    && f.entries.iter().any(|e| !matches!(e.event.as_str(), "mcp" | "member"))
+                    && !files.contains(&f.path)
+                {
+                    files.push(f.path.clone());
+                }
+            }
+            for file in files {
+                let found = read(&file).map(|text| found::in_file(t, &text)).unwrap_or_default();
+                let recorded: Vec<receipt::Entry> = rec
+                    .and_then(|r| r.file(&file))
+                    .map(|f| {
+                        f.entries.iter().filter(|e| !matches!(e.event.as_str(), "mcp" | "member")).cloned().collect()
                     })
                     .unwrap_or_default();
-                let mine = found.iter().find(|(_, o)| *o == Owner::Us).map(|(v, _)| v);
-                let want = recorded.iter().find(|e| &e.event == event);
-                let state = match (mine, want) {
-                    (None, None) if !found.is_empty() => "foreign",
-                    (None, None) => continue,
-                    (None, Some(_)) => "missing",
-                    (Some(_), None) => "unrecorded",
-                    (Some(v), Some(w)) if receipt::hash_value(v) == w.sha256 => "ok",
-                    (Some(_), Some(_)) => "edited",
-                };
-                out.push(EntryStatus { event: event.clone(), file: location.to_path_buf(), state });
+                let events: BTreeSet<&String> =
+                    found.iter().map(|f| &f.event).chain(recorded.iter().map(|e| &e.event)).collect();
+                for event in events {
+                    let here: Vec<(&serde_json::Value, Owner)> = found
+                        .iter()
+                        .filter(|f| &f.event == event)
+                        .map(|f| (&f.value, marker::owner(&f.runtime, &ours)))
+                        .collect();
+                    let mine = here.iter().find(|(_, o)| *o == Owner::Us).map(|(v, _)| *v);
+                    let want = recorded.iter().find(|e| &e.event == event);
+                    let state = match (mine, want) {
+                        (None, None) if !here.is_empty() => "foreign",
+                        (None, None) => continue,
+                        (None, Some(_)) => "missing",
+                        (Some(_), None) => "unrecorded",
+                        (Some(v), Some(w)) if receipt::hash_value(v) == w.sha256 => "ok",
+                        (Some(_), Some(_)) => "edited",
+                    };
+                    out.push(EntryStatus { event: event.clone(), file: file.clone(), state });
+                }
             }
         }
         InstallKind::ScriptDir => {

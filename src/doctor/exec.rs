@@ -18,6 +18,8 @@ pub enum Program<'a> {
     Shell(&'a str),
     /// An executable file, run directly.
     File(&'a Path),
+    /// A program and its arguments, without a shell (a harness's argv form).
+    Argv(&'a [String]),
 }
 
 pub struct Run<'a> {
@@ -68,6 +70,11 @@ pub fn run(r: &Run) -> Ran {
             c
         }
         Program::File(p) => Command::new(p),
+        Program::Argv(argv) => {
+            let mut c = Command::new(argv.first().map(String::as_str).unwrap_or(""));
+            c.args(argv.iter().skip(1));
+            c
+        }
     };
     cmd.current_dir(r.cwd)
         .envs(r.env.iter().map(|(k, v)| (k, v)))
@@ -82,6 +89,7 @@ pub fn run(r: &Run) -> Ran {
             let what = match r.program {
                 Program::Shell(_) => "/bin/sh".to_string(),
                 Program::File(p) => p.display().to_string(),
+                Program::Argv(argv) => argv.first().cloned().unwrap_or_default(),
             };
             return Ran {
                 spawn_error: Some(format!("could not start `{what}`: {e}")),

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::edit::json::Document;
 use crate::harness::{Harness, InstallKind};
+use crate::install::found;
 use crate::install::marker::{self, Owner};
 use crate::install::script_dir::script_runtime;
 use crate::install::Target;
@@ -45,6 +46,9 @@ pub enum How {
     Shell(String),
     /// The hook file itself.
     File(PathBuf),
+    /// A program and its arguments, run without a shell (an argv-form entry, or the command a
+    /// plugin module runs in-process).
+    Argv(Vec<String>),
 }
 
 impl How {
@@ -52,6 +56,7 @@ impl How {
         match self {
             How::Shell(c) => c.clone(),
             How::File(p) => p.display().to_string(),
+            How::Argv(a) => a.iter().map(|w| crate::shell::quote(w)).collect::<Vec<_>>().join(" "),
         }
     }
 }
@@ -64,8 +69,6 @@ pub struct Found {
     pub missing: Vec<(String, PathBuf)>,
     /// Files that could not be read or parsed.
     pub errors: Vec<(PathBuf, String)>,
-    /// Whether the doctor can run this kind of install at all.
-    pub runnable: bool,
 }
 
 /// Whether `cmd` still runs ovmem's hook runtime for `harness`: one of its simple commands is
@@ -80,7 +83,9 @@ fn runs_ovmem_hook(cmd: &str, harness: &str) -> bool {
 /// what ovmem installs, within the harness's cap.
 fn timeout_of(h: &Harness, event: &str, handler: Option<&Value>) -> Duration {
     let m = &h.manifest;
-    let own = handler.and_then(|v| v.get("timeout")).and_then(Value::as_u64);
+    let own = handler.and_then(|v| {
+        ["timeout", "timeoutSec", "timeoutMs", "timeout_ms"].iter().find_map(|k| v.get(*k).and_then(Value::as_u64))
+    });
     let installed = m.hooks.iter().find(|x| x.event == event).and_then(|x| x.timeout).map(u64::from);
     let mut n = own.or(m.default_timeout.map(u64::from)).or(installed).unwrap_or(match m.timeout_unit {
         crate::harness::TimeoutUnit::Seconds => 30,
@@ -104,107 +109,170 @@ fn read(t: &Target, path: &Path, errors: &mut Vec<(PathBuf, String)>) -> Option<
 
 /// The hooks of `t` the harness would run, and the recorded ones that are gone.
 pub fn find(t: &Target, receipt: Option<&Receipt>) -> Found {
+    let mut f = Found::default();
+    match t.harness.manifest.kind {
+        InstallKind::JsonHooks | InstallKind::TomlHooks => {
+            for file in t.hook_files().unwrap_or_default() {
+                in_hook_file(t, &file, receipt, &mut f);
+            }
+        }
+        InstallKind::ScriptDir => in_script_dir(t, receipt, &mut f),
+        InstallKind::PluginFile => in_plugin(t, receipt, &mut f),
+    }
+    f
+}
+
+fn kind_of(runtime: &Path, ours: &Path) -> Kind {
+    match marker::owner(runtime, ours) {
+        Owner::Us => Kind::Ours,
+        Owner::Other { runtime, .. } => Kind::OtherRuntime(runtime),
+    }
+}
+
+/// The recorded events of `file` that have no hook any more.
+fn missing(h: &Harness, file: &Path, receipt: Option<&Receipt>, f: &mut Found) {
+    for e in receipt.iter().flat_map(|r| r.file(file)).flat_map(|r| &r.entries) {
+        let hook_event = h.manifest.hooks.iter().any(|x| x.event == e.event);
+        if hook_event && !f.hooks.iter().any(|x| x.file == file && x.event == e.event) {
+            f.missing.push((e.event.clone(), file.to_path_buf()));
+        }
+    }
+}
+
+/// A JSON or TOML hooks file: ovmem's exact entries (by marker, in any form the harness runs),
+/// and JSON entries edited by hand that still run ovmem's hook.
+fn in_hook_file(t: &Target, file: &Path, receipt: Option<&Receipt>, f: &mut Found) {
     let h = t.harness;
     let ours = t.env.runtime_bin();
-    let mut f = Found { runnable: true, ..Found::default() };
-    let kind = h.manifest.kind;
-    if kind == InstallKind::JsonHooks {
-        let Ok(location) = t.location() else { return f };
-        let Some(text) = read(t, &location, &mut f.errors) else {
-            for e in receipt.iter().flat_map(|r| r.file(&location)).flat_map(|r| &r.entries) {
-                f.missing.push((e.event.clone(), location.clone()));
-            }
-            return f;
+    let Some(text) = read(t, file, &mut f.errors) else { return missing(h, file, receipt, f) };
+    let json = h.manifest.kind == InstallKind::JsonHooks;
+    let parsed = if json {
+        Document::parse(&text).map(Some).map_err(|e| e.to_string())
+    } else {
+        crate::edit::toml::parse(&text).map(|_| None).map_err(|e| format!("{e:#}"))
+    };
+    let doc = match parsed {
+        Ok(d) => d,
+        Err(e) => return f.errors.push((file.to_path_buf(), format!("does not parse ({e})"))),
+    };
+    let wanted = |event: &str| h.manifest.hooks.iter().any(|x| x.event == event);
+    for x in found::in_file(t, &text).into_iter().filter(|x| wanted(&x.event)) {
+        let run = match x.handler.get("args").and_then(Value::as_array) {
+            Some(args) => How::Argv(
+                std::iter::once(x.runtime.to_string_lossy().into_owned())
+                    .chain(args.iter().filter_map(|a| a.as_str().map(String::from)))
+                    .collect(),
+            ),
+            None => How::Shell(x.command.clone()),
         };
-        let doc = match Document::parse(&text) {
-            Ok(d) => d,
-            Err(e) => {
-                f.errors.push((location.clone(), format!("does not parse ({e})")));
-                return f;
-            }
-        };
-        let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
-        for hook in &h.manifest.hooks {
-            let event = &hook.event;
-            let before = f.hooks.len();
-            let entries: Vec<Value> = doc
-                .node_at(&[key, event])
-                .map(|arr| arr.elements().iter().filter_map(|n| doc.value(n)).collect())
-                .unwrap_or_default();
-            for (i, entry) in entries.iter().enumerate() {
-                for (slot, handler) in marker::handlers(entry) {
+        f.hooks.push(Hook {
+            timeout: timeout_of(h, &x.event, Some(&x.handler)),
+            event: x.event,
+            file: file.to_path_buf(),
+            entry: x.entry,
+            run,
+            kind: kind_of(&x.runtime, &ours),
+        });
+    }
+    if let (Some(doc), Ok(events)) = (doc, t.events_key()) {
+        let base = crate::install::json_hooks::split_path(&events);
+        let members = doc.node_at(&base).filter(|n| n.is_object()).map(|n| n.members().to_vec()).unwrap_or_default();
+        for m in members.iter().filter(|m| wanted(&m.key)) {
+            for (i, el) in m.value.elements().iter().enumerate() {
+                let Some(entry) = doc.value(el) else { continue };
+                for (slot, handler) in marker::handlers(&entry) {
                     let Some(cmd) = handler.get("command").and_then(Value::as_str) else { continue };
-                    let kind = match marker::hook_runtime(cmd, h.id(), Some(event)) {
-                        Some(r) => match marker::owner(&r, &ours) {
-                            Owner::Us => Kind::Ours,
-                            Owner::Other { runtime, .. } => Kind::OtherRuntime(runtime),
-                        },
-                        None if runs_ovmem_hook(cmd, h.id()) => Kind::Edited,
-                        None => continue,
-                    };
+                    if marker::handler_runtime(handler, h.id(), Some(&m.key)).is_some() || !runs_ovmem_hook(cmd, h.id())
+                    {
+                        continue;
+                    }
+                    let at = if events.is_empty() { m.key.clone() } else { format!("{events}.{}", m.key) };
                     let entry = match &slot {
-                        Some((k, j)) => format!("{key}.{event}[{i}].{k}[{j}]"),
-                        None => format!("{key}.{event}[{i}]"),
+                        Some((k, j)) => format!("{at}[{i}].{k}[{j}]"),
+                        None => format!("{at}[{i}]"),
                     };
                     f.hooks.push(Hook {
-                        event: event.clone(),
-                        file: location.clone(),
+                        event: m.key.clone(),
+                        file: file.to_path_buf(),
                         entry,
                         run: How::Shell(cmd.to_string()),
-                        kind,
-                        timeout: timeout_of(h, event, Some(handler)),
+                        kind: Kind::Edited,
+                        timeout: timeout_of(h, &m.key, Some(handler)),
                     });
                 }
             }
-            let recorded =
-                receipt.and_then(|r| r.file(&location)).is_some_and(|r| r.entries.iter().any(|e| &e.event == event));
-            if f.hooks.len() == before && recorded {
-                f.missing.push((event.clone(), location.clone()));
-            }
         }
-    } else if kind == InstallKind::ScriptDir {
-        let Ok(dir) = t.location() else { return f };
-        let fallback = t.fallback().ok().flatten().map(|(d, _)| d);
-        let desired: Vec<(String, String)> =
-            t.desired().unwrap_or_default().into_iter().map(|d| (d.event, d.text)).collect();
-        for hook in &h.manifest.hooks {
-            let event = &hook.event;
-            let before = f.hooks.len();
-            let mut recorded = false;
-            for d in std::iter::once(&dir).chain(fallback.as_ref()) {
-                let path = d.join(event);
-                let rec = receipt.and_then(|r| r.file(&path)).is_some();
-                recorded |= rec;
-                let Some(text) = read(t, &path, &mut f.errors) else { continue };
-                let kind = match script_runtime(&text, h.id(), event) {
-                    // A file is ovmem's own only as ovmem writes it, every line of it.
-                    Some(r) => match marker::owner(&r, &ours) {
-                        Owner::Us if desired.iter().any(|(e, d)| e == event && *d == text) => Kind::Ours,
-                        Owner::Us => Kind::Edited,
-                        Owner::Other { runtime, .. } => Kind::OtherRuntime(runtime),
-                    },
-                    // The file ovmem wrote there, edited since: still what the harness runs.
-                    None if rec || runs_ovmem_hook(&text, h.id()) => Kind::Edited,
-                    None => continue,
-                };
-                f.hooks.push(Hook {
-                    event: event.clone(),
-                    file: path.clone(),
-                    entry: event.clone(),
-                    run: How::File(path),
-                    kind,
-                    timeout: timeout_of(h, event, None),
-                });
-            }
-            if f.hooks.len() == before && recorded {
-                f.missing.push((event.clone(), dir.join(event)));
-            }
-        }
-    } else {
-        // An install kind the harness loads in-process (a plugin): nothing to run from outside.
-        f.runnable = false;
     }
-    f
+    missing(h, file, receipt, f);
+}
+
+/// One executable per event (and the second directory the harness reads).
+fn in_script_dir(t: &Target, receipt: Option<&Receipt>, f: &mut Found) {
+    let h = t.harness;
+    let ours = t.env.runtime_bin();
+    let Ok(dir) = t.location() else { return };
+    let fallback = t.fallback().ok().flatten().map(|(d, _)| d);
+    let desired: Vec<(String, String)> =
+        t.desired().unwrap_or_default().into_iter().map(|d| (d.event, d.text)).collect();
+    for hook in &h.manifest.hooks {
+        let event = &hook.event;
+        let before = f.hooks.len();
+        let mut recorded = false;
+        for d in std::iter::once(&dir).chain(fallback.as_ref()) {
+            let path = d.join(event);
+            let rec = receipt.and_then(|r| r.file(&path)).is_some();
+            recorded |= rec;
+            let Some(text) = read(t, &path, &mut f.errors) else { continue };
+            let kind = match script_runtime(&text, h.id(), event) {
+                // A file is ovmem's own only as ovmem writes it, every line of it.
+                Some(r) => match kind_of(&r, &ours) {
+                    Kind::Ours if !desired.iter().any(|(e, d)| e == event && *d == text) => Kind::Edited,
+                    k => k,
+                },
+                // The file ovmem wrote there, edited since: still what the harness runs.
+                None if rec || runs_ovmem_hook(&text, h.id()) => Kind::Edited,
+                None => continue,
+            };
+            f.hooks.push(Hook {
+                event: event.clone(),
+                file: path.clone(),
+                entry: event.clone(),
+                run: How::File(path),
+                kind,
+                timeout: timeout_of(h, event, None),
+            });
+        }
+        if f.hooks.len() == before && recorded {
+            f.missing.push((event.clone(), dir.join(event)));
+        }
+    }
+}
+
+/// A plugin module the harness loads in-process: it runs `<runtime> hook <harness> <event>` for
+/// each of the manifest's events, so that is what the doctor runs (the module's own JavaScript is
+/// the harness's to run).
+fn in_plugin(t: &Target, receipt: Option<&Receipt>, f: &mut Found) {
+    let h = t.harness;
+    let Ok(path) = t.location() else { return };
+    let Some(text) = read(t, &path, &mut f.errors) else { return missing(h, &path, receipt, f) };
+    let Some(runtime) = crate::install::plugin_file::plugin_runtime(&text, h.id()) else {
+        if receipt.and_then(|r| r.file(&path)).is_some() {
+            f.errors.push((path.clone(), "no longer carries ovmem's plugin marker".into()));
+        }
+        return;
+    };
+    let kind = kind_of(&runtime, &t.env.runtime_bin());
+    for hook in &h.manifest.hooks {
+        let argv = [runtime.to_string_lossy().as_ref(), "hook", h.id(), &hook.event].map(String::from).to_vec();
+        f.hooks.push(Hook {
+            event: hook.event.clone(),
+            file: path.clone(),
+            entry: format!("the plugin's {} handler", hook.event),
+            run: How::Argv(argv),
+            kind: kind.clone(),
+            timeout: timeout_of(h, &hook.event, None),
+        });
+    }
 }
 
 #[cfg(test)]

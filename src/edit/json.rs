@@ -251,7 +251,7 @@ impl Document {
                 // Empty container: lay it out over lines, one level deeper than its own line.
                 let outer = self.line_indent(container.start);
                 let inner = format!("{outer}{}", self.indent_unit());
-                let multi = self.text.contains('\n') || self.text.trim().len() <= 2;
+                let multi = self.text.trim_end().contains('\n') || self.text.trim().len() <= 2;
                 let old = self.inner(container);
                 let trimmed = old.trim_end_matches([' ', '\t', '\r', '\n']);
                 if !trimmed.trim_start_matches([' ', '\t', '\r', '\n']).is_empty() {
@@ -325,6 +325,11 @@ impl Document {
         let multi = self.is_multiline(node) || self.text.contains('\n');
         let text = self.render(value, &indent, multi);
         self.splice(node.start, node.end, &text)
+    }
+
+    /// Replaces the text of `node` with `text` as it is (text a value had before, given back).
+    pub fn replace_raw(&mut self, node: &Node, text: &str) -> Result<(), ParseError> {
+        self.splice(node.start, node.end, text)
     }
 
     pub fn node_at(&self, path: &[&str]) -> Option<&Node> {

@@ -18,16 +18,205 @@ use crate::receipt::{self, EmptyContainer, Entry, FileRecord};
 
 pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     let t = p.target;
-    let path = t.location()?;
-    let record = p.record(&path);
     let ours = t.env.runtime_bin();
     let desired = if install { t.desired()? } else { Vec::new() };
-    let editor: Box<dyn Editor> = if install {
-        Box::new(Install { harness: t.harness, path: path.clone(), desired, record, force: opts.force, ours })
+    let events = t.events_key()?;
+    let mut paths = t.hook_files()?;
+    if !install {
+        // Files the receipt names that no longer match (an agent file renamed since) still get
+        // ovmem's entries taken out.
+        for f in p.base.iter().flat_map(|r| r.files.iter()).filter(|f| f.format == "json") {
+            if f.entries.iter().any(|e| e.event != "mcp") && !paths.contains(&f.path) {
+                paths.push(f.path.clone());
+            }
+        }
+    }
+    if paths.is_empty() {
+        if let Some(note) = t.harness.scope(t.scope)?.files_glob_none.clone() {
+            if install {
+                p.warnings.push(format!("`{}`: {note}", t.location()?.display()));
+            }
+        }
+    }
+    for path in paths {
+        let record = p.record(&path);
+        let editor: Box<dyn Editor> = if install {
+            Box::new(Install {
+                harness: t.harness,
+                path: path.clone(),
+                events: events.clone(),
+                desired: desired.clone(),
+                record,
+                force: opts.force,
+                ours: ours.clone(),
+            })
+        } else {
+            Box::new(Uninstall {
+                harness: t.harness,
+                path: path.clone(),
+                events: events.clone(),
+                record,
+                force: opts.force,
+                ours: ours.clone(),
+            })
+        };
+        p.file(path, Mode::Keep { new: 0o644 }, editor)?;
+    }
+    Ok(())
+}
+
+/// A dotted key path as the parts `Document` takes (`""` is the top level).
+pub fn split_path(key: &str) -> Vec<&str> {
+    if key.is_empty() {
+        Vec::new()
     } else {
-        Box::new(Uninstall { harness: t.harness, path: path.clone(), record, force: opts.force, ours })
-    };
-    p.file(path, Mode::Keep { new: 0o644 }, editor)
+        key.split('.').collect()
+    }
+}
+
+/// `a.b` + `c` as a dotted key path.
+pub fn join_path(base: &[&str], last: &str) -> String {
+    base.iter().copied().chain(std::iter::once(last)).collect::<Vec<_>>().join(".")
+}
+
+/// Makes sure the objects along `path` exist, recording the ones ovmem creates; refuses when
+/// one of them is not an object.
+pub fn ensure_objects(
+    doc: &mut Document,
+    file: &Path,
+    path: &[&str],
+    created_keys: &mut Vec<String>,
+    empty: &mut Vec<EmptyContainer>,
+) -> Result<()> {
+    for i in 0..path.len() {
+        match doc.node_at(&path[..=i]) {
+            None => {
+                note_empty(doc, &path[..i], empty);
+                doc.insert_member(&path[..i], path[i], &Value::Object(Default::default())).map_err(err)?;
+                push_unique(created_keys, path[..=i].join("."));
+            }
+            Some(n) if !n.is_object() => {
+                return Err(Refused::Unparseable {
+                    path: file.to_path_buf(),
+                    detail: format!("`{}` is not an object", path[..=i].join(".")),
+                }
+                .into());
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Removes the objects along `path` that ovmem created and that are empty now, deepest first;
+/// containers that were empty before ovmem get their old inner text back.
+pub fn drop_objects(
+    doc: &mut Document,
+    path: &[&str],
+    created_keys: &[String],
+    empty: &[EmptyContainer],
+) -> Result<()> {
+    for i in (0..path.len()).rev() {
+        let here = path[..=i].join(".");
+        if doc.node_at(&path[..=i]).is_some_and(|n| n.is_object() && n.members().is_empty()) {
+            if created_keys.contains(&here) {
+                let idx = doc.member_index(&path[..i], path[i]).expect("member");
+                doc.remove_child(&path[..i], idx).map_err(err)?;
+            } else {
+                restore_empty(doc, &path[..=i], empty)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sets the manifest's `set_keys` (ZCode's `hooks.enabled = true`): a key that is absent is
+/// added and recorded; one already holding the value is left (and stays the user's); one
+/// holding another value is the user's choice, refused unless forced (then its old text is
+/// recorded and put back by uninstall).
+pub fn set_keys(
+    doc: &mut Document,
+    file: &Path,
+    keys: &toml::Table,
+    force: bool,
+    created_keys: &mut Vec<String>,
+    empty: &mut Vec<EmptyContainer>,
+    replaced: &mut Vec<receipt::Replaced>,
+) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
+    for (dotted, value) in keys {
+        let want = serde_json::to_value(value)?;
+        let path = split_path(dotted);
+        let (leaf, parents) = path.split_last().expect("a key");
+        ensure_objects(doc, file, parents, created_keys, empty)?;
+        match doc.node_at(&path).cloned() {
+            None => {
+                note_empty(doc, parents, empty);
+                doc.insert_member(parents, leaf, &want).map_err(err)?;
+                push_unique(created_keys, dotted.clone());
+            }
+            Some(n) if doc.value(&n).as_ref() == Some(&want) => {}
+            Some(n) if replaced.iter().any(|r| &r.key_path == dotted) => {
+                // Set by ovmem before; the user changed it back since: theirs now.
+                warnings.push(format!(
+                    "`{}`: `{dotted}` is `{}` again, so the hooks will not run; ovmem left it as it is",
+                    file.display(),
+                    doc.slice(&n)
+                ));
+            }
+            Some(n) if force => {
+                replaced.push(receipt::Replaced { key_path: dotted.clone(), before: doc.slice(&n).to_string() });
+                doc.replace_value(&n, &want).map_err(err)?;
+                warnings.push(format!(
+                    "`{}`: `{dotted}` was `{}`; set to `{want}` because of --force (uninstall puts it back)",
+                    file.display(),
+                    doc.slice(&doc.node_at(&path).expect("just set").clone())
+                ));
+            }
+            Some(n) => {
+                return Err(Refused::Setting {
+                    path: file.to_path_buf(),
+                    key: dotted.clone(),
+                    have: doc.slice(&n).to_string(),
+                    want: want.to_string(),
+                }
+                .into());
+            }
+        }
+    }
+    Ok(warnings)
+}
+
+/// Takes out what [`set_keys`] put in: keys ovmem added (while they still hold its value), and
+/// values it replaced (given their old text back).
+pub fn unset_keys(
+    doc: &mut Document,
+    keys: &toml::Table,
+    created_keys: &[String],
+    replaced: &[receipt::Replaced],
+    empty: &[EmptyContainer],
+) -> Result<Vec<String>> {
+    let mut unset = Vec::new();
+    for (dotted, value) in keys {
+        let want = serde_json::to_value(value)?;
+        let path = split_path(dotted);
+        let (leaf, parents) = path.split_last().expect("a key");
+        let Some(n) = doc.node_at(&path).cloned() else { continue };
+        if doc.value(&n).as_ref() != Some(&want) {
+            continue;
+        }
+        if created_keys.contains(dotted) {
+            let idx = doc.member_index(parents, leaf).expect("member");
+            doc.remove_child(parents, idx).map_err(err)?;
+            unset.push(dotted.clone());
+        } else if let Some(r) = replaced.iter().find(|r| &r.key_path == dotted) {
+            // The value's own text (spacing, a comment inside it) comes back byte for byte.
+            doc.replace_raw(&n, &r.before).map_err(err)?;
+            unset.push(dotted.clone());
+        }
+        restore_empty(doc, parents, empty)?;
+    }
+    Ok(unset)
 }
 
 pub fn parse(path: &Path, text: &str) -> Result<Document> {
@@ -92,8 +281,7 @@ fn ours_in(v: &Value, harness: &str, event: &str, ours: &Path) -> (Vec<Found>, u
     let found = hs
         .into_iter()
         .filter_map(|(slot, h)| {
-            let cmd = h.get("command")?.as_str()?;
-            let runtime = marker::hook_runtime(cmd, harness, Some(event))?;
+            let (_, runtime) = marker::handler_runtime(h, harness, Some(event))?;
             Some(Found { slot, value: h.clone(), owner: marker::owner(&runtime, ours) })
         })
         .collect();
@@ -122,6 +310,8 @@ fn push_unique(v: &mut Vec<String>, s: String) {
 pub struct Install {
     pub harness: &'static Harness,
     pub path: PathBuf,
+    /// Dotted path of the events object (`""`: the top level).
+    pub events: String,
     pub desired: Vec<Desired>,
     pub record: Option<FileRecord>,
     pub force: bool,
@@ -145,28 +335,27 @@ impl Editor for Install {
                 push_unique(&mut created_keys, k.clone());
             }
         }
-        let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
-        match doc.root.member(key) {
-            None => {
-                note_empty(&doc, &[], &mut empty);
-                doc.insert_member(&[], key, &Value::Object(Default::default())).map_err(err)?;
-                push_unique(&mut created_keys, key.to_string());
-            }
-            Some(n) if !n.is_object() => {
-                return Err(Refused::Unparseable {
-                    path: self.path.clone(),
-                    detail: format!("`{key}` is not an object"),
-                }
-                .into());
-            }
-            Some(_) => {}
-        }
+        let mut replaced: Vec<receipt::Replaced> = record.map(|r| r.replaced.clone()).unwrap_or_default();
+        let warnings = set_keys(
+            &mut doc,
+            &self.path,
+            &h.manifest.set_keys,
+            self.force,
+            &mut created_keys,
+            &mut empty,
+            &mut replaced,
+        )?;
+        let base = split_path(&self.events);
+        ensure_objects(&mut doc, &self.path, &base, &mut created_keys, &mut empty)?;
         for d in &self.desired {
             let event = d.event.as_str();
             let value = d.value()?;
             let want_handler =
                 marker::handlers(&value).first().map(|(_, hv)| (*hv).clone()).unwrap_or_else(|| value.clone());
-            let key_path = format!("{key}.{event}");
+            let key_path = join_path(&base, event);
+            let mut at = base.clone();
+            at.push(event);
+            let at = &at[..];
             let rec = record.and_then(|r| r.entries.iter().find(|e| e.event == event));
             let entry = |sha: String, commands: Vec<String>| Entry {
                 event: event.to_string(),
@@ -176,9 +365,9 @@ impl Editor for Install {
                 commands,
                 text: None,
             };
-            let Some(arr) = doc.node_at(&[key, event]).cloned() else {
-                note_empty(&doc, &[key], &mut empty);
-                doc.insert_member(&[key], event, &Value::Array(vec![value.clone()])).map_err(err)?;
+            let Some(arr) = doc.node_at(at).cloned() else {
+                note_empty(&doc, &base, &mut empty);
+                doc.insert_member(&base, event, &Value::Array(vec![value.clone()])).map_err(err)?;
                 push_unique(&mut created_keys, key_path.clone());
                 notes.push(EntryNote::new(event, Action::Added));
                 entries.push(entry(receipt::hash_value(&value), vec![d.command.clone()]));
@@ -207,8 +396,8 @@ impl Editor for Install {
                 mine.push((i, v, found, count));
             }
             let Some((first, current, found, count)) = mine.first().map(|m| (m.0, m.1.clone(), &m.2, m.3)) else {
-                note_empty(&doc, &[key, event], &mut empty);
-                doc.push_element(&[key, event], &value).map_err(err)?;
+                note_empty(&doc, at, &mut empty);
+                doc.push_element(at, &value).map_err(err)?;
                 notes.push(EntryNote::new(event, Action::Added));
                 entries.push(entry(receipt::hash_value(&value), vec![d.command.clone()]));
                 continue;
@@ -221,10 +410,10 @@ impl Editor for Install {
             // Exact copies of ovmem's entry (a copied config) are dropped.
             for (i, v, _, _) in mine.iter().skip(1).rev() {
                 if *v == current || *v == value {
-                    doc.remove_child(&[key, event], *i).map_err(err)?;
+                    doc.remove_child(at, *i).map_err(err)?;
                 }
             }
-            let el = doc.node_at(&[key, event]).expect("array").elements()[first].clone();
+            let el = doc.node_at(at).expect("array").elements()[first].clone();
             if current == value {
                 notes.push(EntryNote::new(event, Action::Unchanged));
                 entries.push(entry(receipt::hash_value(&value), vec![d.command.clone()]));
@@ -261,13 +450,13 @@ impl Editor for Install {
                         "ovmem's hook was edited since install; left as it is (--force replaces it)",
                     ));
                     let sha = receipt::hash_value(
-                        &doc.value(doc.node_at(&[key, event]).expect("array").elements().get(first).expect("entry"))
+                        &doc.value(doc.node_at(at).expect("array").elements().get(first).expect("entry"))
                             .unwrap_or_default(),
                     );
                     entries.push(Entry { commands: Vec::new(), ..entry(sha, Vec::new()) });
                     continue;
                 }
-                let now = doc.node_at(&[key, event]).expect("array").elements()[first].clone();
+                let now = doc.node_at(at).expect("array").elements()[first].clone();
                 let sha = receipt::hash_value(&doc.value(&now).unwrap_or_default());
                 entries.push(entry(sha, vec![d.command.clone()]));
             }
@@ -283,9 +472,10 @@ impl Editor for Install {
                 entries,
                 backup_hash: record.and_then(|r| r.backup_hash.clone()),
                 empty,
+                replaced,
             }),
             notes,
-            warnings: Vec::new(),
+            warnings,
         })
     }
 }
@@ -294,6 +484,7 @@ impl Editor for Install {
 pub struct Uninstall {
     pub harness: &'static Harness,
     pub path: PathBuf,
+    pub events: String,
     pub record: Option<FileRecord>,
     pub force: bool,
     pub ours: PathBuf,
@@ -305,16 +496,22 @@ impl Editor for Uninstall {
         let h = self.harness;
         let record = self.record.as_ref();
         let mut doc = parse(&self.path, text)?;
-        let key = h.manifest.events_key.as_deref().unwrap_or("hooks");
+        let base = split_path(&self.events);
         let mut notes = Vec::new();
         let mut warnings = Vec::new();
         let mut emptied = Vec::new();
         // Hooks of other ovmem homes left in place: (home, its runtime exists) -> events.
         let mut left: std::collections::BTreeMap<(PathBuf, bool), Vec<String>> = Default::default();
-        let events: Vec<String> =
-            doc.node_at(&[key]).map(|n| n.members().iter().map(|m| m.key.clone()).collect()).unwrap_or_default();
+        let events: Vec<String> = doc
+            .node_at(&base)
+            .filter(|n| n.is_object())
+            .map(|n| n.members().iter().filter(|m| m.value.is_array()).map(|m| m.key.clone()).collect())
+            .unwrap_or_default();
         for event in events {
-            let Some(arr) = doc.node_at(&[key, &event]).cloned() else { continue };
+            let mut at = base.clone();
+            at.push(&event);
+            let at = &at[..];
+            let Some(arr) = doc.node_at(at).cloned() else { continue };
             let rec = record.and_then(|r| r.entries.iter().find(|e| e.event == event));
             let mut removed_any = false;
             for (i, n) in arr.elements().iter().enumerate().rev() {
@@ -341,7 +538,7 @@ impl Editor for Uninstall {
                 let dead = mine.iter().all(|f| matches!(f.owner, Owner::Other { .. }));
                 if mine.len() == count {
                     if dead || still_ours(self.force, rec.map(|r| r.sha256.as_str()), &receipt::hash_value(&v)) {
-                        doc.remove_child(&[key, &event], i).map_err(err)?;
+                        doc.remove_child(at, i).map_err(err)?;
                         removed_any = true;
                         notes.push(EntryNote::new(&event, Action::Removed));
                     } else {
@@ -370,16 +567,17 @@ impl Editor for Uninstall {
                         continue;
                     }
                     let Some((k, idx)) = &f.slot else { continue };
-                    let el = doc.node_at(&[key, &event]).expect("array").elements()[i].clone();
+                    let el = doc.node_at(at).expect("array").elements()[i].clone();
                     let container = el.member(k).expect("handler array").clone();
                     doc.remove_child_of(&container, *idx).map_err(err)?;
                     notes.push(EntryNote::new(&event, Action::Removed));
                 }
             }
-            if removed_any && doc.node_at(&[key, &event]).is_some_and(|a| a.elements().is_empty()) {
+            if removed_any && doc.node_at(at).is_some_and(|a| a.elements().is_empty()) {
                 emptied.push(event);
             }
         }
+        let others_left = !left.is_empty();
         for ((home, live), events) in left {
             warnings.push(if live {
                 format!(
@@ -404,20 +602,34 @@ impl Editor for Uninstall {
         }
         let created_keys: &[String] = record.map(|r| r.created_keys.as_slice()).unwrap_or(&[]);
         let empty: &[EmptyContainer] = record.map(|r| r.empty.as_slice()).unwrap_or(&[]);
+        let replaced: &[receipt::Replaced] = record.map(|r| r.replaced.as_slice()).unwrap_or(&[]);
         for event in emptied {
-            if created_keys.contains(&format!("{key}.{event}")) {
-                let idx = doc.member_index(&[key], &event).expect("member");
-                doc.remove_child(&[key], idx).map_err(err)?;
+            let mut at = base.clone();
+            at.push(&event);
+            if created_keys.contains(&join_path(&base, &event)) {
+                let idx = doc.member_index(&base, &event).expect("member");
+                doc.remove_child(&base, idx).map_err(err)?;
             } else {
-                restore_empty(&mut doc, &[key, &event], empty)?;
+                restore_empty(&mut doc, &at, empty)?;
             }
         }
-        let events_empty = doc.node_at(&[key]).is_some_and(|n| n.members().is_empty());
-        if events_empty && created_keys.iter().any(|k| k == key) {
-            let idx = doc.member_index(&[], key).expect("member");
-            doc.remove_child(&[], idx).map_err(err)?;
-        } else if events_empty {
-            restore_empty(&mut doc, &[key], empty)?;
+        // What ovmem set for its hooks to run goes once none of ovmem's hooks are left.
+        let ours_left = notes.iter().any(|n| n.action == Action::UserEdited) || others_left;
+        if !ours_left {
+            let unset = unset_keys(&mut doc, &h.manifest.set_keys, created_keys, replaced, empty)?;
+            let others = doc.node_at(&base).is_some_and(|n| n.members().iter().any(|m| !m.value.elements().is_empty()));
+            if !unset.is_empty() && others {
+                warnings.push(format!(
+                    "`{}`: {} went back to how it was before ovmem; the other hooks there run only while it is set",
+                    self.path.display(),
+                    unset.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        drop_objects(&mut doc, &base, created_keys, empty)?;
+        for dotted in h.manifest.set_keys.keys() {
+            let path = split_path(dotted);
+            drop_objects(&mut doc, &path[..path.len() - 1], created_keys, empty)?;
         }
         // Keys ovmem added at the top (Cursor's `version`) go too: the file returns to its bytes.
         for k in h.manifest.root_defaults.keys() {

@@ -21,15 +21,54 @@ pub fn is_runtime_path(p: &Path) -> bool {
         && p.parent().and_then(Path::file_name).is_some_and(|n| n == "bin")
 }
 
+/// `…\bin\ovmem.exe` / `…/bin/ovmem` as a string, for Windows paths too (on any host).
+fn is_runtime_str(p: &str) -> bool {
+    let parts: Vec<&str> = p.split(['/', '\\']).collect();
+    (p.starts_with('/') || crate::winshell::is_windows_path(p))
+        && parts.len() >= 3
+        && matches!(parts[parts.len() - 1], "ovmem" | "ovmem.exe")
+        && parts[parts.len() - 2] == "bin"
+}
+
 /// The runtime an ovmem hook command runs, when `cmd` is exactly such a command for `harness`
-/// (and `event`, when given).
+/// (and `event`, when given): the POSIX form ovmem writes, or the PowerShell form
+/// (`& '<path>' hook …`) it writes for a Windows host.
 pub fn hook_runtime(cmd: &str, harness: &str, event: Option<&str>) -> Option<PathBuf> {
+    if cmd.starts_with("& '") {
+        let (path, w) = crate::winshell::ps_hook_runtime(cmd)?;
+        let ok = w.len() == 3 && w[0] == "hook" && w[1] == harness && event.is_none_or(|e| w[2] == e);
+        let exact = cmd == format!("{} hook {harness} {}", crate::winshell::ps_call(Path::new(&path)), w.get(2)?);
+        return (ok && exact && is_runtime_str(&path)).then(|| PathBuf::from(path));
+    }
+    // The bare cmd.exe form a Windows host gets (`C:\…\ovmem.exe hook <h> <e>`, never quoted).
+    let bare: Vec<&str> = cmd.split(' ').collect();
+    if bare.len() == 4 && crate::winshell::is_windows_path(bare[0]) {
+        let ok = bare[1] == "hook" && bare[2] == harness && event.is_none_or(|e| bare[3] == e);
+        let exact = crate::winshell::cmd_path(Path::new(bare[0])).as_deref() == Ok(bare[0]);
+        return (ok && exact && is_runtime_str(bare[0])).then(|| PathBuf::from(bare[0]));
+    }
     let w = shell_words(cmd);
     if w.len() != 4 || w[1] != "hook" || w[2] != harness || event.is_some_and(|e| w[3] != e) {
         return None;
     }
     let runtime = PathBuf::from(&w[0]);
     (is_runtime_path(&runtime) && cmd == command(&runtime, harness, &w[3])).then_some(runtime)
+}
+
+/// The command line and runtime of an ovmem handler object: its `command` is ovmem's command
+/// line, or (the argv form a harness runs without a shell, ZCode's `type: "process"`) its
+/// `command` is the runtime itself and its `args` exactly `["hook", harness, event]`.
+pub fn handler_runtime(h: &Value, harness: &str, event: Option<&str>) -> Option<(String, PathBuf)> {
+    let cmd = h.get("command")?.as_str()?;
+    match h.get("args") {
+        Some(Value::Array(args)) => {
+            let w: Vec<&str> = args.iter().map(Value::as_str).collect::<Option<_>>()?;
+            let ok = w.len() == 3 && w[0] == "hook" && w[1] == harness && event.is_none_or(|e| w[2] == e);
+            (ok && is_runtime_str(cmd)).then(|| (command(Path::new(cmd), harness, w[2]), PathBuf::from(cmd)))
+        }
+        Some(_) => None,
+        None => hook_runtime(cmd, harness, event).map(|r| (cmd.to_string(), r)),
+    }
 }
 
 /// The runtime an MCP server entry runs, when it is `<…>/bin/ovmem mcp`: a `command` string with
@@ -104,9 +143,7 @@ pub fn handlers(entry: &Value) -> Vec<(Option<(String, usize)>, &Value)> {
 
 /// The runtime of the ovmem handler in `entry`, if it has one.
 pub fn entry_runtime(entry: &Value, harness: &str, event: Option<&str>) -> Option<PathBuf> {
-    handlers(entry)
-        .into_iter()
-        .find_map(|(_, h)| h.get("command").and_then(Value::as_str).and_then(|c| hook_runtime(c, harness, event)))
+    handlers(entry).into_iter().find_map(|(_, h)| handler_runtime(h, harness, event).map(|(_, r)| r))
 }
 
 #[cfg(test)]
@@ -132,6 +169,31 @@ mod tests {
         ] {
             assert_eq!(hook_runtime(not, "codex", None), None, "{not}");
         }
+    }
+
+    #[test]
+    fn powershell_and_argv_forms_are_recognised_exactly() {
+        let ps = r"& 'C:\Users\Ann O''Neil\.ovmem\bin\ovmem.exe' hook claude-code Stop";
+        assert_eq!(
+            hook_runtime(ps, "claude-code", Some("Stop")),
+            Some(PathBuf::from(r"C:\Users\Ann O'Neil\.ovmem\bin\ovmem.exe"))
+        );
+        for not in [
+            r"& 'C:\x\bin\ovmem.exe' hook claude-code Stop; rm x",
+            r"& 'C:\x\ovmem.exe' hook claude-code Stop",
+            r"&  'C:\x\bin\ovmem.exe' hook claude-code Stop",
+            r"& 'C:\x\bin\ovmem.exe' hook codex Stop",
+        ] {
+            assert_eq!(hook_runtime(not, "claude-code", None), None, "{not}");
+        }
+        let argv =
+            serde_json::json!({"type": "process", "command": "/h/.ovmem/bin/ovmem", "args": ["hook", "zcode", "Stop"]});
+        let (cmd, r) = handler_runtime(&argv, "zcode", Some("Stop")).unwrap();
+        assert_eq!((cmd.as_str(), r), ("/h/.ovmem/bin/ovmem hook zcode Stop", PathBuf::from("/h/.ovmem/bin/ovmem")));
+        let extra = serde_json::json!({"command": "/h/.ovmem/bin/ovmem", "args": ["hook", "zcode", "Stop", "-x"]});
+        assert!(handler_runtime(&extra, "zcode", None).is_none());
+        let wrong = serde_json::json!({"command": "/h/tools/ovmem", "args": ["hook", "zcode", "Stop"]});
+        assert!(handler_runtime(&wrong, "zcode", None).is_none());
     }
 
     #[test]

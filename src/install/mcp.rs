@@ -161,6 +161,7 @@ impl Editor for Install {
                 }],
                 backup_hash: record.and_then(|r| r.backup_hash.clone()),
                 empty,
+                replaced: Vec::new(),
             }),
             notes: vec![EntryNote { event: "mcp".into(), action, detail }],
             warnings: Vec::new(),

@@ -391,6 +391,7 @@ impl Editor for Install {
                 }],
                 backup_hash: record.and_then(|r| r.backup_hash.clone()),
                 empty: Vec::new(),
+                replaced: Vec::new(),
             }),
             notes: vec![EntryNote { event: "mcp".into(), action, detail }],
             warnings: Vec::new(),
@@ -539,6 +540,7 @@ pub fn rebuild(path: &Path, real: &Path, text: &str, key: &str, ours: &Path) -> 
         }],
         backup_hash: None,
         empty: Vec::new(),
+        replaced: Vec::new(),
     })
 }
 

@@ -10,6 +10,8 @@
 //! [`mcp_toml`] (TOML), and the TOML trust records in [`trust`]. A new kind of install is one more editor.
 
 pub mod apply;
+pub mod extra;
+pub mod found;
 pub mod json_hooks;
 pub mod marker;
 pub mod mcp;
@@ -18,6 +20,7 @@ pub mod plan;
 pub mod plugin_file;
 pub mod repair;
 pub mod script_dir;
+pub mod toml_hooks;
 pub mod trust;
 
 use std::path::{Path, PathBuf};
@@ -50,6 +53,17 @@ pub enum Refused {
          or pass --force to take them over"
     )]
     Foreign { path: PathBuf, runtime: PathBuf, home: PathBuf, harness: String },
+    #[error(
+        "`{path}` has `{key}` set to `{have}`, and ovmem's hooks run only with `{want}`; ovmem left the file \
+         untouched. Set it to `{want}` yourself (that also turns on the other hooks there), or pass --force to let \
+         ovmem set it (uninstall puts `{have}` back)"
+    )]
+    Setting { path: PathBuf, key: String, have: String, want: String },
+    #[error(
+        "{harness} runs a hook command without a shell, split on spaces, so it cannot carry the runtime path `{path}`; \
+         set OVMEM_HOME to a path of letters, digits and `/._-` only (for example `~/.ovmem`) and install again"
+    )]
+    UnquotablePath { harness: String, path: PathBuf },
     #[error(
         "the runtime path `{0}` contains a line break or a control character, which a hook command cannot carry; set \
          OVMEM_HOME to a path without one"
@@ -192,11 +206,52 @@ impl Target<'_> {
         }
     }
 
-    /// The JSON file (json-hooks) or the directory (script-dir) for this scope.
+    /// The JSON file (json-hooks) or the directory (script-dir) for this scope; for hooks inside
+    /// per-agent files (`files_glob`), the directory of those files.
     pub fn location(&self) -> Result<PathBuf> {
         let spec = self.harness.scope(self.scope)?;
+        if let Some(glob) = &spec.files_glob {
+            let (dir, _) = glob.rsplit_once('/').context("files_glob names no directory")?;
+            return self.env.expand(dir, self.project.as_deref());
+        }
         let pattern = spec.file.as_ref().or(spec.dir.as_ref()).context("manifest names no file or dir")?;
         self.env.expand(pattern, self.project.as_deref())
+    }
+
+    /// The files the hooks go in: the one `file`, or every regular file `files_glob` matches
+    /// now (in name order; none when its directory does not exist).
+    pub fn hook_files(&self) -> Result<Vec<PathBuf>> {
+        let spec = self.harness.scope(self.scope)?;
+        let Some(glob) = &spec.files_glob else { return Ok(vec![self.location()?]) };
+        let dir = self.location()?;
+        let name = glob.rsplit_once('/').map(|(_, n)| n).unwrap_or(glob);
+        let (prefix, suffix) = name.split_once('*').unwrap_or((name, ""));
+        // The directory is listed where it really is, never through a link out of the project.
+        let real = crate::fsx::resolve_in(&dir, self.root())?;
+        let mut out: Vec<PathBuf> = match std::fs::read_dir(&real) {
+            Ok(rd) => rd
+                .flatten()
+                .map(|e| dir.join(e.file_name()))
+                .filter(|p| {
+                    let n = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    n.len() >= prefix.len() + suffix.len()
+                        && n.starts_with(prefix)
+                        && n.ends_with(suffix)
+                        && !n.starts_with('.')
+                        && std::fs::metadata(real.join(&n)).is_ok_and(|m| m.is_file())
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        out.sort();
+        Ok(out)
+    }
+
+    /// Dotted path of the events object in this scope's file (`""`: its top level).
+    pub fn events_key(&self) -> Result<String> {
+        let spec = self.harness.scope(self.scope)?;
+        let m = &self.harness.manifest;
+        Ok(spec.events_key.clone().or_else(|| m.events_key.clone()).unwrap_or_else(|| "hooks".into()))
     }
 
     /// The second directory a script-dir harness reads, and why it is second.
@@ -216,7 +271,13 @@ impl Target<'_> {
         if m.mcp_template.is_none() || m.mcp_key.is_none() {
             return Ok(None);
         }
-        match &self.harness.scope(self.scope)?.mcp_file {
+        let spec = self.harness.scope(self.scope)?;
+        let file = if cfg!(target_os = "macos") {
+            spec.mcp_file_macos.as_ref().or(spec.mcp_file.as_ref())
+        } else {
+            spec.mcp_file.as_ref()
+        };
+        match file {
             Some(f) => Ok(Some(self.env.expand(f, self.project.as_deref())?)),
             None => Ok(None),
         }
@@ -230,10 +291,7 @@ impl Target<'_> {
         m.hooks
             .iter()
             .map(|hook| {
-                let name = match (&hook.matcher, &m.template_with_matcher) {
-                    (Some(_), Some(t)) => t,
-                    _ => &m.template,
-                };
+                let name = m.template_for(hook, self.env.windows_host());
                 Ok(Desired {
                     event: hook.event.clone(),
                     text: harness::render(name, &self.placeholders(&bin, &home, hook))?,
@@ -265,6 +323,16 @@ pub fn check_runtime_path(env: &Env) -> Result<(), Refused> {
     let bin = env.runtime_bin();
     if bin.to_string_lossy().chars().any(char::is_control) {
         return Err(Refused::BadRuntimePath(bin));
+    }
+    Ok(())
+}
+
+/// A harness that runs its command without a shell takes only a path that needs no quoting.
+pub fn check_unquoted(t: &Target) -> Result<(), Refused> {
+    let bin = t.env.runtime_bin();
+    let p = bin.to_string_lossy();
+    if t.harness.manifest.unquoted_command && harness::shell_quote(&p) != p {
+        return Err(Refused::UnquotablePath { harness: t.harness.manifest.name.clone(), path: bin });
     }
     Ok(())
 }

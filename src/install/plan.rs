@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::{
-    json_hooks, mcp, plugin_file, repair, script_dir, trust, EntryNote, FileReport, Options, Refused, Target, Verb,
+    extra, json_hooks, mcp, plugin_file, repair, script_dir, toml_hooks, trust, EntryNote, FileReport, Options,
+    Refused, Target, Verb,
 };
 use crate::fsx::{self, journal};
 use crate::harness::InstallKind;
@@ -44,7 +45,8 @@ impl Editor for Chain {
     }
 }
 
-fn merge_records(a: Option<FileRecord>, b: Option<FileRecord>) -> Option<FileRecord> {
+/// Two receipt records of one file as one: what both own.
+pub(crate) fn merge_records(a: Option<FileRecord>, b: Option<FileRecord>) -> Option<FileRecord> {
     match (a, b) {
         (Some(mut x), Some(y)) => {
             for k in y.created_keys {
@@ -58,6 +60,7 @@ fn merge_records(a: Option<FileRecord>, b: Option<FileRecord>) -> Option<FileRec
                 }
             }
             x.entries.extend(y.entries);
+            x.replaced.extend(y.replaced);
             Some(x)
         }
         (x, y) => x.or(y),
@@ -263,12 +266,24 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
         return Ok(p);
     }
     let install = verb == Verb::Install;
+    if install {
+        super::check_unquoted(t)?;
+    }
     match t.harness.manifest.kind {
         InstallKind::JsonHooks => json_hooks::plan(&mut p, install, opts)?,
         InstallKind::ScriptDir => script_dir::plan(&mut p, install, opts)?,
         InstallKind::PluginFile => plugin_file::plan(&mut p, install, opts)?,
+        InstallKind::TomlHooks => toml_hooks::plan(&mut p, install, opts)?,
     }
+    extra::plan(&mut p, install, opts)?;
     mcp::plan(&mut p, install, opts)?;
+    if install {
+        if let Some(note) = &t.harness.manifest.install_note {
+            let (bin, home) = (t.env.runtime_bin(), t.env.ovmem_home());
+            let none = crate::harness::HookSpec { event: String::new(), matcher: None, timeout: None };
+            p.warnings.push(crate::harness::render_str(note, &t.placeholders(&bin, &home, &none))?);
+        }
+    }
     if !install {
         trust::plan_untrust(&mut p)?;
     }

@@ -115,6 +115,7 @@ pub fn record(path: &Path, sha: String, prev: Option<&FileRecord>) -> FileRecord
         }],
         backup_hash: prev.and_then(|r| r.backup_hash.clone()),
         empty: Vec::new(),
+        replaced: Vec::new(),
     }
 }
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use super::found;
 use super::json_hooks::parse;
 use super::marker::{self, Owner};
 use super::mcp::NAME as MCP_NAME;
@@ -79,7 +80,71 @@ fn json_record(
         entries,
         backup_hash: None,
         empty,
+        replaced: Vec::new(),
     }
+}
+
+/// The owned files and array members of `t` (see `extra.rs`) that are ovmem's: an owned file
+/// whose bytes are what ovmem writes, a member the pristine copy lacks (or in a file ovmem made).
+/// Their only marker is their content, which a user may have too, so they count only where
+/// ovmem's hooks of the target are on disk (ovmem installed here before).
+fn extras(t: &Target, files: &mut Vec<FileRecord>) -> Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let spec = t.harness.scope(t.scope)?;
+    let bin = t.env.runtime_bin();
+    let home = t.env.ovmem_home();
+    let none = crate::harness::HookSpec { event: "file".into(), matcher: None, timeout: None };
+    let ph = t.placeholders(&bin, &home, &none);
+    for f in &spec.owned_files {
+        let path = t.env.expand(&f.path, t.project.as_deref())?;
+        let content = crate::harness::render(&f.template, &ph)?;
+        if read_text(t, &path)?.1.as_deref() == Some(content.as_str()) {
+            files.push(FileRecord {
+                path: path.clone(),
+                format: "owned".into(),
+                created: true,
+                entries: vec![Entry {
+                    event: "file".into(),
+                    key_path: path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                    sha256: fsx::sha256_hex(content.as_bytes()),
+                    ..Entry::default()
+                }],
+                ..FileRecord::default()
+            });
+        }
+    }
+    for a in &spec.array_members {
+        let path = t.env.expand(&a.file, t.project.as_deref())?;
+        let value = serde_json::Value::String(crate::harness::render_str(&a.value, &ph)?);
+        let (real, text) = read_text(t, &path)?;
+        let Some(text) = text else { continue };
+        let doc = parse(&path, &text)?;
+        let keys: Vec<&str> = a.key.split('.').collect();
+        let has = |d: &Document| {
+            d.node_at(&keys).is_some_and(|n| n.elements().iter().any(|e| d.value(e).as_ref() == Some(&value)))
+        };
+        if !has(&doc) {
+            continue;
+        }
+        let before = pristine(&real);
+        let had_backup = std::fs::symlink_metadata(fsx::sibling(&real, ".ovmem.bak")).is_ok_and(|m| m.is_file());
+        // With a pristine copy that already allowed it, it is the user's; without any copy,
+        // ovmem made the file.
+        if before.as_ref().is_some_and(has) || (had_backup && before.is_none()) {
+            continue;
+        }
+        let paths: Vec<Vec<&str>> = (0..keys.len()).map(|i| keys[..=i].to_vec()).collect();
+        let entry = Entry {
+            event: "member".into(),
+            key_path: a.key.clone(),
+            sha256: receipt::hash_value(&value),
+            ..Entry::default()
+        };
+        files.push(json_record(&path, &doc, before.as_ref(), vec![entry], &paths));
+    }
+    Ok(())
 }
 
 /// ovmem's entries of `t` on disk, as a receipt; `None` when there are none.
@@ -90,61 +155,91 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
     let mut files = Vec::new();
     match m.kind {
         InstallKind::JsonHooks => {
+            let events = t.events_key()?;
+            let base = super::json_hooks::split_path(&events);
+            for path in t.hook_files()? {
+                let (real, text) = read_text(t, &path)?;
+                let Some(text) = text else { continue };
+                let doc = parse(&path, &text)?;
+                let mut entries: Vec<Entry> = Vec::new();
+                for f in found::in_json(&doc, &events, id) {
+                    if marker::owner(&f.runtime, &ours) != Owner::Us || entries.iter().any(|e| e.event == f.event) {
+                        continue;
+                    }
+                    entries.push(Entry {
+                        event: f.event.clone(),
+                        key_path: super::json_hooks::join_path(&base, &f.event),
+                        sha256: receipt::hash_value(&f.value),
+                        handler: Some(receipt::hash_value(&f.handler)),
+                        commands: vec![f.command],
+                        text: None,
+                    });
+                }
+                if entries.is_empty() {
+                    continue;
+                }
+                let before = pristine(&real);
+                let mut keys: Vec<Vec<String>> =
+                    (0..base.len()).map(|i| base[..=i].iter().map(|s| s.to_string()).collect()).collect();
+                for e in &entries {
+                    let mut k: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+                    k.push(e.event.clone());
+                    keys.push(k);
+                }
+                for k in m.root_defaults.keys() {
+                    keys.push(vec![k.clone()]);
+                }
+                for k in m.set_keys.keys() {
+                    let parts: Vec<String> = k.split('.').map(String::from).collect();
+                    for i in 0..parts.len() {
+                        keys.push(parts[..=i].to_vec());
+                    }
+                }
+                let keys: Vec<Vec<&str>> = keys.iter().map(|k| k.iter().map(|s| &s[..]).collect()).collect();
+                let mut rec = json_record(&path, &doc, before.as_ref(), entries, &keys);
+                // Event keys that were there before but empty keep that text; the others ovmem made.
+                rec.created_keys.sort();
+                rec.created_keys.dedup();
+                files.push(rec);
+            }
+        }
+        InstallKind::TomlHooks => {
             let path = t.location()?;
             let (real, text) = read_text(t, &path)?;
             if let Some(text) = text {
-                let doc = parse(&path, &text)?;
-                let key = m.events_key.as_deref().unwrap_or("hooks");
-                let mut entries = Vec::new();
-                let mut keys: Vec<Vec<&str>> = vec![vec![key]];
-                let events: Vec<String> = doc
-                    .node_at(&[key])
-                    .map(|n| n.members().iter().map(|x| x.key.clone()).collect())
-                    .unwrap_or_default();
-                for event in &events {
-                    let Some(arr) = doc.node_at(&[key, event]) else { continue };
-                    for el in arr.elements() {
-                        let Some(v) = doc.value(el) else { continue };
-                        let found = marker::handlers(&v).into_iter().find_map(|(_, h)| {
-                            let cmd = h.get("command")?.as_str()?;
-                            let r = marker::hook_runtime(cmd, id, Some(event))?;
-                            (marker::owner(&r, &ours) == Owner::Us).then(|| (cmd.to_string(), h.clone()))
-                        });
-                        if let Some((cmd, handler)) = found {
-                            entries.push(Entry {
-                                event: event.clone(),
-                                key_path: format!("{key}.{event}"),
-                                sha256: receipt::hash_value(&v),
-                                handler: Some(receipt::hash_value(&handler)),
-                                commands: vec![cmd],
-                                text: None,
-                            });
-                            break;
-                        }
+                let key = t.events_key()?;
+                let mut entries: Vec<Entry> = Vec::new();
+                for f in found::in_toml(&text, &key, id) {
+                    if marker::owner(&f.runtime, &ours) != Owner::Us || entries.iter().any(|e| e.event == f.event) {
+                        continue;
                     }
+                    entries.push(Entry {
+                        event: f.event.clone(),
+                        key_path: format!("{key}[event={}]", f.event),
+                        sha256: receipt::hash_value(&f.value),
+                        commands: vec![f.command],
+                        ..Entry::default()
+                    });
                 }
                 if !entries.is_empty() {
-                    let before = pristine(&real);
-                    for e in &entries {
-                        keys.push(vec![key, e.event.as_str()]);
-                    }
-                    for k in m.root_defaults.keys() {
-                        keys.push(vec![k.as_str()]);
-                    }
-                    let keys: Vec<Vec<&str>> = keys.iter().map(|k| k.iter().map(|s| &s[..]).collect()).collect();
-                    let mut rec = json_record(&path, &doc, before.as_ref(), entries.clone(), &keys);
-                    // Event keys that were there before but empty keep that text; the others ovmem made.
-                    rec.created_keys.sort();
-                    rec.created_keys.dedup();
-                    files.push(rec);
+                    let had = std::fs::symlink_metadata(fsx::sibling(&real, ".ovmem.bak")).is_ok_and(|m| m.is_file());
+                    files.push(FileRecord {
+                        path: path.clone(),
+                        format: "toml".into(),
+                        created: !had,
+                        entries,
+                        ..FileRecord::default()
+                    });
                 }
             }
         }
         InstallKind::ScriptDir => {
             let dirs: Vec<PathBuf> = std::iter::once(t.location()?).chain(t.fallback()?.map(|f| f.0)).collect();
+            let suffixes: Vec<String> =
+                std::iter::once(String::new()).chain(m.script_windows.iter().map(|w| w.suffix.clone())).collect();
             for d in dirs {
-                for hook in &m.hooks {
-                    let path = d.join(&hook.event);
+                for (hook, suffix) in m.hooks.iter().flat_map(|h| suffixes.iter().map(move |s| (h, s))) {
+                    let path = d.join(format!("{}{suffix}", hook.event));
                     let (_, text) = read_text(t, &path)?;
                     let Some(text) = text else { continue };
                     let Some(r) = script_runtime(&text, id, &hook.event) else { continue };
@@ -159,7 +254,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                         created_keys: Vec::new(),
                         entries: vec![Entry {
                             event: hook.event.clone(),
-                            key_path: hook.event.clone(),
+                            key_path: format!("{}{suffix}", hook.event),
                             sha256: fsx::sha256_hex(text.as_bytes()),
                             handler: None,
                             commands: vec![marker::command(&ours, id, &hook.event)],
@@ -167,6 +262,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                         }],
                         backup_hash: None,
                         empty: Vec::new(),
+                        replaced: Vec::new(),
                     });
                 }
             }
@@ -182,6 +278,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
             }
         }
     }
+    extras(t, &mut files)?;
     if let (Some(path), Some(key)) = (t.mcp_file()?, m.mcp_key.as_deref()) {
         let (real, text) = read_text(t, &path)?;
         if m.mcp_format == McpFormat::Toml {
@@ -215,19 +312,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
     let mut merged: Vec<FileRecord> = Vec::new();
     for f in files {
         match merged.iter_mut().find(|m| m.path == f.path) {
-            Some(m) => {
-                m.entries.extend(f.entries);
-                for k in f.created_keys {
-                    if !m.created_keys.contains(&k) {
-                        m.created_keys.push(k);
-                    }
-                }
-                for e in f.empty {
-                    if !m.empty.iter().any(|x| x.key_path == e.key_path) {
-                        m.empty.push(e);
-                    }
-                }
-            }
+            Some(m) => *m = super::plan::merge_records(Some(std::mem::take(m)), Some(f)).unwrap_or_default(),
             None => merged.push(f),
         }
     }

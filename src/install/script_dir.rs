@@ -12,9 +12,15 @@ use super::{still_ours, Action, EntryNote, Options, Refused};
 use crate::fsx::{self, journal::Mode};
 use crate::receipt::{Entry, FileRecord};
 
-/// The runtime a hook script runs, when it is ovmem's for `harness`/`event`.
+/// The line of a PowerShell hook file (`<Event>.ps1`) that runs ovmem, before its command.
+pub const PS1_PIPE: &str = "[Console]::In.ReadToEnd() | ";
+
+/// The runtime a hook script runs, when it is ovmem's for `harness`/`event`: its `exec` line
+/// (sh), or its `[Console]::In.ReadToEnd() | & '…' hook …` line (a `.ps1` file).
 pub fn script_runtime(text: &str, harness: &str, event: &str) -> Option<PathBuf> {
-    text.lines().find_map(|l| l.strip_prefix("exec ")).and_then(|c| marker::hook_runtime(c, harness, Some(event)))
+    text.lines()
+        .find_map(|l| l.strip_prefix("exec ").or_else(|| l.strip_prefix(PS1_PIPE)))
+        .and_then(|c| marker::hook_runtime(c, harness, Some(event)))
 }
 
 pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
@@ -43,6 +49,12 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
                     None => note = Some(format!("`{}` belongs to someone else", path.display())),
                 }
             }
+            // A Windows host also gets `<Event>.ps1` beside it (all the VS Code extension runs there).
+            let ps1 = windows_script(t, &d.event)?.map(|(suffix, text)| {
+                let mut name = path.file_name().unwrap_or_default().to_os_string();
+                name.push(&suffix);
+                (path.with_file_name(name), text)
+            });
             let record = p.record(&path);
             let editor = Install {
                 harness: id.to_string(),
@@ -56,6 +68,20 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
                 note,
             };
             p.file(path, Mode::Keep { new: 0o755 }, Box::new(editor))?;
+            if let Some((path, content)) = ps1 {
+                let editor = Install {
+                    harness: id.to_string(),
+                    path: path.clone(),
+                    event: d.event.clone(),
+                    content,
+                    command: d.command.clone(),
+                    record: p.record(&path),
+                    force: opts.force,
+                    ours: ours.clone(),
+                    note: None,
+                };
+                p.file(path, Mode::Keep { new: 0o755 }, Box::new(editor))?;
+            }
         }
         return Ok(());
     }
@@ -66,9 +92,12 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
         .unwrap_or_default();
     // Older installs: ovmem's scripts found by their marker. Another home's are left alone.
     let mut foreign: std::collections::BTreeMap<PathBuf, Vec<String>> = Default::default();
+    let suffixes: Vec<String> = std::iter::once(String::new())
+        .chain(t.harness.manifest.script_windows.iter().map(|w| w.suffix.clone()))
+        .collect();
     for d in std::iter::once(dir.clone()).chain(fallback.iter().map(|f| f.0.clone())) {
-        for hook in &t.harness.manifest.hooks {
-            let path = d.join(&hook.event);
+        for (hook, suffix) in t.harness.manifest.hooks.iter().flat_map(|h| suffixes.iter().map(move |s| (h, s))) {
+            let path = d.join(format!("{}{suffix}", hook.event));
             if paths.contains(&path) {
                 continue;
             }
@@ -99,8 +128,20 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     Ok(())
 }
 
+/// The event a hook file is for: its name, without a `.ps1` suffix.
 fn event_of(path: &Path) -> String {
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.strip_suffix(".ps1").map(String::from).unwrap_or(name)
+}
+
+/// The Windows hook file for `event` (suffix, text), when ovmem writes for a Windows host and the
+/// manifest has one.
+fn windows_script(t: &super::Target, event: &str) -> Result<Option<(String, String)>> {
+    let Some(w) = t.harness.manifest.script_windows.as_ref().filter(|_| t.env.windows_host()) else { return Ok(None) };
+    let bin = t.env.runtime_bin();
+    let home = t.env.ovmem_home();
+    let hook = crate::harness::HookSpec { event: event.to_string(), matcher: None, timeout: None };
+    Ok(Some((w.suffix.clone(), crate::harness::render(&w.template, &t.placeholders(&bin, &home, &hook))?)))
 }
 
 pub struct Install {
@@ -125,7 +166,7 @@ impl Install {
             created_keys: Vec::new(),
             entries: vec![Entry {
                 event: self.event.clone(),
-                key_path: event_of(&self.path),
+                key_path: self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
                 sha256: sha,
                 handler: None,
                 commands: if trusted { vec![self.command.clone()] } else { Vec::new() },
@@ -133,6 +174,7 @@ impl Install {
             }],
             backup_hash: self.record.as_ref().and_then(|r| r.backup_hash.clone()),
             empty: Vec::new(),
+            replaced: Vec::new(),
         }
     }
 }

@@ -50,7 +50,7 @@ fn line_message(v: &Value) -> Option<(String, String)> {
     }
     let msg = v.get("message").filter(|m| m.is_object()).unwrap_or(v);
     let role = msg.get("role").or_else(|| v.get("role")).or_else(|| v.get("type")).and_then(Value::as_str)?.to_string();
-    let text = match msg.get("content") {
+    let text = match msg.get("content").or_else(|| msg.get("text")) {
         Some(c) => content_text(c)?,
         None => content_text(msg.get("parts")?)?,
     };
@@ -72,11 +72,12 @@ pub fn last_turn(path: &Path) -> (Option<String>, Option<String>) {
     for line in BufReader::new(f.take(TAIL)).lines().map_while(Result::ok) {
         let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
         match line_message(&v) {
-            Some((role, text)) if role == "user" || role == "human" => {
+            // `USER_INPUT` / `PLANNER_RESPONSE`: Antigravity CLI's transcript roles.
+            Some((role, text)) if role == "user" || role == "human" || role == "USER_INPUT" => {
                 user = Some(text);
                 assistant = None;
             }
-            Some((role, text)) if role == "assistant" || role == "model" => {
+            Some((role, text)) if role == "assistant" || role == "model" || role == "PLANNER_RESPONSE" => {
                 assistant = Some(match assistant {
                     Some(prev) => format!("{prev}\n{text}"),
                     None => text,
@@ -86,6 +87,64 @@ pub fn last_turn(path: &Path) -> (Option<String>, Option<String>) {
         }
     }
     (user, assistant)
+}
+
+/// The lines of the last 4 MiB of a file (a long session stays fast), or none.
+fn tail_lines(path: &Path) -> Vec<String> {
+    const TAIL: u64 = 4 << 20;
+    let Ok(mut f) = std::fs::File::open(path) else { return Vec::new() };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > TAIL && f.seek(SeekFrom::Start(len - TAIL)).is_err() {
+        return Vec::new();
+    }
+    BufReader::new(f.take(TAIL)).lines().map_while(Result::ok).collect()
+}
+
+/// The last user prompt and the assistant's text after it in a Kimi Code wire log
+/// (`agents/main/wire.jsonl`): prompts are `turn.prompt` records whose `origin.kind` is `user`
+/// (the rest are Kimi's own scaffolding), replies the `text` parts of the `content.part` events
+/// nested in `context.append_loop_event` records (`think` parts are reasoning, left out).
+/// `context.append_message` records are never read: they mirror prompts and carry what hooks
+/// injected, ovmem's memory included.
+pub fn kimi_last_turn(path: &Path) -> (Option<String>, Option<String>) {
+    let mut user: Option<String> = None;
+    let mut parts: Vec<String> = Vec::new();
+    for line in tail_lines(path) {
+        let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
+        match v.get("type").and_then(Value::as_str) {
+            Some("turn.prompt") => {
+                if v.pointer("/origin/kind").and_then(Value::as_str) != Some("user") {
+                    continue;
+                }
+                if let Some(text) = v.get("input").and_then(content_text).filter(|t| !t.trim().is_empty()) {
+                    user = Some(text);
+                    parts.clear();
+                }
+            }
+            Some("context.append_loop_event") => {
+                let Some(ev) = v.get("event") else { continue };
+                if ev.get("type").and_then(Value::as_str) != Some("content.part") {
+                    continue;
+                }
+                if ev.pointer("/part/type").and_then(Value::as_str) == Some("text") {
+                    if let Some(t) = ev.pointer("/part/text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()) {
+                        parts.push(t.to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let reply = (!parts.is_empty()).then(|| parts.join("\n"));
+    (user, reply)
+}
+
+/// `${KIMI_CODE_HOME:-~/.kimi-code}/sessions/<workspace>/session_<id>/agents/main/wire.jsonl`:
+/// the workspace part is a hash Kimi does not send, so each workspace directory is tried.
+pub fn kimi_wire(kimi_home: &Path, session: &str) -> Option<std::path::PathBuf> {
+    let name = if session.starts_with("session_") { session.to_string() } else { format!("session_{session}") };
+    let rd = std::fs::read_dir(kimi_home.join("sessions")).ok()?;
+    rd.flatten().map(|e| e.path().join(&name).join("agents").join("main").join("wire.jsonl")).find(|p| p.is_file())
 }
 
 /// A stored field: whole, unless it passes `max` characters (a pasted log or dump), then cut

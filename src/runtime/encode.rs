@@ -62,6 +62,7 @@ fn deny(adapter: &Adapter, native: &str, reason: &str) -> Option<Value> {
     match adapter.deny_style {
         DenyStyle::Decision => return Some(json!({"decision": "deny", "reason": reason})),
         DenyStyle::Exit2Stderr => return None,
+        DenyStyle::DecisionBlock => return Some(json!({"decision": "block", "reason": reason})),
         DenyStyle::Encoder => {}
     }
     match adapter.encoder {

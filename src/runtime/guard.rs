@@ -75,7 +75,7 @@ const GLOB_KEYS: &[&str] = &["pattern", "patterns", "glob", "globs", "file_patte
 /// Working directories of shell tools.
 const DIR_KEYS: &[&str] = &["dir_path", "directory", "cwd", "workdir", "working_directory"];
 /// Command parameters of shell tools.
-const COMMAND_KEYS: &[&str] = &["command", "cmd", "commands", "script"];
+const COMMAND_KEYS: &[&str] = &["command", "cmd", "commands", "script", "command_line"];
 
 /// `filePath` and `file_path` alike.
 fn key_is(key: &str, set: &[&str]) -> bool {

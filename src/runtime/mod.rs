@@ -116,11 +116,11 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
     let reply = match result {
-        Ok((outcome, note)) => {
+        Ok((outcome, note, effective)) => {
             if let Some(n) = note {
                 log(env.as_ref(), harness_id, native, "info", &n, started);
             }
-            encode::reply(&adapter, native, &outcome)
+            encode::reply(&effective, native, &outcome)
         }
         Err(e) => {
             log(env.as_ref(), harness_id, native, "error", &format!("{e:#}"), started);
@@ -170,15 +170,52 @@ fn read_stdin() -> Result<Vec<u8>> {
 
 type RunResult = Result<(Outcome, Option<String>)>;
 
-fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadline: Duration, p: &Pending) -> RunResult {
+/// The outcome, a note for the log, and the adapter as this stdin's variant behaves.
+type Answer = Result<(Outcome, Option<String>, Adapter)>;
+
+/// Whether ovmem's hooks for harness `id` are installed in this `OVMEM_HOME` (any scope).
+fn installed(env: &Env, id: &str) -> bool {
+    let prefix = format!("{id}.");
+    crate::receipt::paths(&env.ovmem_home())
+        .iter()
+        .any(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix)))
+}
+
+fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadline: Duration, p: &Pending) -> Answer {
     let bytes = read_stdin()?;
-    let event = wire::parse(adapter, native, &bytes)?;
+    let mut event = wire::parse(adapter, native, &bytes)?;
+    let adapter = &adapter.for_variant(event.variant);
     let env = env.context("HOME is not set")?;
+    // Another harness running this one's hooks (Devin running `~/.claude` hooks) while its own
+    // ovmem hooks are installed: those handle the turn.
+    if let Some(s) = adapter.skip_when.iter().find(|s| env.var(&s.env).is_some() && installed(env, &s.installed)) {
+        let note =
+            format!("{} is set: {} runs ovmem's own hooks, so this one answered with its no-op", s.env, s.installed);
+        return Ok((Outcome::default(), Some(note), adapter.clone()));
+    }
+    if event.ignored {
+        return Ok((Outcome::default(), Some("ignored (the adapter's ignore_when)".into()), adapter.clone()));
+    }
+    if event.cwd.is_none() {
+        event.cwd = adapter.cwd_env.iter().filter_map(|v| env.var(v)).map(PathBuf::from).find(|p| p.is_absolute());
+        if event.cwd.is_some() && event.session == "unknown" {
+            event.session = wire::sanitise_session(&format!(
+                "cwd-{}",
+                &crate::fsx::sha256_hex(event.cwd.as_deref().unwrap_or(Path::new("/")).to_string_lossy().as_bytes())
+                    [..16]
+            ));
+        }
+    }
+    let (outcome, note) = answer(env, cfg, adapter, &event, deadline, p)?;
+    Ok((outcome, note, adapter.clone()))
+}
+
+fn answer(env: &Env, cfg: &Config, adapter: &Adapter, event: &Event, deadline: Duration, p: &Pending) -> RunResult {
     let ctx = Ctx {
         env,
         cfg,
         adapter,
-        event: &event,
+        event,
         busy: deadline.mul_f32(0.8),
         pending: p,
         ends: Instant::now() + deadline,
@@ -191,7 +228,7 @@ fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadlin
     notes.extend(note);
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     if env.var("OVMEM_LOG") == Some("debug") {
-        let injects = adapter.inject_events.iter().any(|e| e == native);
+        let injects = adapter.inject_events.contains(&event.native);
         let what = match (&outcome.deny, &outcome.context) {
             (Some(_), _) => "deny",
             (None, Some(_)) if injects => "inject",
@@ -386,9 +423,25 @@ impl Ctx<'_> {
     fn stop(&self) -> RunResult {
         let bank = self.bank();
         let ev = self.event;
+        if let (true, Some(reply)) = (self.adapter.stop_once_per_reply, ev.reply.as_deref()) {
+            let flag = format!("reply:{}", &crate::fsx::sha256_hex(reply.as_bytes())[..16]);
+            if !self.open()?.set_flag_once(&ev.session, &flag)? {
+                return Ok((Outcome::default(), Some("this reply was captured already in this session".into())));
+            }
+        }
         let mut item =
             Spooled::turn(&bank, &ev.harness, &ev.session, ev.prompt.as_deref(), ev.reply.as_deref(), self.at());
         item.transcript = ev.transcript.clone().filter(|_| ev.reply.is_none());
+        if ev.reply.is_none() && item.transcript.is_none() {
+            if let Some(crate::harness::TranscriptLocator::KimiWire) = self.adapter.transcript_locator {
+                let home = match self.env.var("KIMI_CODE_HOME") {
+                    Some(h) => PathBuf::from(h),
+                    None => self.env.home.join(".kimi-code"),
+                };
+                item.transcript = capture::kimi_wire(&home, &ev.session);
+                item.transcript_format = item.transcript.as_ref().map(|_| crate::harness::TranscriptLocator::KimiWire);
+            }
+        }
         item.status = self.event.status.clone();
         if let Some(link) = self.link() {
             item.remote = Some(self.target(link));

@@ -42,6 +42,9 @@ pub struct Spooled {
     pub reply: Option<String>,
     #[serde(default)]
     pub transcript: Option<PathBuf>,
+    /// The transcript's format, when it is not the common JSONL of messages (Kimi's wire log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_format: Option<crate::harness::TranscriptLocator>,
     /// When it happened (the memory's date).
     pub at: i64,
     /// When the hook took it on (by this machine's clock).
@@ -74,6 +77,7 @@ impl Spooled {
             prompt: Some(crate::redact::scrub(prompt).into_owned()),
             reply: None,
             transcript: None,
+            transcript_format: None,
             at,
             taken_at: store::now(),
             status: None,
@@ -92,6 +96,7 @@ impl Spooled {
             prompt: prompt.map(|p| crate::redact::scrub(p).into_owned()),
             reply: reply.map(|r| crate::redact::scrub(r).into_owned()),
             transcript: None,
+            transcript_format: None,
             at,
             taken_at: store::now(),
             status: None,
@@ -143,8 +148,9 @@ pub fn write(env: &Env, item: &Spooled) -> Result<()> {
 
 /// Stores a turn: its reply (or the transcript's last turn), the session's buffered prompts.
 pub fn store_turn(store: &Store, item: &Spooled, max_chars: usize) -> Result<String> {
-    let (t_prompt, t_reply) = match (&item.reply, &item.transcript) {
-        (None, Some(p)) => capture::last_turn(p),
+    let (t_prompt, t_reply) = match (&item.reply, &item.transcript, item.transcript_format) {
+        (None, Some(p), Some(crate::harness::TranscriptLocator::KimiWire)) => capture::kimi_last_turn(p),
+        (None, Some(p), None) => capture::last_turn(p),
         _ => (None, None),
     };
     let clean =

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::harness::{Adapter, Canonical};
+use crate::harness::{Adapter, Canonical, Condition};
 
 #[derive(Debug, Error)]
 pub enum WireError {
@@ -36,6 +36,10 @@ pub struct Event {
     pub at: Option<i64>,
     /// How a turn ended, for a stop event: `completed` or `cancelled`.
     pub status: Option<String>,
+    /// The adapter variant this stdin belongs to (an index into `adapter.variants`).
+    pub variant: Option<usize>,
+    /// One of the adapter's `ignore_when` conditions holds.
+    pub ignored: bool,
     /// Top-level stdin keys, for the debug log.
     pub keys: Vec<String>,
 }
@@ -60,7 +64,75 @@ fn first_string(v: &Value, aliases: &[String]) -> Option<String> {
     aliases.iter().find_map(|a| match lookup(v, a)? {
         Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
+        // A message given as content parts (Kimi Code's prompt): its text parts, joined.
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str).is_none_or(|t| t == "text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .filter(|t| !t.trim().is_empty())
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
         _ => None,
+    })
+}
+
+/// `4.1.13` as numbers (`v` prefix and suffixes like `-beta` ignored); `None` when it does not
+/// start with a number.
+fn version(s: &str) -> Option<Vec<u64>> {
+    let s = s.trim().trim_start_matches('v');
+    let parts: Vec<u64> = s
+        .split('.')
+        .map_while(|p| {
+            let digits: String = p.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .collect();
+    (!parts.is_empty()).then_some(parts)
+}
+
+fn version_lt(a: &[u64], b: &[u64]) -> bool {
+    let n = a.len().max(b.len());
+    let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+    (0..n).map(|i| (at(a, i), at(b, i))).find(|(x, y)| x != y).is_some_and(|(x, y)| x < y)
+}
+
+fn holds(v: &Value, c: &Condition) -> bool {
+    let field = lookup(v, &c.path).and_then(Value::as_str);
+    if let Some(want) = &c.equals {
+        if field.unwrap_or("") != want {
+            return false;
+        }
+    }
+    if !c.present_not.is_empty() && field.is_none_or(|f| c.present_not.iter().any(|x| x == f)) {
+        return false;
+    }
+    if let Some(re) = &c.matches {
+        let ok = regex::Regex::new(re).is_ok_and(|re| field.is_some_and(|f| re.is_match(f)));
+        if !ok {
+            return false;
+        }
+    }
+    let ver = field.and_then(version);
+    if let Some(below) = c.version_below.as_deref().and_then(version) {
+        if !ver.as_ref().is_some_and(|v| version_lt(v, &below)) {
+            return false;
+        }
+    }
+    if let Some(least) = c.version_at_least.as_deref().and_then(version) {
+        if ver.as_ref().is_none_or(|v| version_lt(v, &least)) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The first variant of `adapter` whose conditions hold for this stdin.
+pub fn variant(adapter: &Adapter, v: &Value) -> Option<usize> {
+    adapter.variants.iter().position(|var| {
+        (var.when_any.is_empty() || var.when_any.iter().any(|c| holds(v, c)))
+            && var.when_all.iter().all(|c| holds(v, c))
     })
 }
 
@@ -116,6 +188,8 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
         status: (kind == Canonical::Stop).then(|| {
             if adapter.cancelled_events.iter().any(|e| e == native) { "cancelled" } else { "completed" }.to_string()
         }),
+        variant: variant(adapter, &v),
+        ignored: adapter.ignore_when.iter().any(|c| holds(&v, c)),
         keys: v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default(),
     })
 }
