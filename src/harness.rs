@@ -309,13 +309,14 @@ pub struct Adapter {
 
 impl Adapter {
     /// This adapter as variant `v` behaves (its inject events), or as it is.
-    pub fn for_variant(&self, v: Option<usize>) -> Adapter {
+    pub fn for_variant(&self, v: Option<usize>) -> std::borrow::Cow<'_, Adapter> {
+        let Some(var) = v.and_then(|i| self.variants.get(i)) else {
+            return std::borrow::Cow::Borrowed(self);
+        };
         let mut a = self.clone();
-        if let Some(var) = v.and_then(|i| self.variants.get(i)) {
-            a.inject_events = var.inject_events.clone();
-            a.inject_once_on_tool = var.inject_once_on_tool;
-        }
-        a
+        a.inject_events = var.inject_events.clone();
+        a.inject_once_on_tool = var.inject_once_on_tool;
+        std::borrow::Cow::Owned(a)
     }
 }
 

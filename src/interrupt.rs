@@ -57,3 +57,47 @@ pub fn check() -> Result<(), Interrupted> {
     };
     Err(Interrupted { signal, name })
 }
+
+/// While alive, a write into the pipe of a child that already exited is an `EPIPE` error in
+/// this thread, not a SIGPIPE that ends ovmem (the CLI restores SIGPIPE's default action so that
+/// `ovmem status | head` ends quietly). Dropping it discards the signals it held back.
+pub struct PipeGuard {
+    old: libc::sigset_t,
+}
+
+impl PipeGuard {
+    pub fn new() -> Self {
+        // SAFETY: the sets are initialised by sigemptyset before use; pthread_sigmask only
+        // changes this thread's mask.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGPIPE);
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            Self { old }
+        }
+    }
+}
+
+impl Default for PipeGuard {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for PipeGuard {
+    fn drop(&mut self) {
+        // SAFETY: as in `new`; a zero timeout makes sigtimedwait only take what is pending.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGPIPE);
+            let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            if libc::sigismember(&self.old, libc::SIGPIPE) == 0 {
+                while libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) == libc::SIGPIPE {}
+            }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+        }
+    }
+}

@@ -374,7 +374,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         for rule in &integ.toml_tables {
             for file in s.paths(&rule.files, &rule.project_files) {
                 let Some(text) = read(s, &file, &mut r.errors) else { continue };
-                let doc: toml_edit::DocumentMut = match text.parse() {
+                let doc = match crate::edit::toml::parse(&text) {
                     Ok(d) => d,
                     Err(e) => {
                         r.errors.push(ScanError { file: file.clone(), error: format!("does not parse ({e})") });
@@ -708,7 +708,7 @@ fn strip_rule(path: &Path, text: &str, rule: &Rule) -> Result<String> {
             Ok(doc.finish())
         }
         Rule::Toml(rule) => {
-            let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| unparseable(path, e))?;
+            let mut doc = crate::edit::toml::parse(text).map_err(|e| unparseable(path, e))?;
             let names = toml_hits(&doc, rule);
             if names.is_empty() {
                 return Ok(text.to_string());
@@ -721,7 +721,7 @@ fn strip_rule(path: &Path, text: &str, rule: &Rule) -> Result<String> {
             for n in &names {
                 table.remove(n);
             }
-            Ok(doc.to_string())
+            Ok(crate::edit::toml::render(text, &doc))
         }
         Rule::Text(rule) => Ok(strip_block(text, &rule.begin, &rule.end).unwrap_or_else(|| text.to_string())),
     }

@@ -923,6 +923,7 @@ fn with_the_server_down_every_hook_answers_in_time_and_the_turn_arrives_once_it_
                 &dev.repo,
                 Some("What does the ledger nightly job reconcile against?"),
                 Some("It reconciles against the bank statement feed."),
+                &dev.repo,
             );
             let (out, code, took) = dev.hook(h.id(), event, &stdin);
             assert_eq!(code, 0, "{} {event}", h.id());

@@ -198,7 +198,14 @@ fn race(run: u64, mode: &str) -> (u32, bool) {
         .arg(mode)
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(30 + run * 3));
+    // The writer is at work (its interpreter may take long to start on a busy machine) ...
+    let started = std::time::Instant::now();
+    while std::fs::read_to_string(&settings).unwrap_or_default().contains("\"writer\": -1") {
+        assert!(started.elapsed() < Duration::from_secs(30), "the writer never wrote");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // ... and ovmem starts at a different moment of its rhythm in each run.
+    std::thread::sleep(Duration::from_millis(run * 3 % 17));
     let out = home.ok(&["install", "--harness", "claude-code"]);
     let contended = stderr(&out).contains("written by another program while ovmem changed it");
     std::fs::write(&stop, "").unwrap();

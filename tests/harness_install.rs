@@ -125,7 +125,7 @@ fn every_fixture_home_round_trips_byte_for_byte() {
             );
             let st = home.ok(&["status", "--json"]);
             let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
-            let h = v.as_array().unwrap().iter().find(|x| x["harness"] == *harness).unwrap();
+            let h = v["harnesses"].as_array().unwrap().iter().find(|x| x["harness"] == *harness).unwrap();
             let entries = h["scopes"][0]["entries"].as_array().unwrap();
             assert!(!entries.is_empty() && entries.iter().all(|e| e["state"] == "ok"), "{harness}/{case}: {h}");
             home.ok(&["uninstall", "--harness", harness, "--yes"]);

@@ -354,3 +354,25 @@ fn entries_from_an_older_template_are_drift_until_reinstalled() {
     assert!(run(&["install", "--harness", "claude-code", "--force"]).status.success());
     assert_eq!(run(&["check"]).status.code(), Some(0));
 }
+
+/// Taking a legacy table out of a CRLF config with a byte-order mark keeps both, and every
+/// other line, byte for byte.
+#[test]
+fn legacy_toml_tables_go_without_touching_crlf_or_the_bom() {
+    let home = Home::legacy();
+    let path = home.p().join(".codex/config.toml");
+    let lf = std::fs::read_to_string(&path).unwrap();
+    let crlf = format!("\u{feff}{}", lf.replace('\n', "\r\n"));
+    std::fs::write(&path, &crlf).unwrap();
+    let out = home.run(&["uninstall", "--legacy", "--harness", "codex", "--yes"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = home.read(".codex/config.toml");
+    assert!(!after.contains("openviking-memory@") && !after.contains("coding-agents"), "{after}");
+    assert!(after.starts_with('\u{feff}'), "the BOM went: {after:?}");
+    assert!(!after.replace("\r\n", "").contains('\n'), "a line lost its CRLF: {after:?}");
+    // Every line that stays is one of the original lines.
+    let before: Vec<&str> = crlf.trim_start_matches('\u{feff}').split("\r\n").collect();
+    for line in after.trim_start_matches('\u{feff}').split("\r\n") {
+        assert!(before.contains(&line), "`{line}` was not in the file");
+    }
+}

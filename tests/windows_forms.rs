@@ -140,7 +140,7 @@ fn a_windows_host_gets_ps1_hooks_and_powershell_entries_and_loses_them_again() {
     let st = home.cmd(&["status", "--json"]).env("OVMEM_TEST_WINDOWS_HOST", "1").output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     for h in ["cline", "claude-code"] {
-        let s = v.as_array().unwrap().iter().find(|x| x["harness"] == h).unwrap();
+        let s = v["harnesses"].as_array().unwrap().iter().find(|x| x["harness"] == h).unwrap();
         assert!(s["scopes"][0]["entries"].as_array().unwrap().iter().all(|e| e["state"] == "ok"), "{s}");
     }
     home.ok(&["uninstall", "--yes"]);

@@ -56,7 +56,14 @@ pub fn set(root: &mut Value, path: &str, v: Value) {
 }
 
 /// A payload in the harness's own field names, built from its adapter's first aliases.
-pub fn payload(a: &Adapter, session: &str, cwd: &Path, prompt: Option<&str>, reply: Option<&str>) -> Value {
+pub fn payload(
+    a: &Adapter,
+    session: &str,
+    cwd: &Path,
+    prompt: Option<&str>,
+    reply: Option<&str>,
+    scratch: &Path,
+) -> Value {
     let mut v = Value::Object(Map::new());
     let mut put = |aliases: &[String], val: Option<&str>| {
         if let (Some(path), Some(val)) = (aliases.iter().find(|p| *p != "."), val) {
@@ -67,6 +74,17 @@ pub fn payload(a: &Adapter, session: &str, cwd: &Path, prompt: Option<&str>, rep
     put(&a.fields.cwd, Some(&cwd.to_string_lossy()));
     put(&a.fields.prompt, prompt);
     put(&a.fields.reply, reply);
+    // A harness that sends no reply, only its transcript: the turn goes into a transcript file.
+    if let Some(reply) = reply.filter(|_| !a.fields.reply.iter().any(|p| p != ".")) {
+        let path = scratch.join(format!("transcript-{session}.jsonl"));
+        let line = |role: &str, text: &str| {
+            serde_json::json!({"role": role, "message": {"content": [{"type": "text", "text": text}]}}).to_string()
+        };
+        let text = format!("{}\n{}\n", line("user", prompt.unwrap_or("")), line("assistant", reply));
+        if std::fs::write(&path, text).is_ok() {
+            put(&a.fields.transcript, Some(&path.to_string_lossy()));
+        }
+    }
     v
 }
 
@@ -85,7 +103,11 @@ fn hook(exe: &Path, home: &Path, cwd: &Path, harness: &str, event: &str, payload
         .stderr(Stdio::null())
         .spawn()
         .context("could not run the hook")?;
-    child.stdin.take().expect("piped").write_all(payload.to_string().as_bytes())?;
+    {
+        let _pipe = crate::interrupt::PipeGuard::new();
+        // A hook that exits without reading its input is the hook's answer, not an error here.
+        let _ = child.stdin.take().expect("piped").write_all(payload.to_string().as_bytes());
+    }
     let out = child.wait_with_output()?;
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
@@ -115,15 +137,15 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     println!("{}", p.dim(&format!("(throwaway store in `{}`)", home.display())));
     println!("\n{} the user says: {fact:?}", p.bold("session 1"));
     if let Some(e) = start {
-        hook(&exe, &home, &project, id, e, &payload(&a, "demo-session-1", &project, None, None))?;
+        hook(&exe, &home, &project, id, e, &payload(&a, "demo-session-1", &project, None, None, &tmp))?;
     }
     if let Some(e) = prompt {
-        hook(&exe, &home, &project, id, e, &payload(&a, "demo-session-1", &project, Some(fact), None))?;
+        hook(&exe, &home, &project, id, e, &payload(&a, "demo-session-1", &project, Some(fact), None, &tmp))?;
     }
     let reply = "Noted: staging database on port 5433 for integration tests.";
     let stop_prompt = if prompt.is_none() { Some(fact) } else { None };
     if let Some(e) = stop {
-        hook(&exe, &home, &project, id, e, &payload(&a, "demo-session-1", &project, stop_prompt, Some(reply)))?;
+        hook(&exe, &home, &project, id, e, &payload(&a, "demo-session-1", &project, stop_prompt, Some(reply), &tmp))?;
     }
     let store = crate::store::Store::open(&home.join("memory.db"), std::time::Duration::from_secs(2))?;
     let captured = store.list(None, None)?;
@@ -143,7 +165,8 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         let _ = std::fs::remove_dir_all(&tmp);
         return Ok(0);
     };
-    let out = hook(&exe, &home, &project, id, ev, &payload(&a, "demo-session-2", &project, Some(question), None))?;
+    let out =
+        hook(&exe, &home, &project, id, ev, &payload(&a, "demo-session-2", &project, Some(question), None, &tmp))?;
     println!("  {ev} hook printed (what {} receives):", h.manifest.name);
     let pretty =
         serde_json::from_str::<Value>(&out).ok().and_then(|v| serde_json::to_string_pretty(&v).ok()).unwrap_or(out);
@@ -152,7 +175,8 @@ pub fn run(args: DemoArgs) -> Result<i32> {
     }
     let other = tmp.join("other-project");
     std::fs::create_dir_all(other.join(".git"))?;
-    let elsewhere = hook(&exe, &home, &other, id, ev, &payload(&a, "demo-session-3", &other, Some(question), None))?;
+    let elsewhere =
+        hook(&exe, &home, &other, id, ev, &payload(&a, "demo-session-3", &other, Some(question), None, &tmp))?;
     println!("\n{} the same question in another project gets: {}", p.bold("isolation:"), elsewhere);
     let _ = std::fs::remove_dir_all(&tmp);
     Ok(0)

@@ -104,6 +104,7 @@ pub fn run(r: &Run) -> Ran {
     let input = r.stdin.to_vec();
     // A hook that never reads its stdin must not block the writer: a thread of its own.
     let writer = std::thread::spawn(move || {
+        let _pipe = crate::interrupt::PipeGuard::new();
         if let Some(s) = stdin.as_mut() {
             let _ = s.write_all(&input);
         }

@@ -20,25 +20,33 @@ pub struct Server {
 }
 
 impl Server {
-    /// Reads an entry (`{"command", "args", "env"}`, as JSON or TOML made JSON); `Err` says why it
-    /// is not a stdio server the doctor can start.
+    /// Reads an entry (`{"command", "args", "env"}`, as JSON or TOML made JSON, or opencode's
+    /// `{"command": [program, args…], "environment"}`); `Err` says why it is not a stdio server
+    /// the doctor can start.
     pub fn from_entry(v: &Value) -> Result<Self, String> {
-        let command = match v.get("command") {
-            Some(Value::String(c)) if !c.is_empty() => c.clone(),
-            Some(_) => return Err("its `command` is not a string".into()),
+        let strings = |a: &[Value], what: &str| {
+            a.iter()
+                .map(|x| x.as_str().map(String::from))
+                .collect::<Option<Vec<_>>>()
+                .ok_or(format!("{what} is not a string"))
+        };
+        let (command, mut args) = match v.get("command") {
+            Some(Value::String(c)) if !c.is_empty() => (c.clone(), Vec::new()),
+            Some(Value::Array(a)) if !a.is_empty() => {
+                let mut argv = strings(a, "a part of its `command`")?;
+                let program = argv.remove(0);
+                (program, argv)
+            }
+            Some(_) => return Err("its `command` is neither a string nor a list of strings".into()),
             None if v.get("url").is_some() => return Err("it is a remote (URL) server, not `ovmem mcp`".into()),
             None => return Err("it has no `command`".into()),
         };
-        let args = match v.get("args") {
-            None => Vec::new(),
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|x| x.as_str().map(String::from))
-                .collect::<Option<Vec<_>>>()
-                .ok_or("an argument is not a string")?,
+        match v.get("args") {
+            None => {}
+            Some(Value::Array(a)) => args.extend(strings(a, "an argument")?),
             Some(_) => return Err("its `args` is not a list".into()),
-        };
-        let env = match v.get("env") {
+        }
+        let env = match v.get("env").or_else(|| v.get("environment")) {
             Some(Value::Object(m)) => {
                 m.iter().filter_map(|(k, x)| Some((k.clone(), x.as_str()?.to_string()))).collect()
             }
@@ -58,6 +66,7 @@ pub struct Probe {
 /// Starts `s` in `cwd` with `extra` on top of the inherited environment (and the entry's own
 /// `env` on top of that, as harnesses do), then asks `initialize` and `tools/list`.
 pub fn probe(s: &Server, cwd: &Path, extra: &[(String, String)], timeout: Duration) -> Probe {
+    let _pipe = crate::interrupt::PipeGuard::new();
     let started = Instant::now();
     let mut out = Probe::default();
     let path = Path::new(&s.command);

@@ -105,6 +105,10 @@ pub struct HookReport {
     /// The shape of a valid answer: no-op, inject or deny.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<Shape>,
+    /// The variant of the harness the payload was judged as (Cline's CLI or VS Code bundles),
+    /// which decides what injects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
     /// Start and prompt hooks: the project's memory was injected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recalled: Option<bool>,
@@ -357,6 +361,7 @@ fn check_target(
                 latency_ms: None,
                 exit_code: None,
                 output: None,
+                variant: None,
                 recalled: None,
                 captured: None,
                 trusted: None,
@@ -366,8 +371,12 @@ fn check_target(
             continue;
         }
         let kind = adapter.events.get(&hook.event).copied();
-        let payload = sandbox::payload(&adapter, &hook.event, &session, &cwd, &prompt, &reply);
+        let payload = sandbox::payload(&adapter, &hook.event, &session, &cwd, (&prompt, &reply), &sb.scratch);
         let stdin = payload.to_string().into_bytes();
+        // Judged as the runtime will read this payload (an adapter's variant can change what injects).
+        let variant = crate::runtime::wire::parse(&adapter, &hook.event, &stdin).ok().and_then(|e| e.variant);
+        let variant_name = variant.and_then(|i| adapter.variants.get(i)).map(|v| v.name.clone());
+        let adapter: &harness::Adapter = &adapter.for_variant(variant);
         let mark = sb.log_mark();
         let program = match &hook.run {
             How::Shell(c) => exec::Program::Shell(c),
@@ -386,16 +395,17 @@ fn check_target(
             latency_ms: Some(ms(ran.elapsed)),
             exit_code: ran.code,
             output: None,
+            variant: variant_name,
             recalled: None,
             captured: None,
             trusted: None,
             problem: None,
             stderr: Some(exec::excerpt(&ran.stderr)).filter(|s| !s.is_empty()),
         };
-        let (mut problem, text) = judge_run(&adapter, &h.manifest.name, hook, &ran, &mut rep);
+        let (mut problem, text) = judge_run(adapter, &h.manifest.name, hook, &ran, &mut rep);
         if problem.is_none() {
             let want = Want { bank: &bank, marker: &marker, answer: &answer };
-            problem = expectations(&adapter, hook, kind, sb, &want, text.as_deref(), &mut rep);
+            problem = expectations(adapter, hook, kind, sb, &want, text.as_deref(), &mut rep);
         }
         if problem.is_none() {
             let logged = sb.logged_errors(mark);
@@ -454,6 +464,7 @@ fn check_target(
             latency_ms: None,
             exit_code: None,
             output: None,
+            variant: None,
             recalled: None,
             captured: None,
             trusted: None,
@@ -574,7 +585,7 @@ fn expectations(
                 _ => fail(rep, "it answered with the no-op although the project has a memory to recall"),
             }
         }
-        Some(Canonical::Stop) if !a.fields.reply.is_empty() => {
+        Some(Canonical::Stop) if !a.fields.reply.is_empty() || !a.fields.transcript.is_empty() => {
             let stored = sb.stored(want.bank, want.answer);
             rep.captured = Some(stored);
             if stored {

@@ -31,6 +31,8 @@ pub struct Sandbox {
     pub project: PathBuf,
     /// The user's config (with the environment's overrides), as the hooks will read it.
     pub cfg: Config,
+    /// Where synthetic transcripts go.
+    pub scratch: PathBuf,
 }
 
 impl Sandbox {
@@ -61,7 +63,8 @@ impl Sandbox {
         }
         let home = std::fs::canonicalize(&home)?;
         let project = std::fs::canonicalize(&project)?;
-        Ok(Self { _dir: dir, home, project, cfg })
+        let scratch = std::fs::canonicalize(dir.path())?;
+        Ok(Self { _dir: dir, home, project, cfg, scratch })
     }
 
     /// What the doctor's hook processes get on top of the user's environment.
@@ -123,12 +126,19 @@ fn put(v: &mut Value, aliases: &[String], value: Value) {
 /// A synthetic payload for `native`, in the harness's own field names (its adapter's first
 /// aliases): the session, the working directory, the prompt (prompt events) or the reply (stop
 /// events), and a harmless tool call for a tool guard.
-pub fn payload(a: &Adapter, native: &str, session: &str, cwd: &Path, prompt: &str, reply: &str) -> Value {
+pub fn payload(
+    a: &Adapter,
+    native: &str,
+    session: &str,
+    cwd: &Path,
+    (prompt, reply): (&str, &str),
+    scratch: &Path,
+) -> Value {
     let kind = a.events.get(native).copied();
     // A stop carries the reply; its prompt comes from the prompt hook's buffer, as in a session.
     let prompt = matches!(kind, Some(Canonical::Prompt)).then_some(prompt);
     let reply = matches!(kind, Some(Canonical::Stop)).then_some(reply);
-    let mut v = crate::cmd::demo::payload(a, session, cwd, prompt, reply);
+    let mut v = crate::cmd::demo::payload(a, session, cwd, prompt, reply, scratch);
     if kind == Some(Canonical::PreTool) {
         let file = cwd.join("README.md").to_string_lossy().into_owned();
         let input = json!({"file_path": file, "path": file, "command": format!("ls {}", cwd.display())});

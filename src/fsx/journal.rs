@@ -422,7 +422,16 @@ impl Tx {
     fn place(&mut self, k: usize, c: &mut Change, mut staged: Option<Staged>, wrote: bool) -> Result<()> {
         let shared = c.kind != Kind::Own && c.redo.is_some();
         let mut expect = c.before.clone();
-        for _ in 0..64 {
+        // A program that rewrites its file every few milliseconds can win many rounds on a busy
+        // machine; ovmem keeps trying for a few seconds before it gives up.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut round = 0u32;
+        while round < 64 || std::time::Instant::now() < deadline {
+            round += 1;
+            if round > 8 {
+                // Out of step with a writer that has a rhythm.
+                std::thread::sleep(std::time::Duration::from_micros(u64::from(round % 7) * 150));
+            }
             if c.kind != Kind::Own {
                 fault_point("before-rename")?;
             }

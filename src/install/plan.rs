@@ -244,6 +244,28 @@ impl<'t> TargetPlan<'t> {
     }
 }
 
+/// [`repair::rebuild`], read again while a file does not parse (caught in the middle of another
+/// program's in-place write, as in [`edit_settled`]) until it parses or a while has passed (3 s
+/// for an empty file, 300 ms for one that holds something).
+fn rebuild_settled(t: &Target) -> Result<Option<Receipt>> {
+    let started = std::time::Instant::now();
+    loop {
+        let e = match repair::rebuild(t) {
+            Err(e) => e,
+            ok => return ok,
+        };
+        let settle = match e.downcast_ref::<Refused>() {
+            Some(Refused::Unparseable { detail, .. }) if detail.contains("empty") => 3000,
+            Some(Refused::Unparseable { .. }) => 300,
+            _ => return Err(e),
+        };
+        if started.elapsed() >= std::time::Duration::from_millis(settle) {
+            return Err(e);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Plans `verb` for `t`.
 pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPlan<'t>> {
     let old = match receipt::load(&t.receipt_path()) {
@@ -259,7 +281,7 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
     };
     let base = match (&old, verb) {
         (Some(r), Verb::Install | Verb::Uninstall) => Some(r.clone()),
-        _ => repair::rebuild(t)?,
+        _ => rebuild_settled(t)?,
     };
     let mut p = TargetPlan { target: t, verb, old, base, files: Vec::new(), warnings: Vec::new() };
     if verb == Verb::Repair {

@@ -88,6 +88,7 @@ impl AppServer {
     }
 
     fn send(&mut self, v: &Value) -> Result<()> {
+        let _pipe = crate::interrupt::PipeGuard::new();
         writeln!(self.stdin, "{v}").context("the app-server closed its input")?;
         self.stdin.flush()?;
         Ok(())

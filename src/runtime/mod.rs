@@ -184,7 +184,7 @@ fn installed(env: &Env, id: &str) -> bool {
 fn run(env: Option<&Env>, cfg: &Config, adapter: &Adapter, native: &str, deadline: Duration, p: &Pending) -> Answer {
     let bytes = read_stdin()?;
     let mut event = wire::parse(adapter, native, &bytes)?;
-    let adapter = &adapter.for_variant(event.variant);
+    let adapter: &Adapter = &adapter.for_variant(event.variant);
     let env = env.context("HOME is not set")?;
     // Another harness running this one's hooks (Devin running `~/.claude` hooks) while its own
     // ovmem hooks are installed: those handle the turn.
