@@ -172,13 +172,21 @@ fn check_lists_every_generation_migrate_replaces_them_and_backups_restore_everyt
     assert!(!claude.contains("openviking") && !claude.contains("hindsight"), "{claude}");
     assert_eq!(home.read(".bashrc"), "export PATH=\"$HOME/bin:$PATH\"\nalias ll=\"ls -l\"\n");
     assert!(home.read(".trae/cli/hooks.json").contains("say done"));
-    assert_eq!(home.read(".trae-cn/hooks.json"), "{\"version\": 1, \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send trae\"}]}]}}\n");
+    // TRAE CN: OpenViking's hooks went, the user's stayed, and ovmem's TraeCode hooks came.
+    let trae_cn = home.read(".trae-cn/hooks.json");
+    assert!(
+        trae_cn.starts_with("{\"version\": 1, \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send trae\"}]}")
+            && trae_cn.contains("ovmem hook traecode UserPromptSubmit")
+            && !trae_cn.contains("openviking"),
+        "{trae_cn}"
+    );
     let zcode = home.read(".zcode/cli/config.json");
     assert!(
         !zcode.contains("openviking")
             && zcode.contains("\"enabled\": true")
             && zcode.contains("zcode-lint")
-            && zcode.contains("files-mcp"),
+            && zcode.contains("files-mcp")
+            && zcode.contains(r#"["hook","zcode","Stop"]"#),
         "{zcode}"
     );
     // Cline: Hindsight's Python hooks, lib/ and settings.json are gone; ovmem's hooks are there.
