@@ -8,16 +8,29 @@ import tempfile
 import time
 
 
-def measure(argv, stdin, env, runs, cwd):
-    times = []
+def run_once(argv, stdin, env, cwd):
+    t = time.perf_counter()
+    p = subprocess.run(argv, input=stdin, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    took = (time.perf_counter() - t) * 1000
+    if p.returncode != 0:
+        raise SystemExit(f"{argv[0]} exited {p.returncode}")
+    return took, p.stdout
+
+
+def measure_interleaved(cases, runs, cwd):
+    """Runs every case once per round, `runs` rounds: a slow minute of the machine weighs on
+    every case alike, so the ratios stay honest."""
+    times = {name: [] for name in cases}
+    out = {}
     for _ in range(runs):
-        t = time.perf_counter()
-        p = subprocess.run(argv, input=stdin, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        times.append((time.perf_counter() - t) * 1000)
-        if p.returncode != 0:
-            raise SystemExit(f"{argv[0]} exited {p.returncode}")
-    times.sort()
-    return {"median": statistics.median(times), "p95": times[int(len(times) * 0.95) - 1], "min": times[0], "out": p.stdout}
+        for name, (argv, stdin, env) in cases.items():
+            took, out[name] = run_once(argv, stdin, env, cwd)
+            times[name].append(took)
+    result = {}
+    for name, ts in times.items():
+        ts.sort()
+        result[name] = {"median": statistics.median(ts), "p95": ts[int(len(ts) * 0.95) - 1], "min": ts[0], "out": out[name]}
+    return result
 
 
 def main():
@@ -43,13 +56,18 @@ def main():
     claude = json.dumps({"session_id": "bench", "cwd": proj, "hook_event_name": "UserPromptSubmit", "prompt": prompt}).encode()
     cline = json.dumps({"hookName": "UserPromptSubmit", "taskId": "bench", "workspaceRoots": [proj],
                         "userPromptSubmit": {"prompt": prompt, "attachments": []}}).encode()
-    results = {
-        "/bin/true": measure(["/bin/true"], b"", env, a.runs, proj),
-        "ovmem hook cline UserPromptSubmit (10k memories)": measure([a.ovmem, "hook", "cline", "UserPromptSubmit"], cline, env, a.runs, proj),
-        "ovmem hook claude-code UserPromptSubmit (10k memories)": measure([a.ovmem, "hook", "claude-code", "UserPromptSubmit"], claude, env, a.runs, proj),
-    }
     hs_env = dict(env, HINDSIGHT_API_URL="http://127.0.0.1:9", HINDSIGHT_RECALL_TIMEOUT="1")
-    results["hindsight-cline UserPromptSubmit (server down)"] = measure([a.hindsight_python, a.hindsight_hook], cline, hs_env, max(30, a.runs // 10), proj)
+    results = measure_interleaved({
+        "/bin/true": (["/bin/true"], b"", env),
+        "ovmem hook cline UserPromptSubmit (10k memories)": ([a.ovmem, "hook", "cline", "UserPromptSubmit"], cline, env),
+        "ovmem hook claude-code UserPromptSubmit (10k memories)": ([a.ovmem, "hook", "claude-code", "UserPromptSubmit"], claude, env),
+    }, a.runs, proj)
+    # hindsight-cline takes ~60 ms a run: fewer rounds, with /bin/true beside it again.
+    slow = measure_interleaved({
+        "/bin/true": (["/bin/true"], b"", env),
+        "hindsight-cline UserPromptSubmit (server down)": ([a.hindsight_python, a.hindsight_hook], cline, hs_env),
+    }, max(30, a.runs // 10), proj)
+    results["hindsight-cline UserPromptSubmit (server down)"] = slow["hindsight-cline UserPromptSubmit (server down)"]
     out = results["ovmem hook claude-code UserPromptSubmit (10k memories)"]["out"].decode()
     assert "5433" in out or "port" in out, f"ovmem recalled nothing: {out}"
     floor = results["/bin/true"]["median"]
@@ -58,7 +76,7 @@ def main():
     print(f"{'hook':58} {'median ms':>10} {'p95 ms':>8} {'x /bin/true':>12}")
     for name, r in results.items():
         print(f"{name:58} {r['median']:10.2f} {r['p95']:8.2f} {r['median'] / floor:12.1f}")
-    print(f"\novmem prompt hook: {ours / floor:.1f}x /bin/true (target < 10x); hindsight-cline is {hs / ours:.0f}x slower (target >= 20x)")
+    print(f"\novmem prompt hook: {ours / floor:.1f}x /bin/true (target <= 5x at 10k memories); hindsight-cline is {hs / ours:.0f}x slower (target >= 20x)")
 
 
 if __name__ == "__main__":

@@ -958,3 +958,27 @@ fn a_secret_stored_before_redaction_existed_is_never_injected() {
         assert!(ctx.contains("[REDACTED:github-token]") && !ctx.contains(&token), "{h}: {ctx}");
     }
 }
+
+/// Hook processes never checkpoint on close, so they fold the WAL back themselves: however many
+/// turns go through, the WAL stays small (each process that opens the store alone reads all of
+/// it to rebuild SQLite's WAL index, so its size is paid on every prompt).
+#[test]
+fn the_wal_stays_small_across_many_hooks() {
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap();
+    let wal = lab.home().join(".ovmem/memory.db-wal");
+    let mut largest = 0;
+    for i in 0..150 {
+        let prompt = format!("Turn {i}: the billing worker retries {i} times before it gives up on the ledger");
+        lab.hook(
+            "claude-code",
+            "UserPromptSubmit",
+            &payload("claude-code", "UserPromptSubmit", &[("P", p), ("PROMPT", &prompt)]),
+        );
+        let reply = format!("Noted: {i} retries for the billing worker, then the ledger job is parked.");
+        lab.hook("claude-code", "Stop", &payload("claude-code", "Stop", &[("P", p), ("REPLY", &reply)]));
+        largest = largest.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+    }
+    assert!(lab.memories().len() >= 150, "every turn is stored");
+    assert!(largest < 1 << 20, "the WAL grew to {largest} bytes");
+}

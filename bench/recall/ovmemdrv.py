@@ -39,10 +39,11 @@ def capture_events(harness, session, cwd, prompt, reply, ts):
             ("AfterAgent", dict(base, hook_event_name="AfterAgent", prompt=prompt, prompt_response=reply)),
         ]
     if harness == "cline":
-        base = {"taskId": session, "workspaceRoots": [cwd], "timestamp": str(ts * 1000)}
+        # Cline in VS Code (4.x): the reply is the completion's `taskComplete.taskMetadata.result`.
+        base = {"clineVersion": "4.1.13", "taskId": session, "workspaceRoots": [cwd], "timestamp": str(ts * 1000)}
         return [
             ("UserPromptSubmit", dict(base, hookName="UserPromptSubmit", userPromptSubmit={"prompt": prompt, "attachments": []})),
-            ("TaskComplete", dict(base, hookName="TaskComplete", taskComplete={"result": reply})),
+            ("TaskComplete", dict(base, hookName="TaskComplete", taskComplete={"taskMetadata": {"result": reply}})),
         ]
     raise ValueError(f"unknown harness {harness}")
 

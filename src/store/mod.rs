@@ -292,13 +292,18 @@ impl Store {
     }
 
     /// For a process about to exit: do not checkpoint on close (see `skip_close`). Instead the
-    /// WAL is folded back into the database once it passes 4 MiB (a `stat` per hook, a
-    /// checkpoint every few hundred), so it never grows without bound.
+    /// WAL is folded back into the database once it passes 256 KiB (a `stat` per hook, a
+    /// checkpoint every few dozen writes). That bound matters on every hook: a process that opens
+    /// the store alone rebuilds SQLite's WAL index by reading and checksumming the whole WAL, so
+    /// a 4 MiB WAL cost each prompt hook about a millisecond. The checkpoint never waits: when
+    /// another process holds the store, it is left to a later hook.
     pub fn for_exiting_process(mut self, path: &Path) -> Self {
         self.skip_close = true;
         let wal = crate::fsx::sibling(path, "-wal");
-        if std::fs::metadata(wal).is_ok_and(|m| m.len() > 4 << 20) {
+        if std::fs::metadata(wal).is_ok_and(|m| m.len() > 256 << 10) {
+            let _ = self.conn.busy_timeout(Duration::ZERO);
             let _ = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+            let _ = self.conn.busy_timeout(self.busy);
         }
         self
     }
