@@ -248,6 +248,16 @@ static RULES: &[Rule] = &[
         check: always,
     },
     Rule {
+        // Twilio API key SIDs (`SK` + 32 hex), as secret scanners flag them.
+        id: "twilio-key",
+        keywords: &["sk"],
+        pre: None,
+        pattern: r"\bSK[0-9a-fA-F]{32}\b",
+        fold: false,
+        group: Group::At(0),
+        check: always,
+    },
+    Rule {
         id: "sendgrid-key",
         keywords: &["sg."],
         pre: None,
@@ -622,6 +632,10 @@ fn assignment(text: &str, c: &Captures) -> Verdict {
     let quoted = c.name("val").is_none();
     let Some(val) = ASSIGNED.get(c).map(|m| span(text, m)) else { return Verdict::Keep };
     if key.len() > 64 || val.len() > 512 || (g(text, c, "sep").starts_with(':') && val.starts_with("//")) {
+        return Verdict::Keep;
+    }
+    // `scheme://user:password@host`: the URL rules take the password, and the host stays.
+    if c.name("key").is_some_and(|k| text[..k.start()].ends_with("://")) {
         return Verdict::Keep;
     }
     if val.is_empty() || val.contains("REDACTED") || is_placeholder(val) || is_reference(val) {
@@ -1299,6 +1313,7 @@ mod tests {
             ("mysql -u root -p{} app".into(), "S3cretPass".into(), "password"),
             ("SECRET_KEY_BASE={}".into(), "8a3f0e6d2b9c1f7e4a5d8b2c9e6f1a3d7b4c8e2f5a9d1b6c".into(), "secret"),
             ("DATADOG_KEY={}".into(), "3f9c2e1d8b7a6f5e4d3c2b1a0f9e8d7c".into(), "key"),
+            ("twilio sid {} for sms".into(), "SK0123456789abcdef0123456789abcdef".into(), "twilio-key"),
         ]
     }
 
@@ -1318,6 +1333,11 @@ mod tests {
         assert_eq!(r("DB_PASSWORD=hunter2 ./run"), "DB_PASSWORD=[REDACTED:password] ./run");
         assert_eq!(r(r#"{"token": "abc123x", "n": 1}"#), r#"{"token": "[REDACTED:token]", "n": 1}"#);
         assert_eq!(r("Say hi, then: password: hunter2"), "Say hi, then: password: [REDACTED:password]");
+        // A URL's password goes; its scheme, user, host, port and path stay, in prose too.
+        assert_eq!(
+            r("connect to postgres://admin:S3cr3tPassw0rd@db.internal:5432/app now"),
+            "connect to postgres://admin:[REDACTED:url-password]@db.internal:5432/app now"
+        );
     }
 
     #[test]
