@@ -578,6 +578,28 @@ fn a_binarys_version_is_probed_once_and_again_after_an_upgrade() {
     assert!(!home.path().join(".ovmem").exists(), "{:?}", rel_tree(home.path()).keys().collect::<Vec<_>>());
 }
 
+/// A Codex whose app-server never answers makes the trust state "unknown" within a few seconds;
+/// `status` never sits on it for install's 20 s.
+#[test]
+fn a_hung_app_server_costs_status_seconds_not_twenty() {
+    let home = Home::new();
+    let bin = home.path().join("tools");
+    std::fs::create_dir_all(&bin).unwrap();
+    let p = bin.join("codex");
+    std::fs::write(&p, "#!/bin/sh\ncase \"$1\" in --version) echo 'codex-cli 9.1.0';; *) sleep 60;; esac\n").unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let out = home.cmd(&["install", "--harness", "codex", "--no-trust"]).env("PATH", &path).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let t = Instant::now();
+    let out = home.cmd(&["status"]).env("PATH", &path).output().unwrap();
+    let took = t.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(took < Duration::from_secs(9), "status took {took:?}");
+    assert!(text.contains("trust unknown"), "{text}");
+}
+
 // ------------------------------------------------------------------------------------------------
 // Issue 9: --backend flags, status and check showing the backend and the queue
 

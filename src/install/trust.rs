@@ -24,7 +24,11 @@ use crate::fsx::{self, journal::Mode};
 use crate::interrupt;
 use crate::receipt::{Receipt, TrustConfig, TrustRecord};
 
+/// How long install waits on the harness's app-server (it may start slowly on a cold machine).
 const TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a report (status, check, doctor) waits: a hung app-server makes the trust state
+/// "unknown", never a command that sits for 20 s.
+const REPORT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One hook as `hooks/list` reports it.
 #[derive(Debug, Clone)]
@@ -48,6 +52,7 @@ pub struct AppServer {
     lines: Receiver<String>,
     next_id: u64,
     deadline: Instant,
+    budget: Duration,
 }
 
 /// The app-server arguments for a harness's trust mechanism.
@@ -60,7 +65,7 @@ fn server_args(mechanism: &str) -> Result<&'static [&'static str]> {
 
 impl AppServer {
     /// Starts the harness's app-server in `cwd`, with a `PATH` of absolute directories only.
-    pub fn start(env: &Env, binary: &Path, mechanism: &str, cwd: &Path) -> Result<Self> {
+    pub fn start(env: &Env, binary: &Path, mechanism: &str, cwd: &Path, budget: Duration) -> Result<Self> {
         let args = server_args(mechanism)?;
         let mut child = Command::new(binary)
             .args(args)
@@ -81,7 +86,7 @@ impl AppServer {
                 }
             }
         });
-        let mut s = Self { child, stdin, lines, next_id: 1, deadline: Instant::now() + TIMEOUT };
+        let mut s = Self { child, stdin, lines, next_id: 1, deadline: Instant::now() + budget, budget };
         s.call("initialize", json!({"clientInfo": {"name": "ovmem", "version": env!("CARGO_PKG_VERSION")}}))?;
         s.send(&json!({"jsonrpc": "2.0", "method": "initialized"}))?;
         Ok(s)
@@ -102,7 +107,7 @@ impl AppServer {
             interrupt::check()?;
             let left = self.deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                bail!("no answer to `{method}` within {}s", TIMEOUT.as_secs());
+                bail!("no answer to `{method}` within {}s", self.budget.as_secs());
             }
             let line = match self.lines.recv_timeout(left.min(Duration::from_millis(100))) {
                 Ok(l) => l,
@@ -188,7 +193,7 @@ pub fn status(env: &Env, t: &Target, binary: &Path, receipt: &Receipt) -> Result
     let hooks_file = t.location()?;
     let commands = commands_in(receipt, &hooks_file);
     let cwd = t.project.clone().unwrap_or_else(|| env.home.clone());
-    let mut server = AppServer::start(env, binary, mechanism, &cwd)?;
+    let mut server = AppServer::start(env, binary, mechanism, &cwd, REPORT_TIMEOUT)?;
     let (hooks, _) = server.list(&cwd)?;
     let mine = mine(&hooks, &hooks_file, &commands);
     let pending: Vec<String> = mine.iter().filter(|h| !h.trusted()).map(|h| h.key.clone()).collect();
@@ -393,7 +398,7 @@ pub struct Pending {
 pub fn prepare(t: &Target, binary: &Path, hooks_file: &Path, commands: &BTreeSet<String>) -> Result<Pending> {
     let mechanism = t.harness.manifest.trust.as_deref().unwrap_or_default();
     let cwd = cwd(t);
-    let mut server = AppServer::start(t.env, binary, mechanism, &cwd)?;
+    let mut server = AppServer::start(t.env, binary, mechanism, &cwd, TIMEOUT)?;
     let (hooks, problems) = server.list(&cwd)?;
     let mine = mine(&hooks, hooks_file, commands);
     let config = match server.user_config()? {
