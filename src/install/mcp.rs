@@ -26,24 +26,25 @@ fn mcp_entry(r: &FileRecord) -> Option<&Entry> {
 pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     let t = p.target;
     let (Some(path), Some(key)) = (t.mcp_file()?, t.harness.manifest.mcp_key.clone()) else { return Ok(()) };
-    if t.harness.manifest.mcp_format == McpFormat::Toml {
-        return super::mcp_toml::plan(p, install, opts, path, key);
-    }
     let record = p.record(&path);
-    let ours = t.env.runtime_bin();
-    let editor: Box<dyn Editor> = if install {
-        let value = t.desired_mcp()?.expect("a template");
-        Box::new(Install {
-            path: path.clone(),
-            key,
-            value,
-            record,
-            force: opts.force,
-            ours,
-            harness: t.harness.id().into(),
-        })
+    let editor: Box<dyn Editor> = if t.harness.manifest.mcp_format == McpFormat::Toml {
+        super::mcp_toml::editor(t, install, opts, &path, key, record)?
     } else {
-        Box::new(Uninstall { path: path.clone(), key, record, force: opts.force, ours })
+        let ours = t.env.runtime_bin();
+        if install {
+            let value = t.desired_mcp()?.expect("a template");
+            Box::new(Install {
+                path: path.clone(),
+                key,
+                value,
+                record,
+                force: opts.force,
+                ours,
+                harness: t.harness.id().into(),
+            })
+        } else {
+            Box::new(Uninstall { path: path.clone(), key, record, force: opts.force, ours })
+        }
     };
     // The hooks' own file (Qwen Code, Auggie): one plan, the hooks editor first, then this one.
     if let Some(i) = p.files.iter().position(|f| f.path == path) {

@@ -15,32 +15,30 @@ use toml_edit::{DocumentMut, Item, Table};
 
 use super::marker::{self, Owner};
 use super::mcp::NAME;
-use super::plan::{Edit, Editor, TargetPlan};
-use super::{still_ours, Action, EntryNote, Options, Refused};
+use super::plan::{Edit, Editor};
+use super::{still_ours, Action, EntryNote, Options, Refused, Target};
 use crate::edit::toml as layout;
-use crate::fsx::{self, journal::Mode};
+use crate::fsx;
 use crate::receipt::{self, Entry, FileRecord};
 
-pub fn plan(p: &mut TargetPlan, install: bool, opts: Options, path: PathBuf, key: String) -> Result<()> {
-    let t = p.target;
-    let record = p.record(&path);
+/// The editor of the `[mcp_servers.ovmem]` table in `path` (see [`super::mcp::plan`]).
+pub fn editor(
+    t: &Target,
+    install: bool,
+    opts: Options,
+    path: &Path,
+    key: String,
+    record: Option<FileRecord>,
+) -> Result<Box<dyn Editor>> {
     let ours = t.env.runtime_bin();
-    let editor: Box<dyn Editor> = if install {
+    let path = path.to_path_buf();
+    Ok(if install {
         let value = t.desired_mcp()?.expect("a template");
-        Box::new(Install {
-            path: path.clone(),
-            key,
-            value,
-            record,
-            force: opts.force,
-            ours,
-            harness: t.harness.id().into(),
-        })
+        Box::new(Install { path, key, value, record, force: opts.force, ours, harness: t.harness.id().into() })
     } else {
         let pristine = pristine(&fsx::resolve_in(&path, t.root())?);
-        Box::new(Uninstall { path: path.clone(), key, record, force: opts.force, ours, pristine })
-    };
-    p.file(path, Mode::Keep { new: 0o600 }, editor)
+        Box::new(Uninstall { path, key, record, force: opts.force, ours, pristine })
+    })
 }
 
 /// The `.ovmem.bak` copy beside `real`: the file before ovmem first changed it.
