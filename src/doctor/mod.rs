@@ -83,7 +83,7 @@ pub struct TargetReport {
     pub problems: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct HookReport {
     pub event: String,
     pub file: PathBuf,
@@ -358,15 +358,8 @@ fn check_target(
                 owner: owner_name(&hook.kind),
                 status: "not-run",
                 timeout_ms: ms(hook.timeout),
-                latency_ms: None,
-                exit_code: None,
-                output: None,
-                variant: None,
-                recalled: None,
-                captured: None,
-                trusted: None,
                 problem: Some(p.into()),
-                stderr: None,
+                ..HookReport::default()
             });
             continue;
         }
@@ -394,13 +387,9 @@ fn check_target(
             timeout_ms: ms(hook.timeout),
             latency_ms: Some(ms(ran.elapsed)),
             exit_code: ran.code,
-            output: None,
             variant: variant_name,
-            recalled: None,
-            captured: None,
-            trusted: None,
-            problem: None,
             stderr: Some(exec::excerpt(&ran.stderr)).filter(|s| !s.is_empty()),
+            ..HookReport::default()
         };
         let (mut problem, text) = judge_run(adapter, &h.manifest.name, hook, &ran, &mut rep);
         if problem.is_none() {
@@ -456,20 +445,10 @@ fn check_target(
         out.hooks.push(HookReport {
             event,
             file,
-            entry: String::new(),
-            command: String::new(),
             owner: "missing",
             status: "missing",
-            timeout_ms: 0,
-            latency_ms: None,
-            exit_code: None,
-            output: None,
-            variant: None,
-            recalled: None,
-            captured: None,
-            trusted: None,
             problem: Some("not in the file any more".into()),
-            stderr: None,
+            ..HookReport::default()
         });
     }
     for ((file, event), n) in seen {
