@@ -318,6 +318,35 @@ pub fn still_ours(force: bool, recorded: Option<&str>, current: &str) -> bool {
     force || recorded.is_none_or(|r| r == current)
 }
 
+/// Uninstall of a whole file ovmem wrote (a Cline hook script, a plugin module) that runs the
+/// runtime of `owner`: another ovmem home's file stays unless forced, one edited since install
+/// stays (`left`, with why), anything else goes (`gone`). `current`: the hash of `text`.
+pub fn uninstall_owned_file(
+    path: &Path,
+    text: &str,
+    owner: marker::Owner,
+    force: bool,
+    (recorded, current): (Option<&str>, &str),
+    left: impl FnOnce(String) -> plan::Edit,
+    gone: impl FnOnce() -> plan::Edit,
+) -> plan::Edit {
+    match owner {
+        marker::Owner::Other { home, .. } if !force => plan::Edit {
+            after: Some(text.to_string()),
+            warnings: vec![format!(
+                "`{}` belongs to another ovmem home (`{}`) and was left in place (--force removes it)",
+                path.display(),
+                home.display()
+            )],
+            ..plan::Edit::default()
+        },
+        marker::Owner::Us if !still_ours(force, recorded, current) => {
+            left(format!("`{}` changed since install; left in place (--force removes it)", path.display()))
+        }
+        _ => gone(),
+    }
+}
+
 /// The runtime path must be one a hook command can carry.
 pub fn check_runtime_path(env: &Env) -> Result<(), Refused> {
     let bin = env.runtime_bin();

@@ -198,21 +198,8 @@ impl Editor for Uninstall {
                 self.path.display()
             )));
         };
-        match marker::owner(&runtime, &self.ours) {
-            Owner::Other { home, .. } if !self.force => Ok(Edit {
-                after: Some(t.to_string()),
-                warnings: vec![format!(
-                    "`{}` belongs to another ovmem home (`{}`) and was left in place (--force removes it)",
-                    self.path.display(),
-                    home.display()
-                )],
-                ..Edit::default()
-            }),
-            Owner::Us if !still_ours(self.force, recorded.as_deref(), &current) => {
-                Ok(left(format!("`{}` changed since install; left in place (--force removes it)", self.path.display())))
-            }
-            _ => Ok(gone()),
-        }
+        let owner = marker::owner(&runtime, &self.ours);
+        Ok(super::uninstall_owned_file(&self.path, t, owner, self.force, (recorded.as_deref(), &current), left, gone))
     }
 }
 
