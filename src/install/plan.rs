@@ -132,6 +132,20 @@ impl FilePlan {
     }
 }
 
+/// How often a file that does not parse is read again.
+const SETTLE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// How long a file that does not parse may stay so before it is refused: it may be caught in the
+/// middle of another program's in-place write, and an empty one most likely is (truncated by a
+/// writer that was descheduled).
+fn settle_budget(empty: bool) -> std::time::Duration {
+    std::time::Duration::from_millis(if empty { 3000 } else { 300 })
+}
+
+fn is_unparseable(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<Refused>().is_some_and(|r| matches!(r, Refused::Unparseable { .. }))
+}
+
 /// Runs `editor` on `bytes` (what `real` held). A file that does not parse may be caught in the
 /// middle of another program's in-place write: it is read again until it parses or stays the
 /// same for a while (then it really is broken, and refused).
@@ -148,14 +162,13 @@ fn edit_settled(
             let e = editor.edit(t.as_deref())?;
             Ok((t, e))
         });
+        let empty = bytes.as_deref().is_some_and(<[u8]>::is_empty);
         match attempt {
-            Err(e) if e.downcast_ref::<Refused>().is_some_and(|r| matches!(r, Refused::Unparseable { .. })) => {
-                // An empty file is most likely truncated by a writer that was descheduled.
-                let settle = if bytes.as_deref().is_some_and(<[u8]>::is_empty) { 3000 } else { 300 };
-                if since.elapsed() >= std::time::Duration::from_millis(settle) {
+            Err(e) if is_unparseable(&e) => {
+                if since.elapsed() >= settle_budget(empty) {
                     return Err(e);
                 }
-                std::thread::sleep(std::time::Duration::from_millis(20));
+                std::thread::sleep(SETTLE_POLL);
                 let again = fsx::read_opt(real)?;
                 if again != bytes {
                     since = std::time::Instant::now();
@@ -244,9 +257,8 @@ impl<'t> TargetPlan<'t> {
     }
 }
 
-/// [`repair::rebuild`], read again while a file does not parse (caught in the middle of another
-/// program's in-place write, as in [`edit_settled`]) until it parses or a while has passed (3 s
-/// for an empty file, 300 ms for one that holds something).
+/// [`repair::rebuild`], run again while a file it reads does not parse, as [`edit_settled`] reads
+/// one again.
 fn rebuild_settled(t: &Target) -> Result<Option<Receipt>> {
     let started = std::time::Instant::now();
     loop {
@@ -254,15 +266,12 @@ fn rebuild_settled(t: &Target) -> Result<Option<Receipt>> {
             Err(e) => e,
             ok => return ok,
         };
-        let settle = match e.downcast_ref::<Refused>() {
-            Some(Refused::Unparseable { detail, .. }) if detail.contains("empty") => 3000,
-            Some(Refused::Unparseable { .. }) => 300,
-            _ => return Err(e),
-        };
-        if started.elapsed() >= std::time::Duration::from_millis(settle) {
+        let Some(Refused::Unparseable { path, .. }) = e.downcast_ref::<Refused>() else { return Err(e) };
+        let empty = std::fs::metadata(path).is_ok_and(|m| m.len() == 0);
+        if started.elapsed() >= settle_budget(empty) {
             return Err(e);
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::thread::sleep(SETTLE_POLL);
     }
 }
 
