@@ -251,7 +251,8 @@ static RULES: &[Rule] = &[
         // Twilio API key SIDs (`SK` + 32 hex), as secret scanners flag them.
         id: "twilio-key",
         keywords: &["sk"],
-        pre: None,
+        // `sk` is in many words (`task`, `ask`); the key's `SK` is upper case.
+        pre: Some(|t| t.contains("SK")),
         pattern: r"\bSK[0-9a-fA-F]{32}\b",
         fold: false,
         group: Group::At(0),
