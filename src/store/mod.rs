@@ -24,7 +24,24 @@ use rank::{Candidate, Query};
 const SCHEMA: &str = include_str!("schema.sql");
 /// Version 3 added the outbox.
 const OUTBOX: &str = include_str!("outbox.sql");
-const VERSION: i64 = 3;
+
+/// The schema steps after version 3, in order: a store at version `v` runs every step numbered
+/// above `v`, each in the same write transaction. A new step takes the next number and is added
+/// here; each helper of a change that adds tables owns its own step.
+const STEPS: &[(i64, fn(&Connection) -> Result<()>)] = &[];
+
+/// The schema version of a store that has run every step.
+const VERSION: i64 = {
+    let mut v = 3;
+    let mut i = 0;
+    while i < STEPS.len() {
+        if STEPS[i].0 > v {
+            v = STEPS[i].0;
+        }
+        i += 1;
+    }
+    v
+};
 
 /// Where a memory came from.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
@@ -341,7 +358,7 @@ impl Store {
             // Re-checked under the write lock: another hook may have migrated meanwhile.
             let version: i64 = c.pragma_query_value(None, "user_version", |r| r.get(0))?;
             match version {
-                VERSION => {}
+                v if (3..=VERSION).contains(&v) => {}
                 0 => c.execute_batch(&format!("{SCHEMA}\n{OUTBOX}"))?,
                 1 => {
                     migrate_v1(c)?;
@@ -351,6 +368,14 @@ impl Store {
                 v => anyhow::bail!(
                     "the memory store has schema version {v}, newer than this ovmem understands ({VERSION}); upgrade ovmem"
                 ),
+            }
+            if version == VERSION {
+                return Ok(());
+            }
+            for (step, run) in STEPS {
+                if *step > version.max(3) {
+                    run(c)?;
+                }
             }
             c.pragma_update(None, "user_version", VERSION)?;
             Ok(())
