@@ -28,7 +28,8 @@ const OUTBOX: &str = include_str!("outbox.sql");
 /// The schema steps after version 3, in order: a store at version `v` runs every step numbered
 /// above `v`, each in the same write transaction. A new step takes the next number and is added
 /// here; each helper of a change that adds tables owns its own step.
-const STEPS: &[(i64, fn(&Connection) -> Result<()>)] = &[];
+type Step = (i64, fn(&Connection) -> Result<()>);
+const STEPS: &[Step] = &[];
 
 /// The schema version of a store that has run every step.
 const VERSION: i64 = {
