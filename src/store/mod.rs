@@ -5,7 +5,10 @@
 //! a captured turn and the prompts it consumes are one transaction, so a turn is stored exactly
 //! once with its prompt or not at all. Schema versions are kept in `PRAGMA user_version`.
 
+pub mod browse;
+pub mod curate;
 pub mod index;
+pub mod injections;
 pub mod rank;
 pub mod text;
 
@@ -16,6 +19,8 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+pub use injections::Injection;
 
 use index::{doc_terms, Batch, Posting};
 use rank::{Candidate, Query};
@@ -696,8 +701,15 @@ impl Store {
         Ok(self.conn.prepare_cached(&sql)?.query_row([id], Self::row_memory).optional()?)
     }
 
-    /// The memories of `bank` most relevant to `query`, best first, at most `limit`.
+    /// The memories of `bank` most relevant to `query`, best first, at most `limit`; the bank's
+    /// pinned memories come first (`curate.rs`).
     pub fn recall(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Hit>> {
+        let ranked = self.ranked(bank, query, limit)?;
+        self.pins_first(bank, query, ranked, limit)
+    }
+
+    /// The ranking itself: BM25 candidates, reranked.
+    fn ranked(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Hit>> {
         let c = &*self.conn;
         let bank_row: Option<(i64, i64, i64)> = c
             .prepare_cached("SELECT id, docs, len FROM banks WHERE name = ?1")?
@@ -788,7 +800,7 @@ impl Store {
             .collect())
     }
 
-    /// The newest memories of `bank`.
+    /// The newest memories of `bank` (its pinned ones first).
     pub fn recent(&self, bank: &str, limit: usize) -> Result<Vec<Memory>> {
         let sql = format!(
             "SELECT {} FROM {} WHERE b.name = ?1 ORDER BY m.created_at DESC, m.id DESC LIMIT ?2",
@@ -797,7 +809,8 @@ impl Store {
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(params![bank, limit as i64], Self::row_memory)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let newest = rows.collect::<rusqlite::Result<_>>()?;
+        self.pinned_then(bank, newest, limit)
     }
 
     /// Every memory (of one bank, or all), newest first.
