@@ -92,7 +92,7 @@ fn open(env: &Env) -> Result<Store> {
 }
 
 /// The bank a command means: `--bank`, else the project's (by the configured mode).
-fn bank(env: &Env, args: &BankArgs) -> Result<String> {
+pub(crate) fn bank(env: &Env, args: &BankArgs) -> Result<String> {
     if let Some(b) = &args.bank {
         return Ok(b.clone());
     }
@@ -128,15 +128,22 @@ fn confirm(question: &str) -> Result<bool> {
     crate::prompt::confirm(question, false)
 }
 
-pub fn run(cmd: MemoryCommand) -> Result<i32> {
-    let env = Env::from_process()?;
+/// What every command that writes the store does first: a private home, and the user's own
+/// redaction patterns in force.
+pub(crate) fn prepare(env: &Env) -> Result<()> {
     crate::home::private_umask();
-    crate::home::prepare(&env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
-    if let Ok(cfg) = Config::load(&env) {
+    crate::home::prepare(env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
+    if let Ok(cfg) = Config::load(env) {
         for problem in crate::redact::configure(&cfg.redact_patterns) {
             eprintln!("ovmem: {problem}");
         }
     }
+    Ok(())
+}
+
+pub fn run(cmd: MemoryCommand) -> Result<i32> {
+    let env = Env::from_process()?;
+    prepare(&env)?;
     match cmd {
         MemoryCommand::Search { query, bank: b, limit, json } => {
             let bank = bank(&env, &b)?;
