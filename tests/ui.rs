@@ -429,6 +429,39 @@ fn stops_by_itself_when_idle() {
     assert!(err.contains("stopped after 2 s idle"), "{err}");
 }
 
+#[test]
+fn a_pin_from_the_viewer_is_injected_first_by_the_hook() {
+    let home = Home::new();
+    let seeded = seed(&home);
+    let dir = project(&home);
+    let ask = |session: &str| {
+        let payload = json!({"session_id": session, "cwd": dir, "hook_event_name": "UserPromptSubmit",
+                             "prompt": "Which database does the idempotency store use now?"});
+        let args = ["hook", "claude-code", "UserPromptSubmit"];
+        let ran = common::run_in(home.path(), Path::new(&dir), &args, payload.to_string().as_bytes(), &[]);
+        assert_eq!(ran.code, 0);
+        ran.out
+    };
+    let before = ask("s-before");
+    assert!(before.contains("Postgres") && !before.contains("BLUEHERON"), "{before}");
+    let v = Viewer::start(&home, &[]);
+    let codename = id_of(&seeded, "BLUEHERON");
+    assert_eq!(v.api("POST", &format!("/api/memories/{codename}/pin"), "").0, 200);
+    let after = ask("s-after");
+    let (pin, answer) = (after.find("BLUEHERON"), after.find("Postgres"));
+    assert!(pin.is_some() && answer.is_some() && pin < answer, "the pin first, then the match: {after}");
+    // Unpinned, it is no longer injected where it does not match.
+    let (status, _, _) = http(
+        v.port,
+        "DELETE",
+        &format!("/api/memories/{codename}/pin"),
+        &[("Host", &v.host()), ("Authorization", &v.bearer())],
+        "",
+    );
+    assert_eq!(status, 200);
+    assert!(!ask("s-unpinned").contains("BLUEHERON"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // In a real browser.
 
@@ -548,6 +581,22 @@ impl Driver {
         self.js("return document.body.innerText").as_str().unwrap_or_default().to_string()
     }
 
+    /// Key presses sent to whatever has the focus.
+    fn keys(&self, keys: &[&str]) {
+        let mut actions = Vec::new();
+        for k in keys {
+            actions.push(json!({"type": "keyDown", "value": k}));
+            actions.push(json!({"type": "keyUp", "value": k}));
+        }
+        self.cmd("POST", "/actions", Some(json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})));
+        std::thread::sleep(Duration::from_millis(150));
+    }
+
+    /// A DevTools protocol command, through chromedriver.
+    fn cdp(&self, cmd: &str, params: Value) -> Value {
+        self.cmd("POST", "/goog/cdp/execute", Some(json!({ "cmd": cmd, "params": params })))
+    }
+
     fn screenshot(&self) -> Vec<u8> {
         use base64::Engine;
         let v = self.cmd("GET", "/screenshot", None);
@@ -656,4 +705,56 @@ fn in_a_real_browser() {
     let at_codename = text.find("BLUEHERON").expect("the pinned memory was injected");
     let at_db = text.find("Postgres").expect("the database memory was injected");
     assert!(at_codename < at_db, "in injected order:\n{text}");
+
+    // The keyboard: Esc goes back, j moves to a memory, p pins it, e edits it, / searches.
+    d.keys(&["\u{E00C}"]);
+    d.until("the list", "return document.getElementById('session').hidden");
+    d.js("document.activeElement.blur()");
+    d.keys(&["j"]);
+    let focused = d.js("return Number(document.activeElement.dataset.id)").as_i64().unwrap();
+    assert_eq!(focused, cards(&d)[0], "j focuses the first memory");
+    d.keys(&["p"]);
+    d.until("the pin", &format!("return !!document.querySelector('.card.pinned[data-id=\"{focused}\"]')"));
+    assert!(store_pins(&db).contains(&focused), "pinned in the store");
+    d.keys(&["e"]);
+    d.until("the editor", "return document.getElementById('editor').open");
+    d.js("document.getElementById('editor-text').value = 'Release trains leave on Fridays at 09:00 UTC.'");
+    d.click("#editor-ok");
+    d.until("the edit", "return document.body.innerText.includes('Fridays at 09:00')");
+    let now_listed = listed(&home, false);
+    assert!(now_listed.iter().any(|m| m["content"] == json!("Release trains leave on Fridays at 09:00 UTC.")));
+    assert!(now_listed.iter().all(|m| !m["content"].as_str().unwrap().contains("Thursdays")));
+    d.keys(&["/"]);
+    assert_eq!(d.js("return document.activeElement.id"), json!("q"));
+
+    // Long lists page as they scroll.
+    let mut filler = String::new();
+    for i in 0..70 {
+        let m = json!({"bank": "project:/elsewhere/archive", "kind": "fact", "harness": "cli",
+                       "prompt": format!("Archived note number {i} about the old build farm."), "created_at": now() - 86_400 * 30 - i});
+        filler.push_str(&format!("{m}\n"));
+    }
+    let file = home.put("filler.jsonl", filler.as_bytes());
+    home.ok(&["memory", "import", file.to_str().unwrap()]);
+    let total = listed(&home, true).len();
+    d.go(&format!("http://127.0.0.1:{}/", v.port));
+    d.until("the first page", "return document.querySelectorAll('#list .card').length === 50");
+    d.until(
+        "every page",
+        &format!(
+            "window.scrollTo(0, document.body.scrollHeight); return document.querySelectorAll('#list .card').length === {total}"
+        ),
+    );
+
+    // Light and dark, as the system prefers.
+    let background = || d.js("return getComputedStyle(document.body).backgroundColor").as_str().unwrap().to_string();
+    let light = background();
+    d.cdp("Emulation.setEmulatedMedia", json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]}));
+    let dark = background();
+    assert_ne!(light, dark, "dark mode has its own colours");
+    assert_eq!(dark, "rgb(21, 23, 27)");
+}
+
+fn store_pins(db: &Path) -> std::collections::HashSet<i64> {
+    ovmem::store::Store::open(db, Duration::from_secs(5)).unwrap().pinned_ids().unwrap()
 }
