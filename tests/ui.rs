@@ -87,6 +87,23 @@ fn listed(home: &Home, all: bool) -> Vec<Value> {
     serde_json::from_slice(&home.ok(args).stdout).unwrap()
 }
 
+/// An injection into a prompt of session `sess-alpha-1`, `age` seconds ago, written through the
+/// store's API (the same row a prompt hook writes when it records what it injected).
+fn record(home: &Home, seeded: &[Value], age: i64, memory_ids: Vec<i64>, chars: usize) {
+    let store = ovmem::store::Store::open(&home.path().join(".ovmem/memory.db"), Duration::from_secs(5)).unwrap();
+    store
+        .record_injection(&ovmem::store::Injection {
+            at: now() - age,
+            harness: Some("claude-code".into()),
+            session: Some("sess-alpha-1".into()),
+            bank: seeded[0]["bank"].as_str().unwrap().into(),
+            event: "prompt".into(),
+            memory_ids,
+            chars,
+        })
+        .unwrap();
+}
+
 fn id_of(list: &[Value], needle: &str) -> i64 {
     list.iter().find(|m| m["content"].as_str().unwrap().contains(needle)).expect(needle)["id"].as_i64().unwrap()
 }
@@ -352,22 +369,8 @@ fn who_may_ask_and_what_the_api_answers() {
     assert_eq!(listed(&home, false).len(), SEED.len() - 1, "nothing changed");
 
     // A session: its turns, and what each prompt was given, in order, with characters.
-    let db = home.path().join(".ovmem/memory.db");
     let secret_id = id_of(&seeded, "direnv");
-    {
-        let store = ovmem::store::Store::open(&db, Duration::from_secs(5)).unwrap();
-        store
-            .record_injection(&ovmem::store::Injection {
-                at: now() - 6900,
-                harness: Some("claude-code".into()),
-                session: Some("sess-alpha-1".into()),
-                bank: seeded[0]["bank"].as_str().unwrap().into(),
-                event: "prompt".into(),
-                memory_ids: vec![new_id, jenkins, secret_id],
-                chars: 812,
-            })
-            .unwrap();
-    }
+    record(&home, &seeded, 6900, vec![new_id, jenkins, secret_id], 812);
     let (status, session) = v.api("GET", "/api/sessions/sess-alpha-1", "");
     assert_eq!(status, 200, "{session}");
     assert_eq!(session["turns"].as_array().unwrap().len(), 1, "the Jenkins turn was forgotten: {session}");
@@ -628,21 +631,8 @@ fn in_a_real_browser() {
     let jenkins = id_of(&seeded, "Jenkins");
     let codename = id_of(&seeded, "BLUEHERON");
     let db = home.path().join(".ovmem/memory.db");
-    {
-        let store = ovmem::store::Store::open(&db, Duration::from_secs(5)).unwrap();
-        store.pin(codename, true).unwrap();
-        store
-            .record_injection(&ovmem::store::Injection {
-                at: now() - 7100,
-                harness: Some("claude-code".into()),
-                session: Some("sess-alpha-1".into()),
-                bank: seeded[0]["bank"].as_str().unwrap().into(),
-                event: "prompt".into(),
-                memory_ids: vec![codename, id_of(&seeded, "idempotency")],
-                chars: 431,
-            })
-            .unwrap();
-    }
+    ovmem::store::Store::open(&db, Duration::from_secs(5)).unwrap().pin(codename, true).unwrap();
+    record(&home, &seeded, 7100, vec![codename, id_of(&seeded, "idempotency")], 431);
     let v = Viewer::start(&home, &["--project", &project(&home)]);
     let d = Driver::start(&chromium, &driver);
 

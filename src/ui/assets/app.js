@@ -67,12 +67,14 @@ function highlighted(text, terms) {
 }
 
 // A turn's text with "User:" and "Assistant:" set off.
+// A search's matched words are marked in it.
 function body(m) {
-  if (m.kind === "fact") return [m.text];
+  const mark = (t) => (m.matched ? highlighted(t, m.matched) : [t]);
+  if (m.kind === "fact") return mark(m.text);
   const parts = [];
-  if (m.prompt) parts.push(el("span", { class: "who" }, "User: "), m.prompt);
+  if (m.prompt) parts.push(el("span", { class: "who" }, "User: "), mark(m.prompt));
   if (m.prompt && m.reply) parts.push("\n");
-  if (m.reply) parts.push(el("span", { class: "who" }, "Assistant: "), m.reply);
+  if (m.reply) parts.push(el("span", { class: "who" }, "Assistant: "), mark(m.reply));
   return parts;
 }
 
