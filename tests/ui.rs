@@ -391,34 +391,28 @@ fn who_may_ask_and_what_the_api_answers() {
     assert_eq!(backend["backend"]["kind"], json!("local"));
     assert_eq!(backend["queue"]["outbox"], json!(0));
 
-    // Live updates: the stream announces a capture made by someone else.
-    let mut sse = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    sse.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(sse, "GET /api/events HTTP/1.1\r\nHost: {host}\r\nAuthorization: {bearer}\r\n\r\n").unwrap();
-    let mut events = BufReader::new(sse);
-    let first = next_event(&mut events);
+    // Live updates: each answer is one `change` event with the store's mark, which a capture made
+    // by someone else moves; the browser asks again after `retry`.
+    let event = || {
+        let (status, head, body) = http(port, "GET", "/api/events", &[("Host", &host), ("Authorization", &bearer)], "");
+        assert_eq!(status, 200, "{body}");
+        assert!(head.to_ascii_lowercase().contains("content-type: text/event-stream"), "{head}");
+        assert!(body.starts_with("retry: 1000\nevent: change\n"), "{body}");
+        let data = body.lines().find_map(|l| l.strip_prefix("data: ")).expect("data");
+        serde_json::from_str::<Value>(data).unwrap()
+    };
+    let first = event();
+    assert_eq!(event(), first, "nothing changed in between");
     home.ok(&["memory", "add", "Release trains leave on Thursdays.", "--project", &project(&home)]);
-    let second = next_event(&mut events);
+    let second = event();
     assert!(second["memories"].as_i64() > first["memories"].as_i64(), "{first} then {second}");
+    assert!(second["last_memory"].as_i64() > first["last_memory"].as_i64());
 
     // Ctrl-C stops it, exit 0, and the port is free again.
-    drop(events);
     let (code, err) = v.interrupt();
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("stopped"), "{err}");
     assert!(listeners(port).is_empty());
-}
-
-/// The data of the next `change` event on a live stream.
-fn next_event(r: &mut BufReader<TcpStream>) -> Value {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(r.read_line(&mut line).unwrap() > 0, "the stream ended");
-        if let Some(data) = line.strip_prefix("data: ") {
-            return serde_json::from_str(data.trim()).unwrap();
-        }
-    }
 }
 
 #[test]
@@ -430,6 +424,17 @@ fn stops_by_itself_when_idle() {
     let mut err = String::new();
     v.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(err.contains("stopped after 2 s idle"), "{err}");
+}
+
+#[test]
+fn a_taken_port_is_an_error_that_says_what_to_do() {
+    let home = Home::new();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = home.run(&["ui", "--no-open", "--port", &port]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = common::stderr(&out);
+    assert!(err.contains(&format!("could not listen on 127.0.0.1:{port}")) && err.contains("--port"), "{err}");
 }
 
 #[test]
@@ -531,22 +536,30 @@ impl Driver {
 
     /// One WebDriver command; its `value`.
     fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let (status, v) = self.try_call(method, path, body);
+        assert!(status == 200, "WebDriver {method} {path}: {status} {v}");
+        v
+    }
+
+    /// One WebDriver command: its status and `value`.
+    fn try_call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
         let body =
             body.map(|b| b.to_string()).unwrap_or_else(|| if method == "POST" { "{}".into() } else { String::new() });
         let host = format!("127.0.0.1:{}", self.port);
         let (status, _, text) = http(self.port, method, path, &[("Host", &host)], &body);
         let v: Value =
             serde_json::from_str(&text).unwrap_or_else(|_| panic!("WebDriver {method} {path}: {status} {text}"));
-        assert!(status == 200, "WebDriver {method} {path}: {status} {v}");
-        v["value"].clone()
+        (status, v["value"].clone())
     }
 
     fn cmd(&self, method: &str, what: &str, body: Option<Value>) -> Value {
         self.call(method, &format!("/session/{}{what}", self.session), body)
     }
 
+    /// Opens `url` and waits until the page's script has taken over the list.
     fn go(&self, url: &str) {
         self.cmd("POST", "/url", Some(json!({ "url": url })));
+        self.until("the script", "return document.documentElement.dataset.ready === 'true'");
     }
 
     fn js(&self, script: &str) -> Value {
@@ -558,9 +571,18 @@ impl Driver {
         v[ELEMENT].as_str().unwrap_or_else(|| panic!("no element {css}: {v}")).to_string()
     }
 
+    /// Clicks the element; found again when the page re-rendered it in between.
     fn click(&self, css: &str) {
-        let e = self.element(css);
-        self.cmd("POST", &format!("/element/{e}/click"), None);
+        for _ in 0..5 {
+            let e = self.element(css);
+            let (status, v) = self.try_call("POST", &format!("/session/{}/element/{e}/click", self.session), None);
+            if status == 200 {
+                return;
+            }
+            assert_eq!(v["error"], json!("stale element reference"), "click {css}: {status} {v}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("{css} was re-rendered five times while it was clicked");
     }
 
     fn type_into(&self, css: &str, text: &str) {
@@ -616,6 +638,50 @@ impl Drop for Driver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `chromium --headless --dump-dom URL` with `extra` flags: the DOM it printed.
+fn dump_dom(chromium: &Path, url: &str, extra: &[&str]) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let mut child = Command::new(chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .args(["--dump-dom", url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        out.read_to_string(&mut s).unwrap();
+        s
+    });
+    let code = wait(&mut child, Duration::from_secs(60));
+    if code.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("chromium {extra:?} --dump-dom did not finish within 60 s");
+    }
+    reader.join().unwrap()
+}
+
+#[test]
+fn headless_dump_dom_shows_the_memories() {
+    let Some((chromium, _)) = browser() else { return };
+    let home = Home::new();
+    seed(&home);
+    let v = Viewer::start(&home, &[]);
+    // As the server sends it (no script run yet), and after the script ran with live updates on.
+    for extra in [&[][..], &["--virtual-time-budget=5000"][..]] {
+        let dom = dump_dom(&chromium, &v.url, extra);
+        for needle in ["Deploys go through Jenkins", "BLUEHERON-7", "Postgres with a 72 h retention", "vitest"] {
+            assert!(dom.contains(needle), "{extra:?}: the page lacks {needle:?}:\n{dom}");
+        }
+    }
+    let (status, _, _) = http(v.port, "GET", "/", &[("Host", &v.host())], "");
+    assert_eq!(status, 401, "the page itself needs the token");
 }
 
 fn cards(d: &Driver) -> Vec<i64> {

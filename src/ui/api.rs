@@ -13,9 +13,9 @@ use crate::store::curate::Edited;
 use crate::store::{Exported, Hit, Kind, Memory, Store};
 
 /// Memories per page when the request does not say.
-const PAGE: usize = 50;
+const PAGE: usize = 200;
 /// The most one request may ask for.
-const MAX_PAGE: usize = 500;
+const MAX_PAGE: usize = 1000;
 /// Characters of a matched passage.
 const PASSAGE: usize = 320;
 

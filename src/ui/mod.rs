@@ -1,17 +1,15 @@
 //! `ovmem ui`: a local web viewer of what the agents remember, started on demand (no daemon).
 //! One small HTTP server on 127.0.0.1 only, with a random token per run (`guard`), the page's
-//! assets embedded in the binary (no build step, no CDN, works offline), the JSON API (`api`)
-//! and live updates (`events`). It stops on Ctrl-C and after an idle time.
+//! assets embedded in the binary (`page`; no build step, no CDN, works offline), the JSON API
+//! (`api`) and live updates (`events`). It stops on Ctrl-C and after an idle time.
 
 pub mod api;
 pub mod events;
 pub mod guard;
+pub mod page;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -22,7 +20,6 @@ use crate::env::Env;
 use crate::store::Store;
 use guard::{Guard, Proof, Seen};
 
-const INDEX: &str = include_str!("assets/index.html");
 const SCRIPT: &str = include_str!("assets/app.js");
 const STYLE: &str = include_str!("assets/app.css");
 const ICON: &str = include_str!("assets/icon.svg");
@@ -50,7 +47,7 @@ pub struct Options {
     pub open: bool,
     /// The bank the page opens on.
     pub default_bank: Option<String>,
-    /// Stop after this long without a request (and no page open).
+    /// Stop after this long without a request (an open page asks every second).
     pub idle: Duration,
 }
 
@@ -75,21 +72,13 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
         open_browser(&url);
     }
     crate::interrupt::arm();
-    let viewer = Viewer {
-        api: api::Api { store: &store, env, default_bank: opts.default_bank },
-        guard,
-        db,
-        stop: Arc::new(AtomicBool::new(false)),
-        streams: Arc::new(AtomicUsize::new(0)),
-    };
+    let viewer = Viewer { api: api::Api { store: &store, env, default_bank: opts.default_bank }, guard };
     let mut last = Instant::now();
     let why = loop {
         if let Err(e) = crate::interrupt::check() {
             break format!("stopped ({})", e.name);
         }
-        if viewer.streams.load(Ordering::SeqCst) > 0 {
-            last = Instant::now();
-        } else if last.elapsed() >= opts.idle {
+        if last.elapsed() >= opts.idle {
             break format!("stopped after {} idle", human(opts.idle));
         }
         match server.recv_timeout(Duration::from_millis(200)) {
@@ -101,7 +90,6 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
             Err(e) => break format!("stopped: the server failed ({e})"),
         }
     };
-    viewer.stop.store(true, Ordering::SeqCst);
     eprintln!("ovmem ui: {why}");
     Ok(0)
 }
@@ -109,9 +97,6 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
 struct Viewer<'a> {
     api: api::Api<'a>,
     guard: Guard,
-    db: PathBuf,
-    stop: Arc<AtomicBool>,
-    streams: Arc<AtomicUsize>,
 }
 
 fn header(name: &str, value: &str) -> Header {
@@ -164,16 +149,22 @@ impl Viewer<'_> {
         let asset = |body: &str, kind: &str| (kind.to_string(), body.as_bytes().to_vec());
         let found = match (method.as_str(), path) {
             ("GET" | "HEAD", "/" | "/index.html") => {
-                Some(("text/html; charset=utf-8".into(), INDEX.replace("{{TOKEN}}", self.guard.token()).into_bytes()))
+                let store = self.api.store;
+                let first = store.page(None, None, page::FIRST).and_then(|m| Ok((m, store.pinned_ids()?)));
+                let (memories, pinned) = first.unwrap_or_default();
+                let html = page::render(self.guard.token(), &memories, &pinned);
+                Some(("text/html; charset=utf-8".into(), html.into_bytes()))
             }
             ("GET" | "HEAD", "/app.js") => Some(asset(SCRIPT, "text/javascript; charset=utf-8")),
             ("GET" | "HEAD", "/app.css") => Some(asset(STYLE, "text/css; charset=utf-8")),
             ("GET" | "HEAD", "/favicon.ico" | "/icon.svg") => Some(asset(ICON, "image/svg+xml")),
-            ("GET", "/api/events") => {
-                let (db, stop, open) = (self.db.clone(), Arc::clone(&self.stop), Arc::clone(&self.streams));
-                std::thread::spawn(move || events::stream(request, db, stop, open));
-                return;
-            }
+            ("GET", "/api/events") => match events::body(self.api.store) {
+                Ok(body) => Some(("text/event-stream; charset=utf-8".into(), body.into_bytes())),
+                Err(e) => {
+                    let body = serde_json::json!({ "error": format!("{e:#}") }).to_string();
+                    return self.send(request, 500, "application/json", body.into_bytes(), None);
+                }
+            },
             _ => None,
         };
         if let Some((kind, body)) = found {

@@ -140,6 +140,8 @@ async function load(reset) {
     state.next = data.next;
     state.items = reset ? data.memories : state.items.concat(data.memories);
     renderList(reset);
+    // The script now owns the list the server rendered.
+    document.documentElement.dataset.ready = "true";
   } catch (e) {
     toast("Could not load memories: " + e.message);
   } finally {
@@ -326,10 +328,12 @@ function closeSession() {
 let source = null;
 function listen() {
   if (source) return;
+  // Each answer is one event and the end of the stream; EventSource asks again a second later.
   source = new EventSource("/api/events?token=" + encodeURIComponent(TOKEN));
-  source.addEventListener("open", () => $("live").classList.add("on"));
-  source.addEventListener("error", () => $("live").classList.remove("on"));
   source.addEventListener("change", async (ev) => {
+    $("live").classList.add("on");
+    clearTimeout(listen.quiet);
+    listen.quiet = setTimeout(() => $("live").classList.remove("on"), 5000);
     const mark = JSON.parse(ev.data);
     const before = state.mark;
     state.mark = mark;
@@ -380,8 +384,8 @@ document.addEventListener("keydown", (e) => {
   else if (m && e.key === "s" && m.session) openSession(m.session);
 });
 
-$("search-form").addEventListener("submit", (e) => { e.preventDefault(); search($("q").value); });
 let typing = null;
+$("search-form").addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(typing); search($("q").value); });
 $("q").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(() => search($("q").value), 250); });
 $("home").addEventListener("click", (e) => { e.preventDefault(); search(""); selectBank(""); });
 
