@@ -590,16 +590,17 @@ impl Driver {
         self.cmd("POST", &format!("/element/{e}/value"), Some(json!({ "text": text })));
     }
 
-    /// Waits until `script` returns true; panics with the page's text otherwise.
+    /// Waits (30 s at most) until `script` returns true; panics with the page's text otherwise.
     fn until(&self, what: &str, script: &str) {
         let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(15) {
+        while start.elapsed() < Duration::from_secs(30) {
             if self.js(script) == json!(true) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        panic!("waited 15 s for {what}; the page says:\n{}", self.text());
+        let state = self.js("return [location.href, document.readyState, document.documentElement.outerHTML.length]");
+        panic!("waited 30 s for {what}; the page ({state}) says:\n{}", self.text());
     }
 
     fn text(&self) -> String {
