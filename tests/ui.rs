@@ -523,7 +523,7 @@ impl Driver {
             assert!(start.elapsed() < Duration::from_secs(20), "chromedriver did not start");
             std::thread::sleep(Duration::from_millis(100));
         }
-        let caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+        let caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:loggingPrefs": {"browser": "ALL"}, "goog:chromeOptions": {
             "binary": chromium,
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      "--window-size=1280,860", "--force-device-scale-factor=1", "--lang=en-US",
@@ -810,6 +810,11 @@ fn in_a_real_browser() {
     let dark = background();
     assert_ne!(light, dark, "dark mode has its own colours");
     assert_eq!(dark, "rgb(21, 23, 27)");
+
+    // No script error and no refused load (a Content-Security-Policy violation) on the way.
+    let log = d.cmd("POST", "/se/log", Some(json!({"type": "browser"})));
+    let severe: Vec<&Value> = log.as_array().unwrap().iter().filter(|e| e["level"] == json!("SEVERE")).collect();
+    assert!(severe.is_empty(), "the browser console: {severe:?}");
 }
 
 fn store_pins(db: &Path) -> std::collections::HashSet<i64> {

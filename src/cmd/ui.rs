@@ -10,16 +10,16 @@ use crate::env::Env;
 
 #[derive(Args)]
 pub struct UiArgs {
-    /// The port on 127.0.0.1 (default: any free one)
+    /// The port on 127.0.0.1 (0: any free one)
     #[arg(long, default_value_t = 0)]
     pub port: u16,
     /// Print the URL only; do not open a browser
     #[arg(long)]
     pub no_open: bool,
-    /// The project whose memories the page opens on (default: the current directory's)
+    /// The project listed first, as "this project" (default: the current directory's)
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
-    /// Stop after this long without a request and no page open: minutes, or with a unit (90s, 2h)
+    /// Stop after this long without a request (a visible page asks every second): minutes, or 90s, 2h
     #[arg(long, value_name = "TIME", default_value = "30", value_parser = idle_time)]
     pub idle: Duration,
 }

@@ -39,7 +39,7 @@ impl Reply {
 pub struct Api<'a> {
     pub store: &'a Store,
     pub env: &'a Env,
-    /// The bank the page opens on (`--project`, else the current directory's).
+    /// The bank listed first (`--project`, else the current directory's).
     pub default_bank: Option<String>,
 }
 

@@ -45,7 +45,7 @@ pub struct Options {
     /// 0: any free port.
     pub port: u16,
     pub open: bool,
-    /// The bank the page opens on.
+    /// The bank listed first, as "this project".
     pub default_bank: Option<String>,
     /// Stop after this long without a request (an open page asks every second).
     pub idle: Duration,
