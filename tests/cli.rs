@@ -491,7 +491,7 @@ fn e2e_bin(name: &str) -> Option<PathBuf> {
 }
 
 #[test]
-fn status_takes_under_300_ms_with_every_e2e_cli_on_path() {
+fn status_runs_no_harness_cli_with_every_e2e_cli_on_path() {
     let Some(claude) = e2e_bin("claude") else { return };
     let root = claude.parent().unwrap().parent().unwrap().parent().unwrap();
     let bins: Vec<String> = std::fs::read_dir(root)
@@ -522,7 +522,10 @@ fn status_takes_under_300_ms_with_every_e2e_cli_on_path() {
         median.as_millis(),
         times.last().unwrap().as_millis()
     );
-    assert!(median < Duration::from_millis(300), "status took {median:?}");
+    // The figure itself is a benchmark's (about 20-60 ms here, printed above); this bound only
+    // catches the regression that matters, status running the CLIs (each a Node start-up of
+    // 150-400 ms, 13 of them), and holds on a loaded machine.
+    assert!(median < Duration::from_millis(1000), "status took {median:?}: does it run the harness CLIs?");
     // Every detected npm CLI has its version, without running it.
     let v = json(&first);
     for h in v["harnesses"].as_array().unwrap() {
