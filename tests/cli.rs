@@ -522,9 +522,9 @@ fn status_runs_no_harness_cli_with_every_e2e_cli_on_path() {
         median.as_millis(),
         times.last().unwrap().as_millis()
     );
-    // The figure itself is a benchmark's (about 20-60 ms here, printed above); this bound only
-    // catches the regression that matters, status running the CLIs (each a Node start-up of
-    // 150-400 ms, 13 of them), and holds on a loaded machine.
+    // The figure itself is printed above (a benchmark's job, not a test's); this bound only
+    // catches the regression that matters, status running the CLIs (a Node start-up each, for
+    // every one of them), and still holds on a loaded machine.
     assert!(median < Duration::from_millis(1000), "status took {median:?}: does it run the harness CLIs?");
     // Every detected npm CLI has its version, without running it.
     let v = json(&first);
