@@ -427,6 +427,37 @@ fn stops_by_itself_when_idle() {
 }
 
 #[test]
+fn the_backend_panel_tells_an_unreachable_server_and_what_waits() {
+    let home = Home::new();
+    let dead = free_port();
+    home.put(
+        ".ovmem/config.toml",
+        format!("[backend]\nkind = \"hindsight\"\nurl = \"http://127.0.0.1:{dead}\"\n").as_bytes(),
+    );
+    let dir = project(&home);
+    for (event, extra) in [
+        ("UserPromptSubmit", json!({"prompt": "How do we roll back a bad deploy of the billing service?"})),
+        ("Stop", json!({"last_assistant_message": "Run the rollback job in Jenkins with the previous image tag."})),
+    ] {
+        let mut payload = json!({"session_id": "s-team", "cwd": dir, "hook_event_name": event});
+        payload.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let args = ["hook", "claude-code", event];
+        let ran = common::run_in(home.path(), Path::new(&dir), &args, payload.to_string().as_bytes(), &[]);
+        assert_eq!(ran.code, 0);
+    }
+    let v = Viewer::start(&home, &[]);
+    let (status, b) = v.api("GET", "/api/backend", "");
+    assert_eq!(status, 200, "{b}");
+    assert_eq!(b["backend"]["kind"], json!("hindsight"));
+    assert_eq!(b["backend"]["url"], json!(format!("http://127.0.0.1:{dead}")));
+    assert_eq!(b["backend"]["reachable"], json!(false), "{b}");
+    assert_eq!(b["queue"]["outbox"], json!(1), "the captured turn waits for the server: {b}");
+    let failing = b["failing"].as_array().unwrap();
+    assert_eq!(failing.len(), 1, "the hook tried to send it and failed: {b}");
+    assert!(failing[0]["last_error"].as_str().is_some_and(|e| !e.is_empty()), "{b}");
+}
+
+#[test]
 fn a_taken_port_is_an_error_that_says_what_to_do() {
     let home = Home::new();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
