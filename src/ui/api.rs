@@ -106,8 +106,11 @@ impl Api<'_> {
 
     fn banks(&self) -> anyhow::Result<Reply> {
         let stats = self.store.stats()?;
-        let banks: Vec<Value> =
-            stats.banks.iter().map(|(name, n)| json!({ "name": name, "label": label(name), "memories": n })).collect();
+        let banks: Vec<Value> = stats
+            .banks
+            .iter()
+            .map(|(name, n)| json!({ "name": name, "label": label(self.env, name), "memories": n }))
+            .collect();
         Ok(Reply::ok(json!({ "banks": banks, "total": stats.memories, "default": self.default_bank })))
     }
 
@@ -247,9 +250,12 @@ fn parse_cursor(c: &str) -> Option<(i64, i64)> {
     Some((at.parse().ok()?, id.parse().ok()?))
 }
 
-/// A bank as people read it: a project's path, or the key itself.
-pub fn label(bank: &str) -> String {
-    bank.strip_prefix("project:").unwrap_or(bank).to_string()
+/// A bank as people read it: a project's path (`~/…` under the home directory), or the key.
+pub fn label(env: &Env, bank: &str) -> String {
+    match bank.strip_prefix("project:") {
+        Some(path) => crate::cmd::tilde(env, std::path::Path::new(path)),
+        None => bank.to_string(),
+    }
 }
 
 fn clip(s: &str, n: usize) -> String {
