@@ -9,6 +9,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -541,10 +542,12 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 impl Driver {
     fn start(chromium: &Path, driver: &Path) -> Driver {
         let port = free_port();
+        // A process group of its own: the browser it starts goes with it, whatever happens.
         let child = Command::new(driver)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .unwrap();
         let profile = tempfile::tempdir().unwrap();
@@ -664,12 +667,26 @@ impl Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         if !self.session.is_empty() {
-            let host = format!("127.0.0.1:{}", self.port);
-            let _ = http(self.port, "DELETE", &format!("/session/{}", self.session), &[("Host", &host)], "");
+            // Best effort (never a panic while unwinding): chromedriver quits the browser.
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                let req = format!(
+                    "DELETE /session/{} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\n\r\n",
+                    self.session, self.port
+                );
+                if s.write_all(req.as_bytes()).is_ok() {
+                    let _ = s.read(&mut [0u8; 512]);
+                }
+            }
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_group(&mut self.child);
     }
+}
+
+/// Ends a child started with `process_group(0)` and everything it started.
+fn kill_group(child: &mut Child) {
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait();
 }
 
 /// `chromium --headless --dump-dom URL` with `extra` flags: the DOM it printed.
@@ -682,6 +699,7 @@ fn dump_dom(chromium: &Path, url: &str, extra: &[&str]) -> String {
         .args(["--dump-dom", url])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
     let mut out = child.stdout.take().unwrap();
@@ -691,11 +709,9 @@ fn dump_dom(chromium: &Path, url: &str, extra: &[&str]) -> String {
         s
     });
     let code = wait(&mut child, Duration::from_secs(60));
-    if code.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("chromium {extra:?} --dump-dom did not finish within 60 s");
-    }
+    // Its helper processes too, finished or not.
+    kill_group(&mut child);
+    assert!(code.is_some(), "chromium {extra:?} --dump-dom did not finish within 60 s");
     reader.join().unwrap()
 }
 
