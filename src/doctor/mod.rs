@@ -331,7 +331,7 @@ fn check_target(
         Scope::User => sb.project.clone(),
     };
     let session = format!("ovmem-doctor-{}-{}", h.id(), std::process::id());
-    let bank = crate::runtime::bank_for(sb.cfg.bank, &cwd, h.id(), &session);
+    let bank = crate::runtime::bank_for(sb.cfg.bank, &cwd, h.id(), &session, &sb.home).key;
     let marker = format!("doctor-marker-{}-{}", h.id(), std::process::id());
     let answer = format!("doctor-reply-{}-{}", h.id(), std::process::id());
     let prompt = format!("ovmem doctor check: which doctor marker is stored for {}?", h.id());
