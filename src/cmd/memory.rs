@@ -266,14 +266,11 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 }
                 None => ids,
             };
-            let mut missing = Vec::new();
-            for id in ids {
-                if store.forget(id)? {
-                    eprintln!("forgot memory #{id}");
-                } else {
-                    missing.push(id.to_string());
-                }
+            let missing = store.forget_many(&ids)?;
+            for id in ids.iter().filter(|id| !missing.contains(id)) {
+                eprintln!("forgot memory #{id}");
             }
+            let missing: Vec<String> = missing.iter().map(i64::to_string).collect();
             if !missing.is_empty() {
                 bail!("no memory with id {}", missing.join(", "));
             }

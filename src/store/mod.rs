@@ -812,47 +812,76 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Deletes a memory and every trace of it; false when there is none with that id. Gone with
-    /// it: its postings (document frequencies decremented, blocks rewritten), the index terms and
-    /// vocabulary only it used, its vectors, its outbox entry, its session's topic and the parts
-    /// of its session's other memories' topics taken from its prompt (those are indexed anew).
-    /// The deleting connection zeroes what it frees (`secure_delete`) and the WAL is checkpointed
-    /// and truncated afterwards, so the text is not left in free pages or old WAL frames either.
+    /// Deletes a memory and every trace of it; false when there is none with that id. See
+    /// [`Store::forget_many`].
     pub fn forget(&self, id: i64) -> Result<bool> {
+        Ok(self.forget_many(&[id])?.is_empty())
+    }
+
+    /// Deletes memories and every trace of them; returns the ids there was no memory for. Gone
+    /// with each: its postings (document frequencies decremented, blocks rewritten), the index
+    /// terms and vocabulary only it used, its vectors, its outbox entry, its session's topic and
+    /// the parts of its session's other memories' topics taken from its prompt (those are indexed
+    /// anew). Then its bytes: the database is rewritten without free space (`VACUUM`, with
+    /// `secure_delete` on) and the WAL checkpointed and truncated, so the text survives neither in
+    /// free pages, nor in the slack of live ones, nor in old WAL frames.
+    pub fn forget_many(&self, ids: &[i64]) -> Result<Vec<i64>> {
         self.conn.pragma_update(None, "secure_delete", "ON")?;
-        let forgot = self.write(|c| {
-            type Row = (i64, String, String, String, String, Option<String>);
-            let row: Option<Row> = c
-                .query_row(
-                    "SELECT m.bank_id, b.name, m.prompt, m.reply, m.topic, m.session FROM memories m
-                     JOIN banks b ON b.id = m.bank_id WHERE m.id = ?1",
-                    [id],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
-                )
-                .optional()?;
-            let Some((bank, bank_name, prompt, reply, topic, session)) = row else { return Ok(false) };
-            let terms = doc_terms(&prompt, &reply, &topic);
-            index::remove(c, bank, id, &terms)?;
-            c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
-            c.execute("DELETE FROM outbox WHERE memory_id = ?1", [id])?;
-            purge_vectors(c, &[id])?;
-            let mut reindex = false;
-            if let Some(session) = &session {
-                c.execute("DELETE FROM sessions WHERE session = ?1 AND bank = ?2", params![session, bank_name])?;
-                reindex = strip_topics(c, bank, session, &prompt)?;
+        let missing = self.write(|c| {
+            let mut missing = Vec::new();
+            for &id in ids {
+                if !Self::forget_in(c, id)? {
+                    missing.push(id);
+                }
             }
-            if reindex {
+            Ok(missing)
+        });
+        let done = missing.as_ref().is_ok_and(|m| m.len() < ids.len());
+        if done {
+            self.vacuum();
+        }
+        let _ = self.conn.pragma_update(None, "secure_delete", "OFF");
+        missing
+    }
+
+    fn forget_in(c: &Connection, id: i64) -> Result<bool> {
+        type Row = (i64, String, String, String, String, Option<String>);
+        let row: Option<Row> = c
+            .query_row(
+                "SELECT m.bank_id, b.name, m.prompt, m.reply, m.topic, m.session FROM memories m
+                 JOIN banks b ON b.id = m.bank_id WHERE m.id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            )
+            .optional()?;
+        let Some((bank, bank_name, prompt, reply, topic, session)) = row else { return Ok(false) };
+        let terms = doc_terms(&prompt, &reply, &topic);
+        index::remove(c, bank, id, &terms)?;
+        c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
+        c.execute("DELETE FROM outbox WHERE memory_id = ?1", [id])?;
+        purge_vectors(c, &[id])?;
+        if let Some(session) = &session {
+            c.execute("DELETE FROM sessions WHERE session = ?1 AND bank = ?2", params![session, bank_name])?;
+            if strip_topics(c, bank, session, &prompt)? {
                 Self::reindex(c, bank)?;
             }
-            drop_unused_terms(c, terms.terms.iter().map(|(t, _)| t.as_str()))?;
-            Ok(true)
-        });
-        let _ = self.conn.pragma_update(None, "secure_delete", "OFF");
-        if forgot? {
-            self.truncate_wal();
-            return Ok(true);
         }
-        Ok(false)
+        drop_unused_terms(c, terms.terms.iter().map(|(t, _)| t.as_str()))?;
+        Ok(true)
+    }
+
+    /// Rewrites the database without free space, then truncates the WAL (see [`Store::forget_many`]).
+    /// Best effort: a reader holding the store at that moment keeps old frames until it is done,
+    /// so the checkpoint is retried within the store's budget.
+    fn vacuum(&self) {
+        let deadline = Instant::now() + self.busy;
+        while let Err(e) = self.conn.execute_batch("VACUUM") {
+            if !is_busy(&e.into()) || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.truncate_wal();
     }
 
     /// Folds the WAL into the database and truncates it, waiting for readers within the store's
