@@ -485,7 +485,11 @@ fn check_target(
 fn fix_command(t: &Target) -> String {
     match (&t.scope, &t.project) {
         (Scope::Project, Some(p)) => {
-            format!("ovmem install --harness {} --project {}", t.harness.id(), crate::shell::quote(&p.to_string_lossy()))
+            format!(
+                "ovmem install --harness {} --project {}",
+                t.harness.id(),
+                crate::shell::quote(&p.to_string_lossy())
+            )
         }
         _ => format!("ovmem install --harness {}", t.harness.id()),
     }

@@ -140,7 +140,7 @@ pub fn read_capped(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
 }
 
 fn size_text(n: u64) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
     } else {
         format!("{n} bytes")
