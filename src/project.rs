@@ -10,7 +10,7 @@
 //! cached in `$OVMEM_HOME/cache/git-roots/`.
 
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::config::BankMode;
 
@@ -168,42 +168,20 @@ fn root_commit(git: &Path, cache: &Path) -> Option<String> {
 }
 
 fn run_git(bin: &Path, git: &Path) -> Option<String> {
-    use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(bin)
-        .arg("--git-dir")
-        .arg(git)
-        .args(["-c", "core.fsmonitor=false", "rev-list", "--max-parents=0", "HEAD"])
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .ok()?;
-    // The answer is a few lines: read it on a thread, so a full pipe never stalls the child.
-    let mut out = child.stdout.take()?;
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut std::io::Read::take(&mut out, SMALL), &mut s);
-        s
-    });
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => break,
-            Ok(None) if start.elapsed() < GIT_BUDGET => std::thread::sleep(Duration::from_millis(2)),
-            Ok(None) => {
-                // SAFETY: signals the process group of the child started above, nothing else.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                let _ = child.wait();
-                return None;
-            }
-            _ => return None,
-        }
+    let (status, out) = crate::child::output_within(
+        std::process::Command::new(bin)
+            .arg("--git-dir")
+            .arg(git)
+            .args(["-c", "core.fsmonitor=false", "rev-list", "--max-parents=0", "HEAD"])
+            .env("GIT_OPTIONAL_LOCKS", "0"),
+        GIT_BUDGET,
+        SMALL,
+    )?;
+    if !status.success() {
+        return None;
     }
     // Several roots (merged unrelated histories): the smallest, whatever the dates say.
-    reader.join().ok()?.lines().map(str::trim).filter(|l| is_sha(l)).min().map(str::to_string)
+    out.lines().map(str::trim).filter(|l| is_sha(l)).min().map(str::to_string)
 }
 
 /// Whether HEAD of the repository at `git` names a commit: detached, or a branch with a loose or

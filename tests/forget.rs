@@ -1,51 +1,38 @@
 //! `ovmem memory forget <id>` leaves no trace of the memory in the store's files: not in its
 //! rows, its index terms, the topics of its session's other turns, free pages or the WAL.
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
-
-struct Lab {
-    tmp: tempfile::TempDir,
-    proj: PathBuf,
-}
+/// A throwaway home with a project directory (outside git) in it.
+struct Lab(common::Home);
 
 impl Lab {
     fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let proj = tmp.path().join("proj");
-        std::fs::create_dir_all(&proj).unwrap();
-        Self { tmp, proj }
+        let home = common::Home::new();
+        std::fs::create_dir_all(home.path().join("proj")).unwrap();
+        Self(home)
+    }
+
+    fn proj(&self) -> PathBuf {
+        self.0.path().join("proj")
     }
 
     fn run(&self, args: &[&str], stdin: &str) -> String {
-        let mut c = Command::new(OVMEM)
-            .args(args)
-            .env_clear()
-            .env("HOME", self.tmp.path().join("home"))
-            .env("PATH", "/usr/bin:/bin")
-            .current_dir(&self.proj)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        let out = c.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "ovmem {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        let ran = common::run_in(&self.0.path().join("home"), &self.proj(), args, stdin.as_bytes(), &[]);
+        assert_eq!(ran.code, 0, "ovmem {args:?}");
+        ran.out
     }
 
     /// One turn of a Claude Code session, through its prompt and stop hooks.
     fn turn(&self, session: &str, prompt: &str, reply: &str) {
         let p =
-            json!({"session_id": session, "cwd": self.proj, "hook_event_name": "UserPromptSubmit", "prompt": prompt});
+            json!({"session_id": session, "cwd": self.proj(), "hook_event_name": "UserPromptSubmit", "prompt": prompt});
         self.run(&["hook", "claude-code", "UserPromptSubmit"], &p.to_string());
-        let s = json!({"session_id": session, "cwd": self.proj, "hook_event_name": "Stop", "last_assistant_message": reply});
+        let s = json!({"session_id": session, "cwd": self.proj(), "hook_event_name": "Stop", "last_assistant_message": reply});
         self.run(&["hook", "claude-code", "Stop"], &s.to_string());
     }
 
@@ -54,7 +41,7 @@ impl Lab {
     }
 
     fn db(&self) -> PathBuf {
-        self.tmp.path().join("home/.ovmem/memory.db")
+        self.0.path().join("home/.ovmem/memory.db")
     }
 }
 
