@@ -739,7 +739,8 @@ fn rollback(dir: &Path, j: &Journal) -> Rollback {
 fn restore(dir: &Path, f: &JFile) -> Result<()> {
     match &f.before {
         Some(b) => {
-            let bytes = fs::read(dir.join(&b.copy))
+            let bytes = read_opt(&dir.join(&b.copy))
+                .and_then(|b| b.ok_or_else(|| anyhow::anyhow!("it is not there")))
                 .with_context(|| format!("the journal's copy of `{}` is missing", f.path.display()))?;
             let tmp = temp_beside(&f.path, &bytes, b.meta.mode, Some(b.meta))?;
             tmp.as_file().sync_all()?;
