@@ -266,11 +266,18 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 }
                 None => ids,
             };
-            let missing = store.forget_many(&ids)?;
-            for id in ids.iter().filter(|id| !missing.contains(id)) {
+            let forgot = store.forget_many(&ids)?;
+            for id in ids.iter().filter(|id| !forgot.missing.contains(id)) {
                 eprintln!("forgot memory #{id}");
             }
-            let missing: Vec<String> = missing.iter().map(i64::to_string).collect();
+            if let Some(why) = &forgot.not_scrubbed {
+                Printer::new().warn(&format!(
+                    "{why}; the memory is deleted, but its text may remain in the store file's free space until \
+                     the next `ovmem memory forget` rewrites it (the same command again will, once no agent is \
+                     busy with the store)"
+                ));
+            }
+            let missing: Vec<String> = forgot.missing.iter().map(i64::to_string).collect();
             if !missing.is_empty() {
                 bail!("no memory with id {}", missing.join(", "));
             }

@@ -815,7 +815,7 @@ impl Store {
     /// Deletes a memory and every trace of it; false when there is none with that id. See
     /// [`Store::forget_many`].
     pub fn forget(&self, id: i64) -> Result<bool> {
-        Ok(self.forget_many(&[id])?.is_empty())
+        Ok(self.forget_many(&[id])?.missing.is_empty())
     }
 
     /// Deletes memories and every trace of them; returns the ids there was no memory for. Gone
@@ -825,7 +825,7 @@ impl Store {
     /// anew). Then its bytes: the database is rewritten without free space (`VACUUM`, with
     /// `secure_delete` on) and the WAL checkpointed and truncated, so the text survives neither in
     /// free pages, nor in the slack of live ones, nor in old WAL frames.
-    pub fn forget_many(&self, ids: &[i64]) -> Result<Vec<i64>> {
+    pub fn forget_many(&self, ids: &[i64]) -> Result<Forgot> {
         self.conn.pragma_update(None, "secure_delete", "ON")?;
         let missing = self.write(|c| {
             let mut missing = Vec::new();
@@ -836,12 +836,13 @@ impl Store {
             }
             Ok(missing)
         });
-        let done = missing.as_ref().is_ok_and(|m| m.len() < ids.len());
-        if done {
-            self.vacuum();
-        }
+        let scrub = match &missing {
+            // Also when nothing was found: forgetting again finishes a rewrite that failed before.
+            Ok(_) if !ids.is_empty() => self.vacuum().err().map(|e| format!("{e:#}")),
+            _ => None,
+        };
         let _ = self.conn.pragma_update(None, "secure_delete", "OFF");
-        missing
+        Ok(Forgot { missing: missing?, not_scrubbed: scrub })
     }
 
     fn forget_in(c: &Connection, id: i64) -> Result<bool> {
@@ -873,25 +874,29 @@ impl Store {
     /// Rewrites the database without free space, then truncates the WAL (see [`Store::forget_many`]).
     /// Best effort: a reader holding the store at that moment keeps old frames until it is done,
     /// so the checkpoint is retried within the store's budget.
-    fn vacuum(&self) {
+    fn vacuum(&self) -> Result<()> {
         let deadline = Instant::now() + self.busy;
         while let Err(e) = self.conn.execute_batch("VACUUM") {
-            if !is_busy(&e.into()) || Instant::now() >= deadline {
-                break;
+            let e = anyhow::Error::from(e);
+            if !is_busy(&e) || Instant::now() >= deadline {
+                return Err(e.context("could not rewrite the store without the deleted text (VACUUM)"));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        self.truncate_wal();
+        self.truncate_wal()
     }
 
     /// Folds the WAL into the database and truncates it, waiting for readers within the store's
     /// budget (a hook reading at that moment holds old frames).
-    fn truncate_wal(&self) {
+    fn truncate_wal(&self) -> Result<()> {
         let deadline = Instant::now() + self.busy;
         loop {
-            let busy: i64 = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0)).unwrap_or(1);
-            if busy == 0 || Instant::now() >= deadline {
-                return;
+            let busy: i64 = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+            if busy == 0 {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                anyhow::bail!("another process kept the store's WAL busy, so it could not be truncated");
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -1134,6 +1139,16 @@ impl Store {
             Ok(())
         })
     }
+}
+
+/// What [`Store::forget_many`] did.
+#[derive(Debug)]
+pub struct Forgot {
+    /// The ids there was no memory for.
+    pub missing: Vec<i64>,
+    /// Why the deleted text may still be in the file's free space (the rewrite or the WAL
+    /// truncate could not be done); `None` when it is gone from the files too.
+    pub not_scrubbed: Option<String>,
 }
 
 /// A finished turn, as the stop hook (or a replayed spool file) hands it to the store.
