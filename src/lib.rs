@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod cache;
+pub mod child;
 pub mod cli;
 pub mod cmd;
 pub mod config;
