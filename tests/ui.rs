@@ -340,6 +340,17 @@ fn who_may_ask_and_what_the_api_answers() {
     assert!(listed(&home, true).iter().all(|m| m["id"] != json!(jenkins)));
     assert_eq!(v.api("DELETE", &path, "").0, 404);
 
+    // Several at once (a search's results): one answer says which went and which were not there.
+    let (keys, other_bank) = (id_of(&seeded, "direnv"), id_of(&seeded, "vitest"));
+    let body = json!({ "ids": [other_bank, 99_999] }).to_string();
+    let (status, gone) = v.api("POST", "/api/forget", &body);
+    assert_eq!(status, 200, "{gone}");
+    assert_eq!((gone["forgotten"].clone(), gone["missing"].clone()), (json!([other_bank]), json!([99_999])));
+    assert!(listed(&home, true).iter().all(|m| m["id"] != json!(other_bank)));
+    assert_eq!(v.api("POST", "/api/forget", "{\"ids\": []}").0, 400);
+    assert_eq!(http(port, "POST", "/api/forget", &[("Host", &host), ("Cookie", &cookie)], &body).0, 403);
+    assert!(listed(&home, false).iter().any(|m| m["id"] == json!(keys)), "only what was named went");
+
     // Pin: first in every recall of the bank, even one it does not match.
     let codename = id_of(&seeded, "BLUEHERON");
     assert_eq!(v.api("POST", &format!("/api/memories/{codename}/pin"), "").0, 200);
@@ -361,6 +372,12 @@ fn who_may_ask_and_what_the_api_answers() {
     assert!(now_listed.iter().any(|m| m["id"] == json!(new_id) && m["content"].as_str().unwrap().contains("REDKITE")));
     assert!(now_listed.iter().all(|m| !m["content"].as_str().unwrap().contains("BLUEHERON")));
     assert!(edited["memory"]["marks"].as_array().unwrap().contains(&json!("pinned")));
+    // The old text is erased from the store's files, as forgotten text is.
+    for file in ["memory.db", "memory.db-wal"] {
+        let bytes = std::fs::read(home.path().join(".ovmem").join(file)).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes).to_lowercase();
+        assert!(!text.contains("blueheron"), "{file} still holds the edited-out text");
+    }
     // Editing a turn into the words of another one is refused: the bank already says it.
     let keys = seeded.iter().find(|m| m["content"].as_str().unwrap().contains("direnv")).unwrap();
     let dup = json!({ "text": keys["content"] });

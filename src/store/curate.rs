@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
-use super::index::{self, doc_terms, Batch};
+use super::index::Batch;
 use super::{text, Hit, Kind, Memory, NewMemory, Store};
 
 const TABLE: &str = "CREATE TABLE IF NOT EXISTS pins (memory_id INTEGER PRIMARY KEY, at INTEGER NOT NULL)";
@@ -102,51 +102,68 @@ impl Store {
     /// Replaces a memory's text (a fact's text is `prompt`; a turn has both), redacted and
     /// indexed anew like any write. Posting lists need growing ids, so the edited memory is
     /// stored under a new id with everything else kept (bank, kind, date, harness, session,
-    /// topic, turn id, pin, a place in the outbox), and the old row goes, in one transaction.
+    /// topic, turn id, pin, a place in the outbox), in one transaction. The old text goes the way
+    /// forgotten text goes ([`Store::forget_many`]): every trace of it, then its bytes.
     pub fn edit(&self, id: i64, prompt: &str, reply: &str) -> Result<Edited> {
-        self.write(|c| {
-            let sql = format!("SELECT {}, m.bank_id, m.turn_id FROM {} WHERE m.id = ?1", Self::FIELDS, Self::FROM);
-            let row: Option<(Memory, i64, Option<String>)> =
-                c.query_row(&sql, [id], |r| Ok((Self::row_memory(r)?, r.get(9)?, r.get(10)?))).optional()?;
-            let Some((old, bank_id, turn_id)) = row else { return Ok(Edited::Missing) };
-            let (prompt, reply) = (super::scrub(prompt), super::scrub(reply));
-            if prompt.trim().is_empty() && reply.trim().is_empty() {
-                return Ok(Edited::Empty);
-            }
-            let hash = super::content_hash(old.kind, &prompt, &reply);
-            let same: Option<i64> = c
-                .query_row(
-                    "SELECT id FROM memories WHERE bank_id = ?1 AND hash = ?2 AND id != ?3",
-                    params![bank_id, hash, id],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            if let Some(other) = same {
-                return Ok(Edited::Duplicate(other));
-            }
-            index::remove(c, bank_id, id, &doc_terms(&old.prompt, &old.reply, &old.topic))?;
-            c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
-            let mut batch = Batch::default();
-            let new = NewMemory {
-                bank: &old.bank,
-                kind: old.kind,
-                prompt: &prompt,
-                reply: if old.kind == Kind::Fact { "" } else { &reply },
-                topic: &old.topic,
-                harness: old.harness.as_deref(),
-                session: old.session.as_deref(),
-                created_at: old.created_at,
-                turn_id: turn_id.as_deref(),
-            };
-            let Some(new_id) = Self::insert(c, &new, &mut batch)? else {
-                anyhow::bail!("memory {id} could not be stored again after its edit (rolled back)")
-            };
-            batch.flush(c)?;
-            c.execute("UPDATE outbox SET memory_id = ?2 WHERE memory_id = ?1", params![id, new_id])?;
-            c.execute_batch(TABLE)?;
-            c.execute("UPDATE pins SET memory_id = ?2 WHERE memory_id = ?1", params![id, new_id])?;
-            Ok(Edited::Replaced(new_id))
-        })
+        self.conn.pragma_update(None, "secure_delete", "ON")?;
+        let edited = self.write(|c| Self::edit_in(c, id, prompt, reply));
+        if matches!(edited, Ok(Edited::Replaced(_))) {
+            // Best effort, as for forget: the next forget or edit finishes a rewrite that failed.
+            let _ = self.vacuum();
+        }
+        let _ = self.conn.pragma_update(None, "secure_delete", "OFF");
+        edited
+    }
+
+    fn edit_in(c: &rusqlite::Connection, id: i64, prompt: &str, reply: &str) -> Result<Edited> {
+        let sql = format!("SELECT {}, m.bank_id, m.turn_id FROM {} WHERE m.id = ?1", Self::FIELDS, Self::FROM);
+        let row: Option<(Memory, i64, Option<String>)> =
+            c.query_row(&sql, [id], |r| Ok((Self::row_memory(r)?, r.get(9)?, r.get(10)?))).optional()?;
+        let Some((old, bank_id, turn_id)) = row else { return Ok(Edited::Missing) };
+        let (prompt, reply) = (super::scrub(prompt), super::scrub(reply));
+        let reply = if old.kind == Kind::Fact { "".into() } else { reply };
+        if prompt.trim().is_empty() && reply.trim().is_empty() {
+            return Ok(Edited::Empty);
+        }
+        let hash = super::content_hash(old.kind, &prompt, &reply);
+        let same: Option<i64> = c
+            .query_row(
+                "SELECT id FROM memories WHERE bank_id = ?1 AND hash = ?2 AND id != ?3",
+                params![bank_id, hash, id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(other) = same {
+            return Ok(Edited::Duplicate(other));
+        }
+        let queued: Option<(String, String, String)> = c
+            .query_row("SELECT bank, project, status FROM outbox WHERE memory_id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()?;
+        Self::forget_in(c, id)?;
+        let mut batch = Batch::default();
+        let new = NewMemory {
+            bank: &old.bank,
+            kind: old.kind,
+            prompt: &prompt,
+            reply: &reply,
+            topic: &old.topic,
+            harness: old.harness.as_deref(),
+            session: old.session.as_deref(),
+            created_at: old.created_at,
+            turn_id: turn_id.as_deref(),
+        };
+        let Some(new_id) = Self::insert(c, &new, &mut batch)? else {
+            anyhow::bail!("memory {id} could not be stored again after its edit (rolled back)")
+        };
+        batch.flush(c)?;
+        if let Some((bank, project, status)) = &queued {
+            Self::enqueue(c, new_id, &super::Outbound { bank, project, status })?;
+        }
+        c.execute_batch(TABLE)?;
+        c.execute("UPDATE pins SET memory_id = ?2 WHERE memory_id = ?1", params![id, new_id])?;
+        Ok(Edited::Replaced(new_id))
     }
 }
 

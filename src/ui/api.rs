@@ -71,9 +71,17 @@ impl Api<'_> {
                 None => not_found(),
             },
             ("DELETE", ["api", "memories", n]) => match id(n) {
-                Some(n) if self.store.forget(n)? => Reply::ok(json!({ "forgotten": n })),
-                _ => Reply::error(404, format!("no memory {n}")),
+                Some(n) => {
+                    let done = self.store.forget_many(&[n])?;
+                    if done.missing.is_empty() {
+                        Reply::ok(json!({ "forgotten": n, "not_scrubbed": done.not_scrubbed }))
+                    } else {
+                        Reply::error(404, format!("no memory {n}"))
+                    }
+                }
+                None => not_found(),
             },
+            ("POST", ["api", "forget"]) => self.forget(r.body)?,
             ("PUT", ["api", "memories", n]) => match id(n) {
                 Some(n) => self.edit(n, r.body)?,
                 None => not_found(),
@@ -143,6 +151,20 @@ impl Api<'_> {
         let next = (page.len() == limit).then(|| page.last().map(|m| format!("{}_{}", m.created_at, m.id))).flatten();
         let memories: Vec<Value> = page.iter().map(|m| memory_json(m, &pinned)).collect();
         Ok(Reply::ok(json!({ "memories": memories, "next": next })))
+    }
+
+    /// Forgets several memories at once (a search's results): one rewrite of the file for all.
+    fn forget(&self, body: &[u8]) -> anyhow::Result<Reply> {
+        let ids: Option<Vec<i64>> = serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v.get("ids").and_then(Value::as_array).cloned())
+            .and_then(|ids| ids.iter().map(Value::as_i64).collect());
+        let Some(ids) = ids.filter(|i| !i.is_empty()) else {
+            return Ok(Reply::error(400, "the body must be {\"ids\": [1, 2, …]}"));
+        };
+        let done = self.store.forget_many(&ids)?;
+        let forgotten: Vec<i64> = ids.iter().copied().filter(|i| !done.missing.contains(i)).collect();
+        Ok(Reply::ok(json!({ "forgotten": forgotten, "missing": done.missing, "not_scrubbed": done.not_scrubbed })))
     }
 
     fn one(&self, id: i64) -> anyhow::Result<Reply> {

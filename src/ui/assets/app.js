@@ -246,19 +246,21 @@ async function forget(memories) {
   $("confirm-title").textContent = memories.length === 1 ? `Forget memory #${memories[0].id}?` : `Forget these ${memories.length} memories?`;
   $("confirm-ok").textContent = memories.length === 1 ? "Forget" : `Forget ${memories.length}`;
   if (!(await ask($("confirm")))) return;
-  let done = 0;
-  for (const m of memories) {
-    try {
-      await api("DELETE", `/api/memories/${m.id}`);
-      done++;
-      state.items = state.items.filter((x) => x.id !== m.id);
-      $("list").querySelector(`[data-id="${m.id}"]`)?.remove();
-    } catch (e) {
-      toast(`Could not forget #${m.id}: ${e.message}`);
+  try {
+    // One request for all of them: the store rewrites its file once.
+    const r = memories.length === 1
+      ? await api("DELETE", `/api/memories/${memories[0].id}`).then((x) => ({ ...x, forgotten: [x.forgotten] }))
+      : await api("POST", "/api/forget", { ids: memories.map((m) => m.id) });
+    for (const id of r.forgotten) {
+      state.items = state.items.filter((x) => x.id !== id);
+      $("list").querySelector(`[data-id="${id}"]`)?.remove();
     }
+    const n = r.forgotten.length;
+    toast(`Forgot ${n} memor${n === 1 ? "y" : "ies"}` + (r.not_scrubbed ? ` (not yet erased from the file: ${r.not_scrubbed})` : ""));
+  } catch (e) {
+    toast("Could not forget: " + e.message);
   }
   renderBar();
-  if (done) toast(`Forgot ${done} memor${done === 1 ? "y" : "ies"}`);
   loadBanks().catch(() => {});
 }
 
