@@ -32,6 +32,9 @@ const PART: f32 = 0.3;
 pub const RERANK: usize = 30;
 /// Candidates found by their meaning (nearest vectors) joined to those found by their words.
 pub const DENSE: usize = 30;
+/// A memory found by its meaning alone needs at least this cosine with the question: unrelated
+/// short texts mostly sit at 0.1-0.3 in the distilled model, a short paraphrase from about 0.35.
+pub const MIN_COSINE: f32 = 0.3;
 /// How much naming what the question names counts (see `entities`).
 const ENTITY: f32 = 0.3;
 /// How much covering the whole question and having its words close together count at rerank.
@@ -471,6 +474,8 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
         .map(|(c, set)| c.dense.map(|d| if set.len() < NEAR_EMPTY { d * NEAR_EMPTY_FACTOR } else { d }))
         .collect();
     let fused = fuse(&lexical, &dense);
+    // How near each is to the question by meaning alone, on the candidates' scale (0..1).
+    let meaning = nearness(&dense);
     let mut scored: Vec<(usize, f32)> = candidates
         .iter()
         .zip(&fused)
@@ -503,7 +508,8 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
             let strong_shared = q.terms.iter().enumerate().any(|(i, t)| t.strong && shared & (1 << i) != 0);
             let cn = &candidates[newer];
             // The meaning: both answer this question well, and say things about one subject.
-            let both = score_at[a].min(score_at[b]) >= relevant;
+            let answers = |i: &usize| score_at[i] >= relevant || meaning[*i] >= SAME_MEANING;
+            let both = answers(a) && answers(b);
             let subject = match (&ca.vector, &cb.vector) {
                 (Some(x), Some(y)) if both => x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>(),
                 _ => 0.0,
@@ -600,30 +606,41 @@ const NEAR_EMPTY_FACTOR: f32 = 0.5;
 /// subject when their vectors are this close; the later one revises the earlier when it says so
 /// (`instead`, `switched`, …), or restates it when they are closer still.
 const SAME_QUESTION: f32 = 0.4;
+const SAME_MEANING: f32 = 0.5;
 const SUBJECT_COS: f32 = 0.6;
 const RESTATE_COS: f32 = 0.9;
+
+fn minmax(xs: impl Iterator<Item = f32>) -> (f32, f32) {
+    xs.fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)))
+}
+
+fn norm(x: f32, (lo, hi): (f32, f32)) -> f32 {
+    if hi > lo {
+        (x - lo) / (hi - lo)
+    } else {
+        1.0
+    }
+}
+
+/// Each candidate's cosine, min-max normalised over the candidates (0 without a vector).
+fn nearness(dense: &[Option<f32>]) -> Vec<f32> {
+    let cos = minmax(dense.iter().flatten().copied());
+    dense.iter().map(|d| d.map_or(0.0, |d| norm(d, cos))).collect()
+}
 
 /// `w·minmax(lexical) + (1−w)·minmax(cosine)` per candidate; a candidate without a vector has
 /// the lowest cosine. Without any cosine the lexical score alone (min-max normalised).
 pub fn fuse(lexical: &[f32], dense: &[Option<f32>]) -> Vec<f32> {
-    fn minmax(xs: impl Iterator<Item = f32> + Clone) -> (f32, f32) {
-        xs.fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)))
-    }
-    let norm = |x: f32, (lo, hi): (f32, f32)| if hi > lo { (x - lo) / (hi - lo) } else { 1.0 };
     let (llo, lhi) = minmax(lexical.iter().copied());
     // The lexical floor is zero (no match at all), not the weakest candidate's score.
     let lex = (llo.min(0.0), lhi);
     if dense.iter().all(Option::is_none) {
         return lexical.iter().map(|&l| norm(l, lex)).collect();
     }
-    let cos = minmax(dense.iter().flatten().copied());
     lexical
         .iter()
-        .zip(dense)
-        .map(|(&l, d)| {
-            let d = d.map_or(0.0, |d| norm(d, cos));
-            LEXICAL_WEIGHT * norm(l, lex) + (1.0 - LEXICAL_WEIGHT) * d
-        })
+        .zip(nearness(dense))
+        .map(|(&l, d)| LEXICAL_WEIGHT * norm(l, lex) + (1.0 - LEXICAL_WEIGHT) * d)
         .collect()
 }
 
