@@ -622,11 +622,18 @@ fn norm(x: f32, (lo, hi): (f32, f32)) -> f32 {
     }
 }
 
-/// Each candidate's cosine, min-max normalised over the candidates (0 without a vector).
+/// Each candidate's cosine, min-max normalised over the candidates (0 without a vector). The
+/// spread counts as at least [`COSINE_SPREAD`]: among near-identical memories (3,000 decisions of
+/// one template) a cosine difference of 0.01 is noise, and must not outvote an exact identifier.
 fn nearness(dense: &[Option<f32>]) -> Vec<f32> {
-    let cos = minmax(dense.iter().flatten().copied());
+    let (lo, hi) = minmax(dense.iter().flatten().copied());
+    let cos = (lo, hi.max(lo + COSINE_SPREAD));
     dense.iter().map(|d| d.map_or(0.0, |d| norm(d, cos))).collect()
 }
+
+/// The smallest cosine spread normalised to the full 0..1 (unrelated texts and paraphrases lie
+/// about this far apart in the distilled model).
+const COSINE_SPREAD: f32 = 0.25;
 
 /// `w·minmax(lexical) + (1−w)·minmax(cosine)` per candidate; a candidate without a vector has
 /// the lowest cosine. Without any cosine the lexical score alone (min-max normalised).
