@@ -179,11 +179,7 @@ fn paraphrases_held_apart_are_recalled() {
 fn a_revision_in_other_words_ranks_above_what_it_replaced() {
     let lab = Lab::new();
     lab.import(&[
-        (
-            "How should idempotency keys be stored?",
-            "Store idempotency keys in Redis with a 24 hour expiry.",
-            60,
-        ),
+        ("How should idempotency keys be stored?", "Store idempotency keys in Redis with a 24 hour expiry.", 60),
         (
             "Let's revisit duplicate request protection",
             "We switched: request dedupe tokens now live in Postgres instead, kept for 72 hours.",

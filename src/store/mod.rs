@@ -764,7 +764,9 @@ impl Store {
         let lexical: std::collections::HashSet<i64> = scored.iter().map(|s| s.doc).collect();
         // Found by meaning alone, a memory must be near enough to be about the question at all.
         let found_by_meaning = near.iter().filter(|(d, cos)| !lexical.contains(d) && *cos >= rank::MIN_COSINE);
-        for s in scored.iter().copied().chain(found_by_meaning.map(|&(doc, _)| rank::Scored { doc, score: 0.0, matched: 0 })) {
+        for s in
+            scored.iter().copied().chain(found_by_meaning.map(|&(doc, _)| rank::Scored { doc, score: 0.0, matched: 0 }))
+        {
             if let Some((m, dl)) = self.get_with_len(s.doc)? {
                 memories.push((s, m));
                 lens.push(dl);
@@ -1321,8 +1323,16 @@ mod tests {
             store
                 .write(|c| {
                     let mut w = Writes::default();
-                    for (i, text) in ["deploys go through Jenkins on ci.internal:8080", "we use tabs"].iter().enumerate() {
-                        let m = NewMemory { bank: "b", kind: Kind::Fact, prompt: text, created_at: i as i64, ..Default::default() };
+                    for (i, text) in
+                        ["deploys go through Jenkins on ci.internal:8080", "we use tabs"].iter().enumerate()
+                    {
+                        let m = NewMemory {
+                            bank: "b",
+                            kind: Kind::Fact,
+                            prompt: text,
+                            created_at: i as i64,
+                            ..Default::default()
+                        };
                         let terms = doc_terms(m.prompt, "", "");
                         Store::insert_analysed(c, &m, &terms, &content_hash(m.kind, m.prompt, ""), None, &mut w)?;
                     }

@@ -75,7 +75,8 @@ fn append(c: &Connection, bank: i64, rows: &[(i64, i64, Option<Vec<f32>>)]) -> R
         .query_row([bank], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?
         .filter(|(_, d): &(i64, Vec<u8>)| d.len() / ENTRY < BLOCK);
-    let mut code_row = c.prepare_cached("INSERT OR REPLACE INTO vectors (memory_id, block, code) VALUES (?1, ?2, ?3)")?;
+    let mut code_row =
+        c.prepare_cached("INSERT OR REPLACE INTO vectors (memory_id, block, code) VALUES (?1, ?2, ?3)")?;
     for (_, memory, v) in rows {
         let Some(v) = v else {
             code_row.execute(params![memory, 0, Vec::<u8>::new()])?;
@@ -87,7 +88,8 @@ fn append(c: &Connection, bank: i64, rows: &[(i64, i64, Option<Vec<f32>>)]) -> R
                 if let Some((id, data)) = last.take() {
                     save(c, bank, id, &data)?;
                 }
-                c.prepare_cached("INSERT INTO vector_blocks (bank_id, n, data) VALUES (?1, 0, x'')")?.execute([bank])?;
+                c.prepare_cached("INSERT INTO vector_blocks (bank_id, n, data) VALUES (?1, 0, x'')")?
+                    .execute([bank])?;
                 last = Some((c.last_insert_rowid(), Vec::with_capacity(BLOCK * ENTRY)));
                 let (id, data) = last.as_mut().expect("just set");
                 (*id, data)
@@ -107,17 +109,18 @@ fn save(c: &Connection, bank: i64, block: i64, data: &[u8]) -> Result<()> {
     if data.is_empty() {
         c.prepare_cached("DELETE FROM vector_blocks WHERE id = ?1")?.execute([block])?;
     } else {
-        c.prepare_cached("UPDATE vector_blocks SET n = ?3, data = ?2 WHERE id = ?1 AND bank_id = ?4")?.execute(
-            params![block, data, (data.len() / ENTRY) as i64, bank],
-        )?;
+        c.prepare_cached("UPDATE vector_blocks SET n = ?3, data = ?2 WHERE id = ?1 AND bank_id = ?4")?
+            .execute(params![block, data, (data.len() / ENTRY) as i64, bank])?;
     }
     Ok(())
 }
 
 /// Removes a memory's vector (inside the caller's transaction).
 pub fn remove(c: &Connection, memory: i64) -> Result<()> {
-    let block: Option<i64> =
-        c.prepare_cached("SELECT block FROM vectors WHERE memory_id = ?1")?.query_row([memory], |r| r.get(0)).optional()?;
+    let block: Option<i64> = c
+        .prepare_cached("SELECT block FROM vectors WHERE memory_id = ?1")?
+        .query_row([memory], |r| r.get(0))
+        .optional()?;
     let Some(block) = block else { return Ok(()) };
     c.prepare_cached("DELETE FROM vectors WHERE memory_id = ?1")?.execute([memory])?;
     let row: Option<(i64, Vec<u8>)> = c
