@@ -297,6 +297,8 @@ fn a_revision_in_other_words_ranks_above_what_it_replaced() {
     let (new, old) = (ctx.find("Postgres"), ctx.find("Redis"));
     assert!(new.is_some() && old.is_some(), "{ctx}");
     assert!(new < old, "the revision comes first: {ctx}");
+    let redis = items(&ctx).into_iter().find(|i| i.contains("Redis")).unwrap();
+    assert!(redis.contains("superseded by the entry of"), "the replaced decision is marked: {ctx}");
 }
 
 #[test]
