@@ -10,6 +10,7 @@ pub mod config;
 pub mod dates;
 pub mod doctor;
 pub mod edit;
+pub mod embed;
 pub mod env;
 pub mod fsx;
 pub mod harness;

@@ -3,6 +3,8 @@
 //! match beats a new vague one, an identifier finds its one memory among thousands), `k` memories
 //! arrive within the harness's context limit, a later decision ranks before the one it reverses
 //! (which is marked), and a short follow-up turn is found and shown with its session's topic.
+//! By meaning (the local embedding model): a paraphrased question finds its memory, a revision
+//! said in other words ranks above what it replaced, an exact identifier still comes first.
 
 mod common;
 
@@ -208,4 +210,107 @@ fn a_long_turn_is_stored_whole_and_found_by_its_last_words() {
     let v: Value = serde_json::from_str(&out).unwrap();
     let stored = v.as_array().unwrap().iter().find(|m| m["session"] == "long").unwrap();
     assert_eq!(stored["reply"].as_str().unwrap(), reply, "the whole reply is stored");
+}
+
+/// Everyday memories of a project, none of them the answer.
+const DISTRACTORS: &[(&str, &str)] = &[
+    ("Rename the billing module", "Renamed billing to invoicing across the crate and fixed the imports."),
+    ("Why is the login page slow?", "The avatar images were 4 MB each; they are resized on upload now."),
+    ("Add a dark mode toggle", "Added a toggle in settings that stores the choice in local storage."),
+    ("Bump the linter version", "Updated eslint to 9 and fixed the 14 new warnings."),
+    ("Write a changelog entry for 2.3", "Added the 2.3 entry listing the new export formats."),
+    ("What licence does the project use?", "It is MIT licensed; the notice is in LICENSE."),
+    ("Fix the typo in the README", "Fixed 'recieve' in the install section."),
+    ("How are feature flags stored?", "They live in flags.yaml and are read at startup."),
+];
+
+#[test]
+fn a_paraphrased_question_finds_its_memory_through_the_hook() {
+    let lab = Lab::new();
+    lab.turn("teach", "How do we deploy?", "Deploys go through Jenkins on ci.internal:8080, job deploy-prod.");
+    for (i, (p, r)) in DISTRACTORS.iter().enumerate() {
+        lab.turn(&format!("d{i}"), p, r);
+    }
+    for q in ["Where does continuous integration push things to production?", "Which build server ships our code?"] {
+        let ctx = lab.ask(q, 5);
+        assert!(ctx.contains("ci.internal:8080"), "{q}: {ctx}");
+    }
+}
+
+#[test]
+fn paraphrases_held_apart_are_recalled() {
+    // Question, the memory that answers it (sharing at most one content word), written before
+    // the ranking was run on them and never tuned on.
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "Which database holds customer records?",
+            "Where do we keep user accounts?",
+            "Accounts are stored in Postgres 16, schema `crm`, on db-main.",
+        ),
+        (
+            "How do I make the test suite run faster?",
+            "The specs take forever locally",
+            "Run them with --parallel 4 and the fixture cache enabled; it cuts the run to 90 seconds.",
+        ),
+        (
+            "Who should review security-sensitive changes?",
+            "Which people must approve auth code?",
+            "Anything touching authentication needs a sign-off from Priya or Marcus.",
+        ),
+        (
+            "What happens when the payment provider is down?",
+            "Stripe outage behaviour",
+            "Charges are queued in the retry table and replayed every ten minutes for a day.",
+        ),
+    ];
+    let lab = Lab::new();
+    let mut all: Vec<(&str, &str, i64)> = DISTRACTORS.iter().map(|(p, r)| (*p, *r, 30)).collect();
+    all.extend(cases.iter().map(|(_, p, r)| (*p, *r, 10)));
+    lab.import(&owned(&all));
+    let mut found = 0;
+    for (q, _, answer) in cases {
+        let ctx = lab.ask(q, 5);
+        let key = &answer[..24];
+        if ctx.contains(key) {
+            found += 1;
+        } else {
+            eprintln!("missed {q:?}: {ctx}");
+        }
+    }
+    assert!(found >= 3, "{found} of {} paraphrased questions found their memory", cases.len());
+}
+
+#[test]
+fn a_revision_in_other_words_ranks_above_what_it_replaced() {
+    let lab = Lab::new();
+    lab.import(&owned(&[
+        ("How should idempotency keys be stored?", "Store idempotency keys in Redis with a 24 hour expiry.", 60),
+        (
+            "Let's revisit duplicate request protection",
+            "We switched: request dedupe tokens now live in Postgres instead, kept for 72 hours.",
+            5,
+        ),
+        ("Rename the billing module", "Renamed billing to invoicing across the crate.", 20),
+        ("Why is the login page slow?", "The avatar images were huge; they are resized now.", 15),
+    ]));
+    let ctx = lab.ask("Where do we keep idempotency keys?", 5);
+    let (new, old) = (ctx.find("Postgres"), ctx.find("Redis"));
+    assert!(new.is_some() && old.is_some(), "{ctx}");
+    assert!(new < old, "the revision comes first: {ctx}");
+    let redis = items(&ctx).into_iter().find(|i| i.contains("Redis")).unwrap();
+    assert!(redis.contains("superseded by the entry of"), "the replaced decision is marked: {ctx}");
+}
+
+#[test]
+fn a_memory_matched_by_its_words_is_still_first() {
+    let lab = Lab::new();
+    let mut all: Vec<(&str, &str, i64)> = DISTRACTORS.iter().map(|(p, r)| (*p, *r, 3)).collect();
+    all.push(("What is error E4471?", "E4471 means the tenant quota is exhausted; raise it in quotas.toml.", 400));
+    lab.import(&owned(&all));
+    let ctx = lab.ask("what does E4471 mean", 5);
+    assert!(ctx.contains("quotas.toml"), "{ctx}");
+}
+
+fn owned(ms: &[(&str, &str, i64)]) -> Vec<(String, String, i64)> {
+    ms.iter().map(|(p, r, a)| (p.to_string(), r.to_string(), *a)).collect()
 }

@@ -18,6 +18,7 @@ pub fn run(timeout_s: u64, json: bool) -> Result<i32> {
     let cfg = Config::load(&env)?;
     let store = Store::open(&env.ovmem_home().join("memory.db"), Duration::from_secs(10))?;
     let spooled = spool::replay(&env, &store, None);
+    let embedded = store.backfill_vectors(Duration::from_secs(timeout_s))?;
     let p = Printer::new();
     let (sent, dropped, error, kind) = match remote::link(&env, &cfg) {
         None => (0, 0, None, None),
@@ -31,12 +32,15 @@ pub fn run(timeout_s: u64, json: bool) -> Result<i32> {
     let (left_spooled, _) = spool::depth(&env);
     if json {
         output::json(&serde_json::json!({
-            "backend": kind.unwrap_or("local"), "spooled_stored": spooled, "sent": sent, "dropped": dropped,
+            "backend": kind.unwrap_or("local"), "spooled_stored": spooled, "embedded": embedded, "sent": sent, "dropped": dropped,
             "waiting": stats.queued, "spooled_waiting": left_spooled, "error": error,
         }));
     } else {
         if spooled > 0 {
             eprintln!("{} {spooled} spooled item(s)", p.green("stored"));
+        }
+        if embedded > 0 {
+            eprintln!("{} {embedded} memory(ies) for recall by meaning", p.green("embedded"));
         }
         match kind {
             None if error.is_none() => eprintln!("no remote backend is configured; memories stay in the local store"),

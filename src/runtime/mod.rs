@@ -32,6 +32,9 @@ use render::Item;
 use spool::Spooled;
 use wire::Event;
 
+/// Time a session start or a stop may spend embedding memories stored without a vector.
+const BACKFILL_BUDGET: Duration = Duration::from_millis(40);
+
 /// Largest stdin accepted; larger payloads are drained and answered with a no-op.
 pub const STDIN_CAP: usize = 8 << 20;
 
@@ -387,6 +390,7 @@ impl Ctx<'_> {
         let store = self.open()?;
         let replayed = spool::replay(self.env, &store, None);
         let _ = store.prune(7 * 86_400);
+        let _ = store.backfill_vectors(BACKFILL_BUDGET);
         self.flush(&store);
         let note = (replayed > 0).then(|| format!("stored {replayed} spooled item(s)"));
         Ok((Outcome { context: self.recent_block(&store)?, deny: None }, note))
@@ -474,6 +478,9 @@ impl Ctx<'_> {
         set_pending(self.pending, None);
         match stored {
             Ok((note, store)) => {
+                // An older store's memories get their vectors a few at a time, after the turn is
+                // safe, so no stop waits long for them.
+                let _ = store.backfill_vectors(BACKFILL_BUDGET);
                 // Stored locally: now the server, within what is left of the budget.
                 if self.link().is_some() {
                     self.flush(&store);

@@ -7,7 +7,6 @@ use std::collections::HashSet;
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
 
-use super::index::Batch;
 use super::{text, Hit, Kind, Memory, NewMemory, Store};
 
 const TABLE: &str = "CREATE TABLE IF NOT EXISTS pins (memory_id INTEGER PRIMARY KEY, at INTEGER NOT NULL)";
@@ -142,7 +141,7 @@ impl Store {
             })
             .optional()?;
         Self::forget_in(c, id)?;
-        let mut batch = Batch::default();
+        let mut batch = super::Writes::default();
         let new = NewMemory {
             bank: &old.bank,
             kind: old.kind,

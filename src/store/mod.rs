@@ -11,6 +11,7 @@ pub mod index;
 pub mod injections;
 pub mod rank;
 pub mod text;
+pub mod vectors;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -34,7 +35,7 @@ const OUTBOX: &str = include_str!("outbox.sql");
 /// above `v`, each in the same write transaction. A new step takes the next number and is added
 /// here; each helper of a change that adds tables owns its own step.
 type Step = (i64, fn(&Connection) -> Result<()>);
-const STEPS: &[Step] = &[];
+const STEPS: &[Step] = &[(4, vectors::create)];
 
 /// The schema version of a store that has run every step.
 const VERSION: i64 = {
@@ -226,6 +227,20 @@ fn floor_char(s: &str, i: usize) -> usize {
     i
 }
 
+/// What one transaction adds besides the memory rows: their postings and their vectors.
+#[derive(Default)]
+struct Writes {
+    postings: Batch,
+    vectors: vectors::Pending,
+}
+
+impl Writes {
+    fn flush(&mut self, c: &Connection) -> Result<()> {
+        self.postings.flush(c)?;
+        self.vectors.flush(c)
+    }
+}
+
 /// Secrets and `<private>` spans never reach the database, whoever writes.
 fn scrub(s: &str) -> std::borrow::Cow<'_, str> {
     crate::redact::scrub(s)
@@ -400,12 +415,13 @@ impl Store {
 
     /// Inserts one memory inside a transaction, queueing its postings in `batch`; `None` when
     /// the same memory (or the same turn) is already stored.
-    fn insert(c: &Connection, m: &NewMemory, batch: &mut Batch) -> Result<Option<i64>> {
+    fn insert(c: &Connection, m: &NewMemory, batch: &mut Writes) -> Result<Option<i64>> {
         let (prompt, reply, topic) = (scrub(m.prompt), scrub(m.reply), scrub(m.topic));
         let m = NewMemory { prompt: &prompt, reply: &reply, topic: &topic, ..m.clone() };
         let terms = doc_terms(m.prompt, m.reply, m.topic);
         let hash = content_hash(m.kind, m.prompt, m.reply);
-        Self::insert_analysed(c, &m, &terms, &hash, batch)
+        let vector = vectors::embed(m.prompt, m.reply, m.topic);
+        Self::insert_analysed(c, &m, &terms, &hash, vector, batch)
     }
 
     /// [`Store::insert`] with the analysis done beforehand (an import analyses on another thread).
@@ -414,7 +430,8 @@ impl Store {
         m: &NewMemory,
         terms: &index::DocTerms,
         hash: &[u8],
-        batch: &mut Batch,
+        vector: Option<Vec<f32>>,
+        batch: &mut Writes,
     ) -> Result<Option<i64>> {
         if m.prompt.trim().is_empty() && m.reply.trim().is_empty() {
             return Ok(None);
@@ -444,14 +461,15 @@ impl Store {
             return Ok(None);
         }
         let id = c.last_insert_rowid();
-        batch.add(c, bank, id, terms)?;
+        batch.postings.add(c, bank, id, terms)?;
+        batch.vectors.add(bank, id, vector);
         Ok(Some(id))
     }
 
     /// Adds a memory; `None` when the same one is already in that bank.
     pub fn add(&self, m: &NewMemory) -> Result<Option<i64>> {
         self.write(|c| {
-            let mut batch = Batch::default();
+            let mut batch = Writes::default();
             let id = Self::insert(c, m, &mut batch)?;
             batch.flush(c)?;
             Ok(id)
@@ -471,7 +489,7 @@ impl Store {
     where
         I: Iterator<Item = Result<Memory>> + Send,
     {
-        type Analysed = (Memory, index::DocTerms, Vec<u8>);
+        type Analysed = (Memory, index::DocTerms, Vec<u8>, Option<Vec<f32>>);
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Analysed>>>(2);
         std::thread::scope(|scope| {
             scope.spawn(move || {
@@ -486,7 +504,8 @@ impl Store {
                             }
                             let terms = doc_terms(&m.prompt, &m.reply, &m.topic);
                             let hash = content_hash(m.kind, &m.prompt, &m.reply);
-                            chunk.push((m, terms, hash));
+                            let vector = vectors::embed(&m.prompt, &m.reply, &m.topic);
+                            chunk.push((m, terms, hash, vector));
                             if chunk.len() >= batch_size && tx.send(Ok(std::mem::take(&mut chunk))).is_err() {
                                 return;
                             }
@@ -504,9 +523,9 @@ impl Store {
             for chunk in rx {
                 let chunk = chunk.map_err(|e| e.context(format!("after {added} memories were imported")))?;
                 let (a, d) = self.write(|c| {
-                    let mut batch = Batch::default();
+                    let mut batch = Writes::default();
                     let (mut a, mut d) = (0, 0);
-                    for (m, terms, hash) in &chunk {
+                    for (m, terms, hash, vector) in &chunk {
                         let new = NewMemory {
                             bank: &m.bank,
                             kind: m.kind,
@@ -518,7 +537,7 @@ impl Store {
                             created_at: m.created_at,
                             turn_id: None,
                         };
-                        match Self::insert_analysed(c, &new, terms, hash, &mut batch)? {
+                        match Self::insert_analysed(c, &new, terms, hash, vector.clone(), &mut batch)? {
                             Some(_) => a += 1,
                             None => d += 1,
                         }
@@ -552,7 +571,7 @@ impl Store {
             }
             let prompt = prompts.join("\n");
             let topic = Self::topic_for(c, turn.bank, turn.session, &prompt)?;
-            let mut batch = Batch::default();
+            let mut batch = Writes::default();
             let id = Self::insert(
                 c,
                 &NewMemory {
@@ -587,7 +606,7 @@ impl Store {
     /// Adds a memory and queues it for the remote backend, in one transaction.
     pub fn add_queued(&self, m: &NewMemory, o: &Outbound) -> Result<Option<i64>> {
         self.write(|c| {
-            let mut batch = Batch::default();
+            let mut batch = Writes::default();
             let id = Self::insert(c, m, &mut batch)?;
             batch.flush(c)?;
             if let Some(id) = id {
@@ -720,6 +739,8 @@ impl Store {
             return Ok(Vec::new());
         }
         let mut q = Query::parse(query);
+        // A question of stopwords alone ("the of a") asks nothing, by its words or its meaning.
+        let qvec = if q.terms.is_empty() { None } else { crate::embed::Model::get().embed(query) };
         let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
         {
             let mut lookup = c.prepare_cached(
@@ -734,9 +755,6 @@ impl Store {
             }
         }
         q.weigh(docs as u32, |t| ids.get(t).map(|x| x.1));
-        if q.terms.is_empty() {
-            return Ok(Vec::new());
-        }
         let mut lists: Vec<Vec<Posting>> = Vec::with_capacity(q.scan);
         for t in &q.terms[..q.scan] {
             let mut list = Vec::with_capacity(ids[&t.text].1 as usize);
@@ -745,15 +763,33 @@ impl Store {
         }
         let avgdl = len as f32 / docs as f32 / index::UNIT;
         let scored = rank::bm25(&q, &lists, avgdl, rank::RERANK);
-        let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len());
-        let mut lens = Vec::with_capacity(scored.len());
-        for s in &scored {
+        // The meaning: the memories nearest to the question, whatever their words.
+        let near: Vec<(i64, f32)> = match &qvec {
+            Some(v) => vectors::search(c, bank_id, v, rank::DENSE)?,
+            None => Vec::new(),
+        };
+        if scored.is_empty() && near.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len() + near.len());
+        let mut lens = Vec::with_capacity(scored.len() + near.len());
+        let lexical: std::collections::HashSet<i64> = scored.iter().map(|s| s.doc).collect();
+        // Found by meaning alone, a memory must be near enough to be about the question at all.
+        let found_by_meaning = near.iter().filter(|(d, cos)| !lexical.contains(d) && *cos >= rank::MIN_COSINE);
+        for s in
+            scored.iter().copied().chain(found_by_meaning.map(|&(doc, _)| rank::Scored { doc, score: 0.0, matched: 0 }))
+        {
             if let Some((m, dl)) = self.get_with_len(s.doc)? {
-                memories.push((*s, m));
+                memories.push((s, m));
                 lens.push(dl);
             }
         }
-        // The terms too common to scan still count, on each candidate's own text.
+        let vectors: std::collections::HashMap<i64, Vec<f32>> = match &qvec {
+            Some(_) => vectors::vectors(c, &memories.iter().map(|(_, m)| m.id).collect::<Vec<_>>())?,
+            None => Default::default(),
+        };
+        // The terms too common to scan still count, on each candidate's own text (all of them for
+        // a memory found by its meaning alone).
         let candidates: Vec<Candidate> = memories
             .iter()
             .zip(&lens)
@@ -764,7 +800,10 @@ impl Store {
                     &s[..floor_char(s, RERANK_TEXT)]
                 }
                 let fields = [text::analyse(head(&m.prompt)), text::analyse(head(&m.reply)), text::analyse(&m.topic)];
-                let (extra, bits) = rank::complete(&q, &fields, *dl, avgdl);
+                let from = if lexical.contains(&m.id) { q.scan } else { 0 };
+                let (extra, bits) = rank::text_bm25(&q, &fields, *dl, avgdl, from);
+                let vector = vectors.get(&m.id).cloned();
+                let dense = qvec.as_ref().zip(vector.as_ref()).map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum());
                 Candidate {
                     doc: m.id,
                     bm25: s.score + extra,
@@ -772,6 +811,8 @@ impl Store {
                     session: m.session.as_deref(),
                     created_at: m.created_at,
                     fields,
+                    dense,
+                    vector,
                 }
             })
             .collect();
@@ -798,6 +839,26 @@ impl Store {
                 Some(Hit { memory: memories[i].1.clone(), score: r.score, superseded_by, terms, with })
             })
             .collect())
+    }
+
+    /// Embeds memories stored without a vector (an older store's), newest first, in small
+    /// transactions until none is left or `budget` is spent; returns how many were embedded.
+    pub fn backfill_vectors(&self, budget: Duration) -> Result<usize> {
+        const STEP: usize = 64;
+        let deadline = Instant::now() + budget;
+        let mut done = 0;
+        loop {
+            let n = self.write(|c| vectors::backfill(c, STEP))?;
+            done += n;
+            if n < STEP || Instant::now() >= deadline {
+                return Ok(done);
+            }
+        }
+    }
+
+    /// Memories without a vector yet.
+    pub fn missing_vectors(&self) -> Result<i64> {
+        vectors::missing(&self.conn)
     }
 
     /// The newest memories of `bank` (its pinned ones first).
@@ -980,6 +1041,8 @@ impl Store {
                 }
                 purge_vectors(c, &dups)?;
                 c.execute("UPDATE memories SET bank_id = ?2 WHERE bank_id = ?1", params![src, dst])?;
+                // Sign-bit blocks hold whole entries, so they move as they are.
+                c.execute("UPDATE vector_blocks SET bank_id = ?2 WHERE bank_id = ?1", params![src, dst])?;
                 c.execute("DELETE FROM postings WHERE bank_id = ?1", [src])?;
                 c.execute("DELETE FROM terms WHERE bank_id = ?1", [src])?;
                 c.execute("DELETE FROM banks WHERE id = ?1", [src])?;
@@ -1133,7 +1196,7 @@ impl Store {
                 let rows = stmt.query_map([cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
                 rows.collect::<rusqlite::Result<_>>()?
             };
-            let mut batch = Batch::default();
+            let mut batch = Writes::default();
             for (session, bank, harness, prompt, at) in &orphans {
                 let new = NewMemory {
                     bank,
@@ -1205,20 +1268,10 @@ pub struct Queued {
     pub attempts: i64,
 }
 
-/// Deletes the vectors of `ids`, where a store has a vectors table (semantic recall keeps one
-/// row per memory id); nothing otherwise.
+/// Deletes the vectors of `ids` (inside the caller's transaction).
 fn purge_vectors(c: &Connection, ids: &[i64]) -> Result<()> {
-    let columns: Vec<String> = {
-        let mut stmt = c.prepare("SELECT name FROM pragma_table_info('vectors')")?;
-        let rows = stmt.query_map([], |r| r.get(0))?;
-        rows.collect::<rusqlite::Result<_>>()?
-    };
-    let Some(col) = ["memory_id", "memory", "id"].into_iter().find(|k| columns.iter().any(|c| c == k)) else {
-        return Ok(());
-    };
-    let mut del = c.prepare(&format!("DELETE FROM vectors WHERE {col} = ?1"))?;
-    for id in ids {
-        del.execute([id])?;
+    for &id in ids {
+        vectors::remove(c, id)?;
     }
     Ok(())
 }
@@ -1317,7 +1370,7 @@ fn migrate_v1(c: &Connection) -> Result<()> {
     }
     let old: Vec<Memory> =
         old.into_iter().map(|m| Memory { bank: crate::project::migrate_bank(&m.bank), ..m }).collect();
-    let mut batch = Batch::default();
+    let mut batch = Writes::default();
     for m in &old {
         let new = NewMemory {
             bank: &m.bank,
@@ -1335,7 +1388,8 @@ fn migrate_v1(c: &Connection) -> Result<()> {
         };
         Store::insert(c, &new, &mut batch)?;
     }
-    batch.flush(c)?;
+    // Their vectors come later (the vector tables are a later step): backfilled like any older store's.
+    batch.postings.flush(c)?;
     c.execute_batch("DROP TABLE memories_v1;")?;
     Ok(())
 }
@@ -1441,7 +1495,7 @@ mod tests {
         let m = s.get(id).unwrap().unwrap();
         assert!(m.topic.contains("payments-api"), "{m:?}");
         let hits = s.recall("b", "did the payments-api rerun pass", 5).unwrap();
-        assert_eq!(hits[0].memory.id, id);
+        assert!(hits[0].memory.id == id || hits[0].with.iter().any(|m| m.id == id), "{hits:?}");
     }
 
     #[test]
@@ -1456,6 +1510,154 @@ mod tests {
         assert_eq!(s.recall("b", "deploy", 5).unwrap().len(), 1);
         assert_eq!(s.matching_all("b", "deploy fridays").unwrap().len(), 1);
         assert!(s.matching_all("b", "deploy key").unwrap().is_empty());
+    }
+
+    fn vector_rows(s: &Store) -> (i64, i64) {
+        let codes = s.conn.query_row("SELECT count(*) FROM vectors WHERE length(code) > 0", [], |r| r.get(0)).unwrap();
+        let signs = s.conn.query_row("SELECT coalesce(sum(n), 0) FROM vector_blocks", [], |r| r.get(0)).unwrap();
+        (codes, signs)
+    }
+
+    #[test]
+    fn vectors_are_written_with_their_memory_and_removed_with_it() {
+        let s = Store::open_in_memory().unwrap();
+        let a = s.add_fact("b", "deploys go through Jenkins on ci.internal:8080", None, 1).unwrap().unwrap();
+        let b = s.add_fact("b", "the staging database listens on port 5433", None, 2).unwrap().unwrap();
+        assert_eq!(vector_rows(&s), (2, 2));
+        let hits = s.recall("b", "Where does continuous integration push things to production?", 1).unwrap();
+        assert_eq!(hits[0].memory.id, a, "found by its meaning alone");
+        assert!(s.forget(a).unwrap());
+        assert_eq!(vector_rows(&s), (1, 1));
+        let hits = s.recall("b", "Where does continuous integration push things to production?", 5).unwrap();
+        assert!(hits.iter().all(|h| h.memory.id != a), "a forgotten memory is not found by its meaning");
+        assert!(s.forget(b).unwrap());
+        assert_eq!(vector_rows(&s), (0, 0));
+        assert_eq!(s.conn.query_row("SELECT count(*) FROM vector_blocks", [], |r| r.get::<_, i64>(0)).unwrap(), 0);
+    }
+
+    #[test]
+    fn blocks_fill_and_split_across_an_import() {
+        let s = Store::open_in_memory().unwrap();
+        let n = vectors::BLOCK * 2 + 7;
+        let ms = (0..n).map(|i| {
+            Ok(Memory {
+                bank: "b".into(),
+                kind: Kind::Fact,
+                prompt: format!("fact number {i} about service s{i}"),
+                created_at: i as i64,
+                ..Default::default()
+            })
+        });
+        s.import(ms, 300).unwrap();
+        assert_eq!(vector_rows(&s), (n as i64, n as i64));
+        let blocks: i64 = s.conn.query_row("SELECT count(*) FROM vector_blocks", [], |r| r.get(0)).unwrap();
+        assert_eq!(blocks, 3);
+        let hit = &s.recall("b", "service s700", 1).unwrap()[0];
+        assert_eq!(hit.memory.prompt, "fact number 700 about service s700");
+    }
+
+    #[test]
+    fn an_older_store_gets_its_vectors_backfilled() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.db");
+        {
+            // A store of schema version 3, before vectors: its memories and postings only.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(&format!("{SCHEMA}\n{OUTBOX}")).unwrap();
+            c.pragma_update(None, "user_version", 3).unwrap();
+            let store = Store::with_connection(c, Duration::from_secs(1)).unwrap();
+            store
+                .write(|c| {
+                    let mut w = Writes::default();
+                    for (i, text) in
+                        ["deploys go through Jenkins on ci.internal:8080", "we use tabs"].iter().enumerate()
+                    {
+                        let m = NewMemory {
+                            bank: "b",
+                            kind: Kind::Fact,
+                            prompt: text,
+                            created_at: i as i64,
+                            ..Default::default()
+                        };
+                        let terms = doc_terms(m.prompt, "", "");
+                        Store::insert_analysed(c, &m, &terms, &content_hash(m.kind, m.prompt, ""), None, &mut w)?;
+                    }
+                    w.postings.flush(c)?;
+                    Ok(())
+                })
+                .unwrap();
+        }
+        let s = Store::open(&path, Duration::from_secs(1)).unwrap();
+        assert_eq!(s.stats().unwrap().schema_version, VERSION);
+        assert_eq!(s.missing_vectors().unwrap(), 2);
+        assert!(s.recall("b", "Where does continuous integration push things to production?", 5).unwrap().is_empty());
+        assert_eq!(s.backfill_vectors(Duration::from_secs(5)).unwrap(), 2);
+        assert_eq!(s.missing_vectors().unwrap(), 0);
+        let hits = s.recall("b", "Where does continuous integration push things to production?", 5).unwrap();
+        assert!(hits[0].memory.prompt.contains("Jenkins"), "{hits:?}");
+    }
+
+    /// Plain BM25 (k1 1.2, b 0.75, the index's field weights) over the whole bank, written out
+    /// here independently of the ranker: the memory it ranks first, unless tied.
+    fn plain_bm25_first(docs: &[(i64, String)], query: &str) -> Option<i64> {
+        let bags: Vec<(i64, index::DocTerms)> = docs.iter().map(|(id, t)| (*id, doc_terms(t, "", ""))).collect();
+        let n = bags.len() as f32;
+        let avgdl = bags.iter().map(|(_, b)| b.len as f32).sum::<f32>() / n / index::UNIT;
+        let mut terms: Vec<String> = text::analyse(query).into_iter().map(|t| t.text).collect();
+        terms.sort();
+        terms.dedup();
+        let mut scores: Vec<(f32, i64)> = bags
+            .iter()
+            .map(|(id, bag)| {
+                let dl = bag.len as f32 / index::UNIT;
+                let s = terms
+                    .iter()
+                    .filter_map(|t| {
+                        let tf = bag.terms.iter().find(|(x, _)| x == t)?.1 as f32 / index::UNIT;
+                        let df = bags.iter().filter(|(_, b)| b.terms.iter().any(|(x, _)| x == t)).count() as f32;
+                        let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                        Some(idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl)))
+                    })
+                    .sum();
+                (s, *id)
+            })
+            .collect();
+        scores.sort_by(|a, b| b.0.total_cmp(&a.0));
+        (scores[0].0 > 0.0 && (scores.len() < 2 || scores[0].0 > scores[1].0 * 1.001)).then_some(scores[0].1)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+        #[test]
+        fn what_plain_bm25_ranks_first_is_always_recalled(
+            bank in proptest::collection::vec(proptest::collection::vec(0usize..40, 2..14), 6..40),
+            query in proptest::collection::vec(0usize..40, 1..5),
+        ) {
+            const WORDS: [&str; 40] = [
+                "deploy", "server", "database", "cache", "token", "queue", "retry", "timeout", "build",
+                "release", "branch", "merge", "review", "test", "flaky", "docker", "image", "secret",
+                "config", "schema", "index", "query", "latency", "memory", "thread", "lock", "socket",
+                "proxy", "certificate", "domain", "invoice", "payment", "refund", "customer", "account",
+                "session", "cookie", "login", "password", "email",
+            ];
+            let s = Store::open_in_memory().unwrap();
+            let mut docs = Vec::new();
+            for (i, words) in bank.iter().enumerate() {
+                let text = words.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
+                if let Some(id) = s.add_fact("b", &text, None, i as i64 * 86_400).unwrap() {
+                    docs.push((id, text));
+                }
+            }
+            let q = query.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" ");
+            if let Some(first) = plain_bm25_first(&docs, &q) {
+                let hits = s.recall("b", &q, 5).unwrap();
+                proptest::prop_assert!(
+                    hits.iter().any(|h| h.memory.id == first),
+                    "plain BM25's first {first} is not among {:?}",
+                    hits.iter().map(|h| h.memory.id).collect::<Vec<_>>()
+                );
+            }
+        }
     }
 
     #[test]

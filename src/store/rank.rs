@@ -30,6 +30,11 @@ const STRONG_UNTIL: f32 = 0.02;
 const PART: f32 = 0.3;
 /// Candidates reranked on their text.
 pub const RERANK: usize = 30;
+/// Candidates found by their meaning (nearest vectors) joined to those found by their words.
+pub const DENSE: usize = 30;
+/// A memory found by its meaning alone needs at least this cosine with the question: unrelated
+/// short texts mostly sit at 0.1-0.3 in the distilled model, a short paraphrase from about 0.35.
+pub const MIN_COSINE: f32 = 0.3;
 /// How much naming what the question names counts (see `entities`).
 const ENTITY: f32 = 0.3;
 /// How much covering the whole question and having its words close together count at rerank.
@@ -189,7 +194,15 @@ pub fn bm25(query: &Query, lists: &[Vec<Posting>], avgdl: f32, keep: usize) -> V
     let mass: Vec<f32> = query.terms.iter().map(|t| t.concept).collect();
     let total_mass: f32 = mass.iter().take(lists.len()).sum::<f32>().max(1e-6);
     let mut top: BinaryHeap<Keyed> = BinaryHeap::with_capacity(keep + 1);
+    // Plain BM25's own best, kept whatever the coverage key makes of them (never below BM25).
+    let mut plain: BinaryHeap<Keyed> = BinaryHeap::with_capacity(PLAIN + 1);
     let mut offer = |doc: i64, score: f32, matched: u32| {
+        if plain.len() < PLAIN || plain.peek().is_some_and(|w| score > w.key) {
+            plain.push(Keyed { key: score, s: Scored { doc, score, matched } });
+            if plain.len() > PLAIN {
+                plain.pop();
+            }
+        }
         if top.len() == keep && top.peek().is_some_and(|w| score <= w.key) {
             return;
         }
@@ -239,8 +252,19 @@ pub fn bm25(query: &Query, lists: &[Vec<Posting>], avgdl: f32, keep: usize) -> V
     }
     let mut out = top.into_vec();
     out.sort_by(|a, b| b.key.total_cmp(&a.key).then_with(|| b.s.doc.cmp(&a.s.doc)));
-    out.into_iter().map(|k| k.s).collect()
+    let mut out: Vec<Scored> = out.into_iter().map(|k| k.s).collect();
+    let mut plain = plain.into_vec();
+    plain.sort_by(|a, b| b.key.total_cmp(&a.key).then_with(|| b.s.doc.cmp(&a.s.doc)));
+    for k in plain {
+        if !out.iter().any(|s| s.doc == k.s.doc) {
+            out.push(k.s);
+        }
+    }
+    out
 }
+
+/// Plain BM25's best memories always among the candidates.
+pub const PLAIN: usize = 5;
 
 /// How much a candidate's share of the question weighs in choosing candidates.
 const FIRST_COVERAGE: f32 = 0.5;
@@ -272,9 +296,15 @@ impl Ord for Keyed {
 /// lists), computed on a candidate's own text, so candidates are ranked on the whole question.
 /// Returns the extra score and match bits.
 pub fn complete(query: &Query, fields: &[Vec<Term>; 3], dl: u32, avgdl: f32) -> (f32, u32) {
+    text_bm25(query, fields, dl, avgdl, query.scan)
+}
+
+/// BM25 of the query's terms from `from` on, computed on a memory's own text (for the terms not
+/// scanned, and for a memory found by its meaning alone).
+pub fn text_bm25(query: &Query, fields: &[Vec<Term>; 3], dl: u32, avgdl: f32, from: usize) -> (f32, u32) {
     let mut score = 0.0;
     let mut matched = 0;
-    for (i, t) in query.terms.iter().enumerate().skip(query.scan) {
+    for (i, t) in query.terms.iter().enumerate().skip(from) {
         let tf: u32 = fields
             .iter()
             .zip([super::index::W_PROMPT, super::index::W_REPLY, super::index::W_TOPIC])
@@ -297,6 +327,10 @@ pub struct Candidate<'a> {
     pub created_at: i64,
     /// The memory's fields, analysed (prompt, reply, topic).
     pub fields: [Vec<Term>; 3],
+    /// Cosine of the question's vector with the memory's (`None`: no vector on either side).
+    pub dense: Option<f32>,
+    /// The memory's own vector, for telling whether two memories are on one subject.
+    pub vector: Option<Vec<f32>>,
 }
 
 /// A reranked memory: its final score, when a later memory on the same subject was found that
@@ -423,25 +457,40 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
     }
     let top_bm25 = candidates.iter().map(|c| c.bm25).fold(0.0f32, f32::max).max(1e-6);
     let sets: Vec<HashSet<&str>> = candidates.iter().map(|c| word_set(&c.fields)).collect();
-    let mut scored: Vec<(usize, f32)> = candidates
+    let lexical: Vec<f32> = candidates
         .iter()
-        .enumerate()
-        .map(|(i, c)| {
+        .map(|c| {
             let cov = coverage(q, c.matched);
             let prox = proximity(q, &c.fields);
-            let age_days = ((now - c.created_at).max(0) as f32) / 86_400.0;
-            let recency = 1.0 + RECENCY * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS);
-            let s = (c.bm25 / top_bm25)
+            (c.bm25 / top_bm25)
                 * (1.0 - COVERAGE + COVERAGE * cov)
                 * (1.0 + PROXIMITY * prox)
                 * entity_factor(q, c.matched)
-                * recency;
-            (i, s)
+        })
+        .collect();
+    let dense: Vec<Option<f32>> = candidates
+        .iter()
+        .zip(&sets)
+        .map(|(c, set)| c.dense.map(|d| if set.len() < NEAR_EMPTY { d * NEAR_EMPTY_FACTOR } else { d }))
+        .collect();
+    let fused = fuse(&lexical, &dense);
+    // How near each is to the question by meaning alone, on the candidates' scale (0..1).
+    let meaning = nearness(&dense);
+    let mut scored: Vec<(usize, f32)> = candidates
+        .iter()
+        .zip(&fused)
+        .enumerate()
+        .map(|(i, (c, f))| {
+            let age_days = ((now - c.created_at).max(0) as f32) / 86_400.0;
+            let recency = 1.0 + RECENCY * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS);
+            (i, f * recency)
         })
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
     let floor = scored[0].1 * 0.05;
     scored.retain(|(_, s)| *s >= floor);
+    let relevant = scored[0].1 * SAME_QUESTION;
+    let score_at: HashMap<usize, f32> = scored.iter().copied().collect();
 
     // Supersession: two candidates on the same subject, the later first. Either the later one
     // restates the earlier (both cover nearly the same words of the question, at least half of
@@ -458,7 +507,20 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
             let on_shared = coverage(q, shared);
             let strong_shared = q.terms.iter().enumerate().any(|(i, t)| t.strong && shared & (1 << i) != 0);
             let cn = &candidates[newer];
-            // The cheap tests first; the wording is compared only for pairs that pass them.
+            // The meaning: both answer this question well, and say things about one subject.
+            let answers = |i: &usize| score_at[i] >= relevant || meaning[*i] >= SAME_MEANING;
+            let both = answers(a) && answers(b);
+            let subject = match (&ca.vector, &cb.vector) {
+                (Some(x), Some(y)) if both => x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>(),
+                _ => 0.0,
+            };
+            if subject >= RESTATE_COS
+                || subject >= SUBJECT_COS && *revising[newer].get_or_insert_with(|| revises(&cn.fields))
+            {
+                superseded_by.entry(older).or_insert(newer);
+                continue;
+            }
+            // The words: the cheap tests first; the wording is compared only for pairs that pass.
             let may_restate =
                 on_shared >= 0.5 && on_shared >= 0.85 * coverage(q, ca.matched).max(coverage(q, cb.matched));
             let may_revise = coverage(q, cn.matched) >= 0.4 && (strong_shared || on_shared >= 0.5) && {
@@ -513,6 +575,15 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
             }
         }
     }
+    // Never below BM25: the memory plain BM25 ranks first over the whole question is shown,
+    // whatever the fusion and the rerank made of it (in the last slot when it fell out).
+    let plain = (0..candidates.len()).max_by(|&a, &b| candidates[a].bm25.total_cmp(&candidates[b].bm25));
+    if let Some(p) = plain.filter(|&p| candidates[p].bm25 > 0.0 && !sel.used.contains(&p)) {
+        if sel.picked.len() == limit {
+            sel.picked.pop();
+        }
+        sel.picked.push((p, Vec::new()));
+    }
     sel.picked
         .into_iter()
         .map(|(i, with)| Ranked {
@@ -521,6 +592,62 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
             superseded_by: superseded_by.get(&i).map(|&n| candidates[n].doc),
             with: with.into_iter().map(|j| candidates[j].doc).collect(),
         })
+        .collect()
+}
+
+/// Weight of the lexical score in the fusion (the rest is the cosine's), both min-max normalised
+/// over the candidates: the convex fusion measured as the robust choice (see docs/memory.md).
+pub const LEXICAL_WEIGHT: f32 = 0.5;
+/// A memory with fewer distinct words than this is near-empty ("ok", "thanks"): a static
+/// embedding puts it close to everything, so its cosine counts this much.
+const NEAR_EMPTY: usize = 3;
+const NEAR_EMPTY_FACTOR: f32 = 0.5;
+/// Two memories that both answer the question (at least this share of the best score) are on one
+/// subject when their vectors are this close; the later one revises the earlier when it says so
+/// (`instead`, `switched`, …), or restates it when they are closer still.
+const SAME_QUESTION: f32 = 0.4;
+const SAME_MEANING: f32 = 0.5;
+const SUBJECT_COS: f32 = 0.6;
+const RESTATE_COS: f32 = 0.9;
+
+fn minmax(xs: impl Iterator<Item = f32>) -> (f32, f32) {
+    xs.fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)))
+}
+
+fn norm(x: f32, (lo, hi): (f32, f32)) -> f32 {
+    if hi > lo {
+        (x - lo) / (hi - lo)
+    } else {
+        1.0
+    }
+}
+
+/// Each candidate's cosine, min-max normalised over the candidates (0 without a vector). The
+/// spread counts as at least [`COSINE_SPREAD`]: among near-identical memories (3,000 decisions of
+/// one template) a cosine difference of 0.01 is noise, and must not outvote an exact identifier.
+fn nearness(dense: &[Option<f32>]) -> Vec<f32> {
+    let (lo, hi) = minmax(dense.iter().flatten().copied());
+    let cos = (lo, hi.max(lo + COSINE_SPREAD));
+    dense.iter().map(|d| d.map_or(0.0, |d| norm(d, cos))).collect()
+}
+
+/// The smallest cosine spread normalised to the full 0..1 (unrelated texts and paraphrases lie
+/// about this far apart in the distilled model).
+const COSINE_SPREAD: f32 = 0.25;
+
+/// `w·minmax(lexical) + (1−w)·minmax(cosine)` per candidate; a candidate without a vector has
+/// the lowest cosine. Without any cosine the lexical score alone (min-max normalised).
+pub fn fuse(lexical: &[f32], dense: &[Option<f32>]) -> Vec<f32> {
+    let (llo, lhi) = minmax(lexical.iter().copied());
+    // The lexical floor is zero (no match at all), not the weakest candidate's score.
+    let lex = (llo.min(0.0), lhi);
+    if dense.iter().all(Option::is_none) {
+        return lexical.iter().map(|&l| norm(l, lex)).collect();
+    }
+    lexical
+        .iter()
+        .zip(nearness(dense))
+        .map(|(&l, d)| LEXICAL_WEIGHT * norm(l, lex) + (1.0 - LEXICAL_WEIGHT) * d)
         .collect()
 }
 
@@ -613,6 +740,6 @@ mod tests {
         let top = bm25(&q, &lists, 10.0, 2);
         assert_eq!(top[0].doc, 1, "the oldest memory, the only one naming s1234, wins");
         assert_eq!(top[0].matched, 0b11);
-        assert_eq!(top.len(), 2);
+        assert_eq!(top.len(), 3, "the two best by key, then plain BM25's best not among them");
     }
 }

@@ -1,0 +1,220 @@
+//! A local semantic signal: texts as vectors from a static embedding table distilled from
+//! all-MiniLM-L6-v2 (`models/minilm-static.bin`, built by `tools/embed/distill.py` from the
+//! pinned model and embedded in the binary), so a question finds a memory that says the same
+//! thing in other words, offline and in well under a millisecond. A text's vector is the
+//! normalised mean of its tokens' rows (each row already weighted by how rare its token is).
+//! Vectors are stored as int8 with one scale ([`Code`]) plus their signs ([`Bits`]) for a fast
+//! first pass over a whole bank.
+
+pub mod tokenize;
+
+use std::sync::OnceLock;
+
+/// The table: see `tools/embed/distill.py` (`write`) for the layout.
+static TABLE: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/minilm-static.bin"));
+
+/// Dimensions of a vector.
+pub const DIMS: usize = 256;
+/// Bytes of a vector's signs.
+pub const BITS: usize = DIMS / 8;
+/// Tokens of a text read at most (its beginning): a static model's mean blurs past that.
+const MAX_TOKENS: usize = 384;
+
+/// The model's unknown token, which carries no meaning here.
+const UNK: u32 = 100;
+
+pub struct Model {
+    n: usize,
+    offsets: &'static [u8],
+    sorted: &'static [u8],
+    scales: &'static [u8],
+    text: &'static [u8],
+    rows: &'static [i8],
+}
+
+fn u32_at(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"))
+}
+
+impl Model {
+    /// The embedded model (its layout is checked once).
+    pub fn get() -> &'static Model {
+        static MODEL: OnceLock<Model> = OnceLock::new();
+        MODEL.get_or_init(|| Model::parse(TABLE).expect("the embedded embedding table is well-formed"))
+    }
+
+    fn parse(b: &'static [u8]) -> Option<Model> {
+        if b.get(..8)? != b"OVEMB001" {
+            return None;
+        }
+        let n = u32_at(&b[8..], 0) as usize;
+        let dims = u32_at(&b[8..], 1) as usize;
+        if dims != DIMS {
+            return None;
+        }
+        let mut o = 16;
+        let mut take = |len: usize| -> Option<&'static [u8]> {
+            let s = b.get(o..o + len)?;
+            o += len;
+            Some(s)
+        };
+        let offsets = take(4 * (n + 1))?;
+        let sorted = take(4 * n)?;
+        let scales = take(4 * n)?;
+        let text = take(u32_at(offsets, n) as usize)?;
+        let rows = take(n * DIMS)?;
+        // SAFETY: i8 and u8 have the same size and alignment.
+        let rows = unsafe { std::slice::from_raw_parts(rows.as_ptr().cast::<i8>(), rows.len()) };
+        Some(Model { n, offsets, sorted, scales, text, rows })
+    }
+
+    /// The vocabulary's size.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Token `id`'s text.
+    pub fn token(&self, id: u32) -> &'static str {
+        let (a, b) = (u32_at(self.offsets, id as usize) as usize, u32_at(self.offsets, id as usize + 1) as usize);
+        std::str::from_utf8(&self.text[a..b]).unwrap_or("")
+    }
+
+    /// The id of a token, by binary search over the ids sorted by token bytes.
+    pub fn id(&self, token: &str) -> Option<u32> {
+        let (mut lo, mut hi) = (0, self.n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            let id = u32_at(self.sorted, mid);
+            match self.token(id).as_bytes().cmp(token.as_bytes()) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(id),
+            }
+        }
+        None
+    }
+
+    /// The token ids of a text, as the model's tokenizer gives them (without `[CLS]`/`[SEP]`).
+    pub fn tokenize(&self, text: &str) -> Vec<u32> {
+        let mut norm = String::with_capacity(text.len());
+        tokenize::normalise(text, &mut norm);
+        let mut out = Vec::new();
+        let mut buf = String::new();
+        for w in tokenize::words(&norm) {
+            tokenize::wordpiece(w, |t| self.id(t), UNK, &mut buf, &mut out);
+        }
+        out
+    }
+
+    /// A text's vector (unit length), or `None` when no token of it is known.
+    pub fn embed(&self, text: &str) -> Option<Vec<f32>> {
+        self.embed_parts(&[text])
+    }
+
+    /// One vector for several texts (a memory's prompt, reply and topic), the first
+    /// [`MAX_TOKENS`] tokens of them in order.
+    pub fn embed_parts(&self, parts: &[&str]) -> Option<Vec<f32>> {
+        let mut sum = [0f32; DIMS];
+        let mut count = 0;
+        'parts: for part in parts {
+            // Only the beginning of a very long text is read.
+            let head = &part[..floor_char(part, MAX_TOKENS * 12)];
+            for id in self.tokenize(head) {
+                if id == UNK {
+                    continue;
+                }
+                if count == MAX_TOKENS {
+                    break 'parts;
+                }
+                let scale = f32::from_le_bytes(self.scales[4 * id as usize..4 * id as usize + 4].try_into().ok()?);
+                let row = &self.rows[id as usize * DIMS..(id as usize + 1) * DIMS];
+                for (s, &r) in sum.iter_mut().zip(row) {
+                    *s += r as f32 * scale;
+                }
+                count += 1;
+            }
+        }
+        let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+        (count > 0 && norm > 0.0).then(|| sum.iter().map(|x| x / norm).collect())
+    }
+}
+
+/// The largest char boundary of `s` at or below `i`.
+fn floor_char(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// A stored vector: int8 components and the scale that gives them back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Code {
+    pub scale: f32,
+    pub q: [i8; DIMS],
+}
+
+/// Bytes of an encoded [`Code`].
+pub const CODE_BYTES: usize = 4 + DIMS;
+
+impl Code {
+    pub fn new(v: &[f32]) -> Code {
+        let max = v.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-12);
+        let scale = max / 127.0;
+        let mut q = [0i8; DIMS];
+        for (o, x) in q.iter_mut().zip(v) {
+            *o = (x / scale).round().clamp(-127.0, 127.0) as i8;
+        }
+        Code { scale, q }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(CODE_BYTES);
+        b.extend_from_slice(&self.scale.to_le_bytes());
+        b.extend(self.q.iter().map(|&x| x as u8));
+        b
+    }
+
+    /// Cosine of a unit query with the stored vector a code came from, read from its bytes.
+    pub fn cosine(query: &[f32], bytes: &[u8]) -> f32 {
+        if bytes.len() != CODE_BYTES {
+            return 0.0;
+        }
+        let scale = f32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
+        let mut dot = 0f32;
+        for (q, &c) in query.iter().zip(&bytes[4..]) {
+            dot += q * (c as i8) as f32;
+        }
+        dot * scale
+    }
+}
+
+/// A vector's signs, one bit per dimension: Hamming distance between two of them tracks the
+/// angle between the vectors, for a first pass that reads 32 bytes per memory.
+pub type Bits = [u8; BITS];
+
+pub fn bits(v: &[f32]) -> Bits {
+    let mut b = [0u8; BITS];
+    for (i, x) in v.iter().enumerate() {
+        if *x > 0.0 {
+            b[i / 8] |= 1 << (i % 8);
+        }
+    }
+    b
+}
+
+/// Bits where two sign vectors differ.
+pub fn hamming(a: &[u8], b: &[u8]) -> u32 {
+    a.chunks_exact(8)
+        .zip(b.chunks_exact(8))
+        .map(|(x, y)| {
+            (u64::from_le_bytes(x.try_into().expect("8 bytes")) ^ u64::from_le_bytes(y.try_into().expect("8 bytes")))
+                .count_ones()
+        })
+        .sum()
+}
