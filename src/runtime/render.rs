@@ -62,6 +62,11 @@ fn chars(s: &str) -> usize {
     s.chars().count()
 }
 
+/// The first `n` characters of `s` (all of it when shorter), cut on a character boundary.
+pub fn char_prefix(s: &str, n: usize) -> &str {
+    &s[..s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)]
+}
+
 /// `\n- [date harness] User: … / Assistant: …` in at most `budget` characters.
 fn render_item(item: &Item, budget: usize) -> String {
     let m = item.memory;
@@ -103,8 +108,7 @@ fn render_item(item: &Item, budget: usize) -> String {
             Kind::Fact => window(&t.prompt, &terms, share),
             // The topic is left out when the turn that set it is shown too.
             Kind::Turn => {
-                let topic_shown =
-                    shown_prompts.iter().any(|p| !p.is_empty() && t.topic.starts_with(&p[..p.len().min(60)]));
+                let topic_shown = shown_prompts.iter().any(|p| !p.is_empty() && t.topic.starts_with(char_prefix(p, 60)));
                 turn_body(t, &terms, share, !topic_shown)
             }
         })
@@ -327,5 +331,74 @@ mod tests {
         let block = render(&[Item::plain(&m)], 1000).unwrap();
         assert_eq!(block.matches("</ovmem-memory>").count(), 1, "{block}");
         assert!(!block.contains("<system-reminder>"), "{block}");
+    }
+
+    /// Any Unicode text and its own analysed words as the matched terms.
+    fn text_and_terms() -> impl proptest::strategy::Strategy<Value = (String, Vec<String>, usize)> {
+        use proptest::prelude::*;
+        (crate::anytext::text(120), any::<proptest::sample::Index>(), 0usize..400).prop_map(|(t, pick, room)| {
+            let words: Vec<String> = analyse(&t).into_iter().map(|w| w.text).collect();
+            let terms = if words.is_empty() { vec![] } else { vec![words[pick.index(words.len())].clone()] };
+            (t, terms, room)
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_window_is_a_passage_of_the_text_within_its_room((text, terms, room) in text_and_terms()) {
+            let set: HashSet<&str> = terms.iter().map(String::as_str).collect();
+            let w = window(&text, &set, room);
+            proptest::prop_assert!(chars(&w) <= room, "{} > {room}: {w:?}", chars(&w));
+            if chars(text.trim()) <= room {
+                proptest::prop_assert_eq!(&w, text.trim());
+            } else {
+                let inner = w.strip_prefix('…').unwrap_or(&w);
+                let inner = inner.strip_suffix('…').unwrap_or(inner);
+                proptest::prop_assert!(text.contains(inner), "{inner:?} not in {text:?}");
+            }
+        }
+
+        #[test]
+        fn any_memories_render_within_the_limit(
+            texts in proptest::collection::vec((crate::anytext::text(80), crate::anytext::text(80), crate::anytext::text(30)), 0..6),
+            limit in 0usize..4000,
+            query in crate::anytext::text(20),
+        ) {
+            let ms: Vec<Memory> = texts
+                .iter()
+                .enumerate()
+                .map(|(i, (p, r, t))| Memory { id: i as i64, topic: t.clone(), harness: Some(p.chars().take(9).collect()), ..mem(p, r) })
+                .collect();
+            let terms: Vec<String> = analyse(&query).into_iter().map(|t| t.text).collect();
+            let items: Vec<Item> = ms
+                .iter()
+                .enumerate()
+                .map(|(i, m)| Item { memory: m, terms: &terms, superseded_by: (i % 2 == 1).then_some(86_400), with: &ms[..i] })
+                .collect();
+            if let Some(block) = render(&items, limit) {
+                proptest::prop_assert!(chars(&block) <= limit, "{} > {limit}", chars(&block));
+                proptest::prop_assert!(block.starts_with(OPEN) && block.ends_with(CLOSE));
+                proptest::prop_assert_eq!(block.matches("</ovmem-memory>").count(), 1);
+            }
+        }
+
+        #[test]
+        fn a_char_prefix_is_a_prefix_of_n_characters(s in crate::anytext::text(40), n in 0usize..80) {
+            let p = char_prefix(&s, n);
+            proptest::prop_assert!(s.starts_with(p));
+            proptest::prop_assert_eq!(chars(p), n.min(chars(&s)));
+        }
+    }
+
+    #[test]
+    fn a_multibyte_character_at_byte_60_of_a_shown_prompt_is_no_panic() {
+        // The prompt is shown in full and is also the start of a later turn's topic; byte 60
+        // falls inside the `端` (bytes 59..62).
+        let prompt = format!("{}端口是多少", "a".repeat(59));
+        let first = Memory { id: 1, created_at: 1, ..mem(&prompt, "5433") };
+        let later = Memory { id: 2, created_at: 2, topic: prompt.clone(), ..mem("rerun?", "ok, green") };
+        let block = render(&[Item { memory: &first, terms: &[], superseded_by: None, with: std::slice::from_ref(&later) }], 2000)
+            .unwrap();
+        assert!(block.contains("端口是多少") && !block.contains("(in a session about"), "{block}");
     }
 }
