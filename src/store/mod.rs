@@ -6,6 +6,7 @@
 //! once with its prompt or not at all. Schema versions are kept in `PRAGMA user_version`.
 
 pub mod index;
+pub mod injections;
 pub mod rank;
 pub mod text;
 
@@ -17,6 +18,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub use injections::Injection;
 use index::{doc_terms, Batch, Posting};
 use rank::{Candidate, Query};
 
@@ -29,7 +31,7 @@ const OUTBOX: &str = include_str!("outbox.sql");
 /// above `v`, each in the same write transaction. A new step takes the next number and is added
 /// here; each helper of a change that adds tables owns its own step.
 type Step = (i64, fn(&Connection) -> Result<()>);
-const STEPS: &[Step] = &[];
+const STEPS: &[Step] = &[(5, injections::step)];
 
 /// The schema version of a store that has run every step.
 const VERSION: i64 = {
