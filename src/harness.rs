@@ -430,6 +430,14 @@ pub struct Fields {
     /// When the event happened (ISO 8601 / RFC 3339, or Unix seconds or milliseconds).
     #[serde(default)]
     pub timestamp: Vec<String>,
+    /// Why a session starts (`startup`, `resume`, `clear`, `compact`): after `clear` or `compact`
+    /// the agent's context no longer holds what was injected before.
+    #[serde(default = "source_fields")]
+    pub source: Vec<String>,
+}
+
+fn source_fields() -> Vec<String> {
+    vec!["source".into()]
 }
 
 pub struct Harness {

@@ -42,6 +42,11 @@ impl<'a> From<&'a Hit> for Item<'a> {
 
 /// The block for `items` within `limit` characters; `None` when there is nothing to show.
 pub fn render(items: &[Item], limit: usize) -> Option<String> {
+    render_shown(items, limit).map(|(block, _)| block)
+}
+
+/// The block and how many of `items` (the first ones) it shows.
+pub fn render_shown(items: &[Item], limit: usize) -> Option<(String, usize)> {
     let head = format!("{OPEN}{PREAMBLE}");
     let room = limit.checked_sub(chars(&head) + chars(CLOSE))?;
     let n = items.len().min(room / MIN_ITEM);
@@ -55,7 +60,7 @@ pub fn render(items: &[Item], limit: usize) -> Option<String> {
     }
     s.push_str(CLOSE);
     debug_assert!(chars(&s) <= limit);
-    Some(s)
+    Some((s, n))
 }
 
 fn chars(s: &str) -> usize {
@@ -108,7 +113,8 @@ fn render_item(item: &Item, budget: usize) -> String {
             Kind::Fact => window(&t.prompt, &terms, share),
             // The topic is left out when the turn that set it is shown too.
             Kind::Turn => {
-                let topic_shown = shown_prompts.iter().any(|p| !p.is_empty() && t.topic.starts_with(char_prefix(p, 60)));
+                let topic_shown =
+                    shown_prompts.iter().any(|p| !p.is_empty() && t.topic.starts_with(char_prefix(p, 60)));
                 turn_body(t, &terms, share, !topic_shown)
             }
         })
@@ -397,8 +403,11 @@ mod tests {
         let prompt = format!("{}端口是多少", "a".repeat(59));
         let first = Memory { id: 1, created_at: 1, ..mem(&prompt, "5433") };
         let later = Memory { id: 2, created_at: 2, topic: prompt.clone(), ..mem("rerun?", "ok, green") };
-        let block = render(&[Item { memory: &first, terms: &[], superseded_by: None, with: std::slice::from_ref(&later) }], 2000)
-            .unwrap();
+        let block = render(
+            &[Item { memory: &first, terms: &[], superseded_by: None, with: std::slice::from_ref(&later) }],
+            2000,
+        )
+        .unwrap();
         assert!(block.contains("端口是多少") && !block.contains("(in a session about"), "{block}");
     }
 }

@@ -18,8 +18,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-pub use injections::Injection;
 use index::{doc_terms, Batch, Posting};
+pub use injections::Injection;
 use rank::{Candidate, Query};
 
 /// The schema a new database gets, and older ones are migrated to.
