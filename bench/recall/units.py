@@ -106,7 +106,23 @@ themselves then there these they this those through to too under until up very w
 who whom why will with would you your yours yourself yourselves let lets let's ok okay yes also still get got go going
 use used using one two make made new now yet ever""".split())
 
-WORD = re.compile(r"[a-z0-9][a-z0-9_./-]*[a-z0-9]|[a-z0-9]")
+# German function words too, for the multilingual questions.
+STOPWORDS |= set("""der die das den dem des ein eine einer eines einem einen und oder aber ist sind war wird werden
+wie wo was wer wann welche welcher welches welchem welchen wir ihr sie es ich du mit von zu zum zur im in am an auf
+für bei nach über unter aus um als noch nicht nur auch jetzt neuerdings inzwischen darf ab""".split())
+
+WORD = re.compile(r"[^\W_](?:[\w./-]*[^\W_])?")
+# Scripts written without spaces (Han, kana, hangul): counted as character bigrams, as ovmem and
+# the BM25 baseline index them.
+CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uffdc]+")
+
+
+def cjk_units(s):
+    """Character bigrams of every CJK run in `s` (a lone character stands for itself)."""
+    out = []
+    for run in CJK.findall(s):
+        out.extend([run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)])
+    return out
 
 
 def stem(w):
@@ -117,7 +133,9 @@ def stem(w):
 
 
 def content_words(s):
-    return {stem(w) for w in WORD.findall(s.lower()) if w not in STOPWORDS and len(w) > 1}
+    s = s.lower()
+    words = {stem(w) for w in WORD.findall(CJK.sub(" ", s)) if w not in STOPWORDS and len(w) > 1}
+    return words | set(cjk_units(s))
 
 
 def shared_words(question, evidence):
