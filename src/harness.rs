@@ -406,6 +406,10 @@ pub enum Canonical {
     /// After a tool ran: where a harness reads context only from its post-tool hook (Auggie),
     /// memory is injected there once per session (`inject_once_on_tool`). Never a guard.
     PostTool,
+    /// The harness is about to compact (summarise) the session's context (Claude Code's and
+    /// Codex's `PreCompact`, Gemini CLI's `PreCompress`, Cursor's and Copilot CLI's
+    /// `preCompact`): what was injected before may be injected again. Answered with the no-op.
+    Compact,
 }
 
 /// Ordered alias lists: dotted paths into the stdin JSON (`turn.outputText`, `workspace_roots.0`,

@@ -68,3 +68,29 @@ fn each_injection_is_recorded_with_ids_and_size_never_text() {
     let all: String = rows.iter().map(|r| format!("{r:?}")).collect();
     assert!(!all.contains("Jenkins"), "{all}");
 }
+
+#[test]
+fn a_pre_compact_hook_marks_the_context_as_new() {
+    let p = taught();
+    assert!(p.ask("s", "Which host runs the Jenkins deploy job?").contains("ci.internal:8080"));
+    assert!(!p.ask("s", "Which host runs the Jenkins deploy job?").contains("ci.internal:8080"));
+    assert_eq!(p.hook("PreCompact", "s", json!({"trigger": "auto"})), json!({}));
+    assert!(p.ask("s", "Which host runs the Jenkins deploy job?").contains("ci.internal:8080"));
+}
+
+#[test]
+fn gemini_cli_s_pre_compress_marks_the_context_as_new() {
+    let p = taught();
+    let gemini = |event: &str, fields: serde_json::Value| {
+        let mut stdin = json!({"session_id": "g", "cwd": p.dir, "hook_event_name": event});
+        stdin.as_object_mut().unwrap().extend(fields.as_object().unwrap().clone());
+        let r = common::run_in(&p.home, &p.dir, &["hook", "gemini-cli", event], stdin.to_string().as_bytes(), &[]);
+        assert_eq!(r.code, 0);
+        context(&serde_json::from_str(&r.out).unwrap())
+    };
+    let ask = || gemini("BeforeAgent", json!({"prompt": "Which host runs the Jenkins deploy job?"}));
+    assert!(ask().contains("ci.internal:8080"));
+    assert!(!ask().contains("ci.internal:8080"));
+    gemini("PreCompress", json!({"trigger": "auto"}));
+    assert!(ask().contains("ci.internal:8080"));
+}

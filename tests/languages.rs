@@ -65,7 +65,9 @@ fn a_multibyte_character_at_byte_60_of_a_prompt_never_breaks_recall() {
     assert_eq!(topic.len(), 59 + "端口是多少".len());
     p.turn("s", &topic, "The billing staging pooler listens on 6543.");
     p.turn("s", "rerun?", "Reran: the billing staging pooler answers on 6543.");
-    for (i, q) in ["Which port does the billing staging pooler use?", "billing staging pooler 端口是多少"].iter().enumerate() {
+    for (i, q) in
+        ["Which port does the billing staging pooler use?", "billing staging pooler 端口是多少"].iter().enumerate()
+    {
         let ctx = p.ask(&format!("ask-{i}"), q);
         assert!(ctx.contains("6543"), "{q}: {ctx}");
     }

@@ -5,8 +5,10 @@ import datetime
 import re
 from dataclasses import dataclass, field
 
-WINDOW = 40  # an item covers a turn when a run of at least this many characters is shared
-STRIDE = 8  # turn windows are indexed every STRIDE characters: runs of WINDOW+STRIDE-1 are always seen
+# Runs are measured in UTF-8 bytes, so a shared run carries about as much text in every script:
+# 40 bytes are 40 Latin characters, or 13 Han, kana or hangul ones.
+WINDOW = 40  # an item covers a turn when a run of at least this many bytes is shared
+STRIDE = 8  # turn windows are indexed every STRIDE bytes: runs of WINDOW+STRIDE-1 are always seen
 BOILERPLATE_TURNS = 25  # a window found in more turns than this is boilerplate and credits none
 
 
@@ -43,11 +45,12 @@ class Haystack:
 
 
 def norm(s):
-    return " ".join(s.split())
+    """Whitespace normalised, as UTF-8 bytes (what windows are cut from)."""
+    return " ".join(s.split()).encode()
 
 
 class TurnIndex:
-    """Maps injected text back to turns: WINDOW-character windows of each turn's prompt and reply."""
+    """Maps injected text back to turns: WINDOW-byte windows of each turn's prompt and reply."""
 
     def __init__(self, turns):
         self.turns = turns
@@ -62,9 +65,9 @@ class TurnIndex:
                         hits.append(i)
 
     def turns_of(self, item):
-        """Indices of the turns an item shows. Every WINDOW-character run the item shares with a turn
-        marks those item characters as that turn's; then turns are taken greedily, most newly
-        covered characters first, while a turn adds at least WINDOW characters not yet explained.
+        """Indices of the turns an item shows. Every WINDOW-byte run the item shares with a turn
+        marks those item bytes as that turn's; then turns are taken greedily, most newly covered
+        bytes first, while a turn adds at least WINDOW bytes not yet explained.
         A near-duplicate turn (same template, other values) explains nothing new and is not taken;
         a passage built from two turns maps to both. Windows found in more than BOILERPLATE_TURNS
         turns are boilerplate and ignored."""
@@ -90,7 +93,7 @@ class TurnIndex:
 
 
 def contains_run(item, text):
-    """Whether `item` shows a WINDOW-character run of `text` (normalised whitespace)."""
+    """Whether `item` shows a WINDOW-byte run of `text` (normalised whitespace)."""
     a, b = norm(item), norm(text)
     if len(b) < WINDOW:
         return b in a

@@ -346,7 +346,17 @@ impl Ctx<'_> {
             Canonical::PreTool => self.pre_tool(),
             Canonical::SessionEnd => self.session_end(),
             Canonical::PostTool => self.post_tool(),
+            Canonical::Compact => self.compact(),
         }
+    }
+
+    /// The context is about to be summarised: what it was given will be gone from it.
+    fn compact(&self) -> RunResult {
+        if !self.known_session() {
+            return Ok((Outcome::default(), None));
+        }
+        self.reset(&self.open()?, "compact");
+        Ok((Outcome::default(), Some("the context is being compacted: memories may be injected again".into())))
     }
 
     fn session_end(&self) -> RunResult {
@@ -587,6 +597,7 @@ fn canonical_name(kind: Canonical) -> &'static str {
         Canonical::PreTool => "pre_tool",
         Canonical::SessionEnd => "session_end",
         Canonical::PostTool => "post_tool",
+        Canonical::Compact => "compact",
     }
 }
 

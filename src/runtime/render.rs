@@ -102,21 +102,30 @@ fn render_item(item: &Item, budget: usize) -> String {
     };
     let mut turns: Vec<Memory> = std::iter::once(m).chain(item.with.iter()).map(scrub).collect();
     turns.sort_by_key(|t| (t.created_at, t.id));
-    // Each turn gets its share of the room; what a short one leaves goes to the others.
-    let natural: Vec<usize> = turns.iter().map(|t| chars(&t.prompt) + chars(&t.reply) + 20).collect();
-    let shares = fill(&natural, room.saturating_sub(turns.len() - 1));
+    // The topic is shown with a short follow-up, unless the turn that set it is shown too.
     let shown_prompts: Vec<String> = turns.iter().map(|t| t.prompt.trim().to_string()).collect();
+    let with_topic: Vec<bool> = turns
+        .iter()
+        .map(|t| {
+            t.kind == Kind::Turn
+                && !shown_prompts.iter().any(|p| !p.is_empty() && t.topic.starts_with(char_prefix(p, 60)))
+        })
+        .collect();
+    // Each turn gets its share of the room (what it says, its labels, and the topic it is shown
+    // with); what a short one leaves goes to the others.
+    let natural: Vec<usize> = turns
+        .iter()
+        .zip(&with_topic)
+        .map(|(t, &topic)| chars(&t.prompt) + chars(&t.reply) + 20 + if topic { topic_cost(t) } else { 0 })
+        .collect();
+    let shares = fill(&natural, room.saturating_sub(turns.len() - 1));
     let body = turns
         .iter()
         .zip(shares)
-        .map(|(t, share)| match t.kind {
+        .zip(&with_topic)
+        .map(|((t, share), &topic)| match t.kind {
             Kind::Fact => window(&t.prompt, &terms, share),
-            // The topic is left out when the turn that set it is shown too.
-            Kind::Turn => {
-                let topic_shown =
-                    shown_prompts.iter().any(|p| !p.is_empty() && t.topic.starts_with(char_prefix(p, 60)));
-                turn_body(t, &terms, share, !topic_shown)
-            }
+            Kind::Turn => turn_body(t, &terms, share, topic),
         })
         .collect::<Vec<_>>()
         .join("\n");
@@ -125,6 +134,14 @@ fn render_item(item: &Item, budget: usize) -> String {
         out = out.chars().take(budget.saturating_sub(1)).collect::<String>() + "…";
     }
     out
+}
+
+/// The characters the session's topic takes when it is shown with a short turn.
+fn topic_cost(m: &Memory) -> usize {
+    if m.topic.is_empty() || chars(m.prompt.trim()) >= 80 {
+        return 0;
+    }
+    chars(m.topic.trim()).min(200) + "\n(in a session about: ".len() + 1
 }
 
 /// A turn within `room` characters: the whole of it when it fits, else the user's words and the
@@ -409,5 +426,29 @@ mod tests {
         )
         .unwrap();
         assert!(block.contains("端口是多少") && !block.contains("(in a session about"), "{block}");
+    }
+
+    #[test]
+    fn a_short_follow_up_keeps_its_words_next_to_its_topic() {
+        // A follow-up and two other turns of its session share one item: the topic is paid for
+        // out of the follow-up's share, never out of its words.
+        let topic = "the staging deploy of billing-api fails after the Tuesday release, can you dig into it?";
+        let turns: Vec<Memory> = (0..3)
+            .map(|i| Memory {
+                id: i + 2,
+                created_at: i + 2,
+                topic: topic.into(),
+                ..mem(
+                    &["push it", "rerun?", "then drop it"][i as usize],
+                    &format!("Done {i}: pushed 4f2a9c1, CI run 7{i} is green."),
+                )
+            })
+            .collect();
+        let first = Memory { id: 1, created_at: 1, ..mem("unrelated opening question about the cache", "ok") };
+        let block = render(&[Item { memory: &first, terms: &[], superseded_by: None, with: &turns }], 1900).unwrap();
+        for i in 0..3 {
+            assert!(block.contains(&format!("Done {i}: pushed 4f2a9c1, CI run 7{i} is green.")), "{block}");
+        }
+        assert!(block.contains("(in a session about: the staging deploy"), "{block}");
     }
 }
