@@ -396,9 +396,14 @@ impl Ctx<'_> {
     }
 
     /// The block for `items`, recorded as injected into this session (the ids of what it shows,
-    /// in order). A failure to record is noted, never the hook's failure.
+    /// in order) when this event's context reaches the agent (one of the adapter's inject
+    /// events; elsewhere the harness ignores it). A failure to record is noted, never the hook's
+    /// failure.
     fn inject(&self, store: &Store, items: &[Item]) -> Option<String> {
         let (block, shown) = render::render_shown(items, self.adapter.context_limit)?;
+        if !self.adapter.inject_events.contains(&self.event.native) {
+            return Some(block);
+        }
         let mut ids: Vec<i64> = Vec::new();
         for item in &items[..shown] {
             for id in std::iter::once(item.memory.id).chain(item.with.iter().map(|m| m.id)) {

@@ -439,7 +439,7 @@ mod tests {
                 created_at: i + 2,
                 topic: topic.into(),
                 ..mem(
-                    &["push it", "rerun?", "then drop it"][i as usize],
+                    ["push it", "rerun?", "then drop it"][i as usize],
                     &format!("Done {i}: pushed 4f2a9c1, CI run 7{i} is green."),
                 )
             })
