@@ -486,8 +486,12 @@ impl Ctx<'_> {
         let k = self.cfg.recall_limit;
         let store = store?;
         let seen = self.in_context(&store);
-        let hits: Vec<store::Hit> =
+        // What this session was given already is left out, as an item and inside other items.
+        let mut hits: Vec<store::Hit> =
             store.recall(&bank, &clean, k)?.into_iter().filter(|h| !seen.contains(&h.memory.id)).collect();
+        for h in &mut hits {
+            h.with.retain(|m| !seen.contains(&m.id));
+        }
         let from_server = self.link().and_then(|link| {
             let (rbank, _) = self.target(link);
             let budget = self.budget(link.settings.recall_budget);
