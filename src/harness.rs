@@ -406,6 +406,10 @@ pub enum Canonical {
     /// After a tool ran: where a harness reads context only from its post-tool hook (Auggie),
     /// memory is injected there once per session (`inject_once_on_tool`). Never a guard.
     PostTool,
+    /// The harness is about to compact (summarise) the session's context (Claude Code's and
+    /// Codex's `PreCompact`, Gemini CLI's `PreCompress`, Cursor's and Copilot CLI's
+    /// `preCompact`): what was injected before may be injected again. Answered with the no-op.
+    Compact,
 }
 
 /// Ordered alias lists: dotted paths into the stdin JSON (`turn.outputText`, `workspace_roots.0`,
@@ -430,6 +434,14 @@ pub struct Fields {
     /// When the event happened (ISO 8601 / RFC 3339, or Unix seconds or milliseconds).
     #[serde(default)]
     pub timestamp: Vec<String>,
+    /// Why a session starts (`startup`, `resume`, `clear`, `compact`): after `clear` or `compact`
+    /// the agent's context no longer holds what was injected before.
+    #[serde(default = "source_fields")]
+    pub source: Vec<String>,
+}
+
+fn source_fields() -> Vec<String> {
+    vec!["source".into()]
 }
 
 pub struct Harness {

@@ -1,6 +1,8 @@
 //! ovmem's library: everything the `ovmem` binary does, so that benches and integration tests
 //! can reach the store, the editors and the runtime directly.
 
+#[cfg(test)]
+pub mod anytext;
 pub mod backend;
 pub mod cache;
 pub mod child;

@@ -1403,6 +1403,13 @@ mod tests {
 
     proptest::proptest! {
         #[test]
+        fn scrub_of_any_unicode_never_panics(s in crate::anytext::text(100)) {
+            let out = r(&s);
+            proptest::prop_assert!(!out.contains("<private>"));
+            proptest::prop_assert!(out.len() <= s.len() + 40 * (out.matches("[REDACTED:").count() + 1));
+        }
+
+        #[test]
         fn scrub_never_panics(s in "(\\PC|[=:'\"<>/ \n-]|password|token|sk-|ghp_|-----BEGIN|PRIVATE KEY|://|@){0,60}") {
             let out = r(&s);
             proptest::prop_assert!(!out.contains("<private"));

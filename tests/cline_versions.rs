@@ -99,10 +99,19 @@ fn each_cline_runtime_gets_memory_where_it_reads_context() {
         let lab = Lab::new();
         lab.teach();
         let p = lab.proj.to_string_lossy().into_owned();
-        let out = lab.hook("cline", "TaskStart", &payload(runtime, "TaskStart", "", "", &p));
+        // Each event in a task of its own: a task is not given the same memory twice.
+        let own_task = |stdin: String, tag: &str| {
+            let mut v: Value = serde_json::from_str(&stdin).unwrap();
+            if let Some(id) = v.get_mut("taskId") {
+                *id = Value::String(format!("{tag}-{runtime}"));
+            }
+            v.to_string()
+        };
+        let out = lab.hook("cline", "TaskStart", &own_task(payload(runtime, "TaskStart", "", "", &p), "start"));
         assert_eq!(context(&out).is_some_and(|c| c.contains("5433")), start, "{runtime} TaskStart: {out}");
         if runtime != "cli" && runtime != "vscode-3" {
-            let out = lab.hook("cline", "UserPromptSubmit", &payload(runtime, "UserPromptSubmit", QUESTION, "", &p));
+            let stdin = own_task(payload(runtime, "UserPromptSubmit", QUESTION, "", &p), "prompt");
+            let out = lab.hook("cline", "UserPromptSubmit", &stdin);
             assert_eq!(context(&out).is_some_and(|c| c.contains("5433")), prompt, "{runtime} UserPromptSubmit: {out}");
         }
         if runtime != "vscode-3" {

@@ -333,8 +333,10 @@ fn every_new_harness_answers_in_its_own_format() {
         let mems = home.memories();
         assert!(mems.contains("Remember: the staging database") && mems.contains("Noted: port 5433."), "{id}: {mems}");
 
-        let start = home.hook(id, c.start, &payload(id, c.start, &[("P", p)]));
+        // The prompt before the session start: a session start other than a resume begins a
+        // fresh context (the fixtures share one session id), so both inject the memory.
         let prompt = home.hook(id, c.prompt, &payload(id, c.prompt, &[("P", p), ("PROMPT", QUESTION)]));
+        let start = home.hook(id, c.start, &payload(id, c.start, &[("P", p)]));
         for (ev, out) in [(c.start, &start), (c.prompt, &prompt)] {
             assert_eq!(out.code, 0, "{id} {ev}");
             if id == "auggie" {

@@ -823,7 +823,14 @@ fn every_spelling_of_a_project_is_one_bank() {
     ] {
         for h in ["claude-code", "cursor", "gemini-cli"] {
             let ev = native_prompt_event(h);
-            let out = lab.hook(h, ev, &payload(h, ev, &[("P", &dir), ("PROMPT", q)]));
+            // Each ask in a session of its own: a session is not given the same memory twice.
+            let mut stdin: Value = serde_json::from_str(&payload(h, ev, &[("P", &dir), ("PROMPT", q)])).unwrap();
+            for key in ["session_id", "conversation_id"] {
+                if let Some(v) = stdin.get_mut(key) {
+                    *v = json!(format!("{dir}-{h}"));
+                }
+            }
+            let out = lab.hook(h, ev, &stdin.to_string());
             assert!(injected(h, &out).is_some_and(|c| c.contains("Tuesdays")), "{h} from {dir}: {out}");
         }
     }

@@ -459,7 +459,7 @@ fn json_reports_and_status() {
     assert_eq!(codex["scopes"][0]["installed"], false);
     let out = home.ok(&["status"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("installed, 7/7 entries intact (`~/.cursor/hooks.json`)"), "{text}");
+    assert!(text.contains("installed, 8/8 entries intact (`~/.cursor/hooks.json`)"), "{text}");
     assert!(text.contains("installed, 6/6 entries intact (`~/.claude/settings.json`)"), "{text}");
     let cursor = v["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "cursor").unwrap();
     assert!(cursor["scopes"][0]["entries"]

@@ -54,10 +54,13 @@ impl Lab {
         assert_eq!(code, 0);
     }
 
-    /// The context Claude Code's prompt hook injects for `prompt` (empty when nothing).
+    /// The context Claude Code's prompt hook injects for `prompt` (empty when nothing), each
+    /// question in a session of its own (a session is not given the same memory twice).
     fn ask(&self, prompt: &str, k: usize) -> String {
+        static ASKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let session = format!("ask-{}", ASKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
         let stdin =
-            json!({"session_id": "ask", "cwd": self.proj, "hook_event_name": "UserPromptSubmit", "prompt": prompt});
+            json!({"session_id": session, "cwd": self.proj, "hook_event_name": "UserPromptSubmit", "prompt": prompt});
         let (out, code) = self.run(
             &["hook", "claude-code", "UserPromptSubmit"],
             stdin.to_string().as_bytes(),

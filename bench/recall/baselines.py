@@ -1,18 +1,23 @@
 """The two baselines every figure is set against, computed in the same run on the same units:
-plain Okapi BM25 (k1=1.2, b=0.75, lower-cased alphanumeric tokens, no stopwords, no stemming, no
-boosts) and recency (the k newest memories)."""
+plain Okapi BM25 (k1=1.2, b=0.75, lower-cased alphanumeric tokens, character bigrams for Han, kana
+and hangul, no stopwords, no stemming, no boosts) and recency (the k newest memories)."""
 
 import heapq
 import math
 import re
 from collections import Counter
 
+from units import CJK, cjk_units
+
 K1, B = 1.2, 0.75
-TOKEN = re.compile(r"[a-z0-9]+")
+TOKEN = re.compile(r"[^\W_]+")
 
 
 def tokens(s):
-    return TOKEN.findall(s.lower())
+    """Lower-cased runs of letters and digits (`[a-z0-9]+` for ASCII text), and CJK runs as
+    character bigrams."""
+    s = s.lower()
+    return TOKEN.findall(CJK.sub(" ", s)) + cjk_units(s)
 
 
 class BM25:

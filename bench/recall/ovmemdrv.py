@@ -104,11 +104,11 @@ class Ovmem:
         for event, payload in events[0 if prompt else 1:]:
             self.hook(harness, event, payload)
 
-    def recall(self, question, cwd, k, session):
-        """Asks through Claude Code's UserPromptSubmit with OVMEM_RECALL_LIMIT=k (a fresh session
-        id, never followed by a Stop). Returns (additionalContext, items, milliseconds)."""
+    def recall(self, question, cwd, k, session, extra_env=None):
+        """Asks through Claude Code's UserPromptSubmit with OVMEM_RECALL_LIMIT=k (in `session`,
+        never followed by a Stop). Returns (additionalContext, items, milliseconds)."""
         payload = {"session_id": session, "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt": question}
-        out, dt = self.hook("claude-code", "UserPromptSubmit", payload, {"OVMEM_RECALL_LIMIT": str(k)})
+        out, dt = self.hook("claude-code", "UserPromptSubmit", payload, dict({"OVMEM_RECALL_LIMIT": str(k)}, **(extra_env or {})))
         obj = json.loads(out) if out.strip() else {}
         ctx = (obj.get("hookSpecificOutput") or {}).get("additionalContext") or ""
         return ctx, parse_items(ctx), dt

@@ -25,7 +25,8 @@ from units import TurnIndex, contains_run, lme_haystack, shared_words
 
 CLAUDE_LIMIT = 9500  # adapters/claude-code.toml context_limit: every recall is asked through Claude Code
 DUMP_FACTOR = 3  # a recall covering more than DUMP_FACTOR * k sessions counts as context-dumping
-SYSTEMS = ("ovmem", "bm25", "recency")
+MODES = ("lexical", "semantic", "fused")  # OVMEM_RECALL_MODE values (a benchmark knob of the binary)
+SESSION_K = 5  # the k of the in-session replay that measures injected characters per session
 
 
 def pct(xs, p):
@@ -37,8 +38,14 @@ def pct(xs, p):
 
 # Scoring one ranked answer ----------------------------------------------------------------------
 
-def score(q, ranked, by_tid):
-    """`ranked`: one set of turn ids per injected item, in order. Returns the per-question figures."""
+def systems(cfg):
+    """ovmem as it ranks by default, ovmem in each requested OVMEM_RECALL_MODE, then the baselines."""
+    return ("ovmem",) + tuple(f"ovmem-{m}" for m in cfg.get("modes", ())) + ("bm25", "recency")
+
+
+def score(q, ranked, by_tid, items=None):
+    """`ranked`: one set of turn ids per injected item, in order (`items`: their text, for the
+    superseded marker). Returns the per-question figures."""
     shown = set().union(*ranked) if ranked else set()
     sessions = {by_tid[t].session for t in shown}
     ev = q.evidence_sessions
@@ -57,6 +64,9 @@ def score(q, ranked, by_tid):
         out["current_hit"] = cur is not None
         out["stale_only"] = cur is None and old is not None
         out["current_first"] = cur is not None and (old is None or cur < old)
+        if items is not None and old is not None:
+            # A superseded decision that is shown must say so.
+            out["superseded_marked"] = "superseded" in items[old]
     return out
 
 
@@ -106,24 +116,50 @@ def evaluate(task):
                    "shared_words": len(shared_words(q.text, ev_text)) if ev_text else None}
             top = bm25.top(qi, max(cfg["ks"]))
             for k in cfg["ks"]:
-                ctx, items, ms = om.recall(q.text, proj, k, f"bench-q{qi}-k{k}-{random.getrandbits(40):010x}")
-                ranked = [{hay.turns[i].tid for i in index.turns_of(it)} for it in items]
-                o = score(q, ranked, by_tid)
-                if foreign is not None:
-                    o["leaked_items"] = sum(1 for it, r in zip(items, ranked) if not r and foreign_index.turns_of(it))
-                o.update(ctx_chars=len(ctx), over_limit=len(ctx) > CLAUDE_LIMIT, ms=ms,
-                         dumping=o["sessions"] > DUMP_FACTOR * k)
+                res["k"][k] = {}
+                for name, mode in [("ovmem", None)] + [(f"ovmem-{m}", m) for m in cfg.get("modes", ())]:
+                    env = {"OVMEM_RECALL_MODE": mode} if mode else None
+                    ctx, items, ms = om.recall(q.text, proj, k, f"bench-q{qi}-k{k}-{random.getrandbits(40):010x}", env)
+                    ranked = [{hay.turns[i].tid for i in index.turns_of(it)} for it in items]
+                    o = score(q, ranked, by_tid, items)
+                    if foreign is not None:
+                        o["leaked_items"] = sum(1 for it, r in zip(items, ranked) if not r and foreign_index.turns_of(it))
+                    o.update(ctx_chars=len(ctx), over_limit=len(ctx) > CLAUDE_LIMIT, ms=ms,
+                             dumping=o["sessions"] > DUMP_FACTOR * k, ctx_hash=hash(ctx))
+                    res["k"][k][name] = o
                 b = score(q, [{hay.turns[i].tid} for i in top[:k]], by_tid)
                 b["ctx_chars"] = sum(len(hay.turns[i].text) for i in top[:k])
                 r = score(q, [{hay.turns[i].tid} for i in newest[:k]], by_tid)
                 r["ctx_chars"] = sum(len(hay.turns[i].text) for i in newest[:k])
-                res["k"][k] = {"ovmem": o, "bm25": b, "recency": r}
+                res["k"][k].update(bm25=b, recency=r)
             results.append(res)
+        session = replay_session(om, hay, proj, index, results) if cfg.get("session_replay") else None
         return {"hid": hay.hid, "turns": len(hay.turns), "stored": stored, "pending_prompts": pending,
-                "capture_s": capture_s, "hook_calls": om.hook_calls, "results": results}
+                "capture_s": capture_s, "hook_calls": om.hook_calls, "results": results, "session": session}
     finally:
         if not cfg["keep"]:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def replay_session(om, hay, proj, index, results):
+    """Every question of the haystack asked twice, in order, in ONE session (as an agent working
+    through a long task would): the characters injected over the whole session, the items shown
+    again although the session was given them already, and, for comparison, the characters the
+    same prompts get in fresh sessions (what injecting everything every time would cost)."""
+    sid = f"bench-session-{random.getrandbits(40):010x}"
+    shown, chars, repeated, prompts = set(), 0, 0, 0
+    for q in hay.questions:
+        for _ in range(2):
+            ctx, items, _ = om.recall(q.text, proj, SESSION_K, sid)
+            prompts += 1
+            chars += len(ctx)
+            for it in items:
+                tids = {hay.turns[i].tid for i in index.turns_of(it)}
+                if tids and tids <= shown:
+                    repeated += 1
+                shown |= tids
+    fresh = 2 * sum(r["k"][SESSION_K]["ovmem"]["ctx_chars"] for r in results if SESSION_K in r["k"])
+    return {"prompts": prompts, "chars": chars, "fresh_chars": fresh, "repeated_items": repeated}
 
 
 def run_pool(suite, haystacks, cfg, foreign=None):
@@ -147,7 +183,7 @@ def mean(xs):
     return sum(xs) / len(xs) if xs else None
 
 
-def aggregate(haystack_results, ks):
+def aggregate(haystack_results, ks, cfg):
     rows = [r for h in haystack_results for r in h["results"]]
     cats = sorted({r["category"] for r in rows})
     summary = {"capture": {"turns": sum(h["turns"] for h in haystack_results),
@@ -155,16 +191,20 @@ def aggregate(haystack_results, ks):
                            "capture_s": sum(h["capture_s"] for h in haystack_results)}}
     for cat in ["all"] + cats:
         rs = [r for r in rows if cat == "all" or r["category"] == cat]
-        entry = {"n": len(rs), "shared_words_mean": mean(r["shared_words"] for r in rs)}
+        entry = {"n": len(rs), "shared_words_mean": mean(r["shared_words"] for r in rs),
+                 "shared_words_max": max((r["shared_words"] or 0 for r in rs), default=None)}
         for k in ks:
-            for s in SYSTEMS:
+            for s in systems(cfg):
                 ms = [r["k"][k][s] for r in rs]
                 e = {m: mean(x.get(m) for x in ms) for m in
-                     ("recall", "hit", "turn_hit", "current_hit", "stale_only", "current_first", "items", "sessions",
-                      "ctx_chars")}
+                     ("recall", "hit", "turn_hit", "current_hit", "stale_only", "current_first", "superseded_marked",
+                      "items", "sessions", "ctx_chars")}
                 e = {m: v for m, v in e.items() if v is not None}
                 e["sessions_max"] = max(x["sessions"] for x in ms) if ms else 0
                 e["ctx_chars_max"] = max(x["ctx_chars"] for x in ms) if ms else 0
+                if s.startswith("ovmem-"):
+                    # Whether the binary honoured the mode: a context different from the default's.
+                    e["differs_from_default"] = sum(1 for r in rs if r["k"][k][s]["ctx_hash"] != r["k"][k]["ovmem"]["ctx_hash"])
                 if s == "ovmem":
                     e["over_limit"] = sum(1 for x in ms if x["over_limit"])
                     e["dumping"] = sum(1 for x in ms if x["dumping"])
@@ -175,6 +215,13 @@ def aggregate(haystack_results, ks):
                     e["ms_p95"] = pct([x["ms"] for x in ms], 95)
                 entry.setdefault(str(k), {})[s] = e
         summary[cat] = entry
+    sessions = [h["session"] for h in haystack_results if h.get("session")]
+    if sessions:
+        summary["capture"]["sessions"] = {
+            "n": len(sessions), "prompts_per_session": mean(x["prompts"] for x in sessions),
+            "chars_per_session": mean(x["chars"] for x in sessions),
+            "fresh_chars_per_session": mean(x["fresh_chars"] for x in sessions),
+            "repeated_items": sum(x["repeated_items"] for x in sessions)}
     return summary
 
 
@@ -222,17 +269,21 @@ def suite_public(args, cfg):
     hays = [lme_haystack(r, harness=args.public_harness) for r in records]
     res = run_pool("public", hays, dict(cfg, harness=args.public_harness if cfg["capture"] == "hooks" else None))
     return {"data": source, "questions": len(records), "capture_harness": args.public_harness,
-            "summary": aggregate(res, cfg["ks"]), "haystacks": res}
+            "summary": aggregate(res, cfg["ks"], cfg), "haystacks": res}
 
 
 def suite_coding(args, cfg):
     n = args.projects or (20 if args.quick else 60)
-    hays = gen_coding.generate(args.seed, n)
+    hays = gen_coding.generate(args.seed, n, args.split)
     nq = sum(len(h.questions) for h in hays)
-    print(f"  [coding] {n} projects, {sum(len(h.turns) for h in hays)} turns, {nq} questions", file=sys.stderr)
-    res = run_pool("coding", hays, dict(cfg, harness=None), foreign=hays[1:] + hays[:1])
-    return {"generator": f"gen_coding.generate(seed={args.seed}, projects={n})", "projects": n, "questions": nq,
-            "summary": aggregate(res, cfg["ks"]), "haystacks": res}
+    dropped = sum(h.dropped for h in hays)
+    print(f"  [coding] {n} projects ({args.split} split), {sum(len(h.turns) for h in hays)} turns, {nq} questions "
+          f"({dropped} left out: no phrasing within {gen_coding.MAX_SHARED} shared words)", file=sys.stderr)
+    res = run_pool("coding", hays, dict(cfg, harness=None, session_replay=True), foreign=hays[1:] + hays[:1])
+    return {"generator": f"gen_coding.generate(seed={args.seed}, projects={n}, split={args.split!r})", "projects": n,
+            "split": args.split, "questions": nq, "questions_left_out": dropped,
+            "max_shared_words": gen_coding.MAX_SHARED,
+            "summary": aggregate(res, cfg["ks"], cfg), "haystacks": res}
 
 
 def parse_size(s):
@@ -321,40 +372,54 @@ def f(x, digits=0, pctg=False):
     return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
 
 
-def report_recall(name, s, ks):
+def label(sy):
+    return {"bm25": "BM25"}.get(sy, sy)
+
+
+def report_recall(name, s, ks, cfg):
     lines = [f"### {name}", ""]
-    head = ["category", "n"]
+    syst = systems(cfg)
+    head = ["category", "n", "shared words mean / max"]
     for k in ks:
-        head += [f"R@{k} ovmem", f"R@{k} BM25", f"R@{k} recency"]
+        head += [f"R@{k} {label(sy)}" for sy in syst]
     for k in ks:
         head += [f"hit@{k} ovmem", f"hit@{k} BM25"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     cap = s.get("capture")
     s = {c: e for c, e in s.items() if c != "capture"}
     for cat, e in s.items():
-        row = [cat, str(e["n"])]
+        row = [cat, str(e["n"]), f"{f(e.get('shared_words_mean'), 2)} / {f(e.get('shared_words_max'))}"]
         for k in ks:
-            row += [f(e[str(k)][sy].get("recall"), 1, True) for sy in SYSTEMS]
+            row += [f(e[str(k)][sy].get("recall"), 1, True) for sy in syst]
         for k in ks:
             row += [f(e[str(k)][sy].get("hit"), 1, True) for sy in ("ovmem", "bm25")]
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
+    for sy in syst:
+        if sy.startswith("ovmem-"):
+            d = s["all"][str(ks[0])][sy].get("differs_from_default", 0)
+            lines += [f"`OVMEM_RECALL_MODE={sy[6:]}`: the context differed from the default's for {d} of "
+                      f"{s['all']['n']} questions at k={ks[0]}" + (" (the binary ignores the knob)" if d == 0 else "") + ".", ""]
     if any("turn_hit" in e[str(ks[0])]["ovmem"] for e in s.values()):
-        head = ["category"] + [f"turn hit@{k} {sy}" for k in ks for sy in ("ovmem", "BM25", "recency")]
+        head = ["category"] + [f"turn hit@{k} {label(sy)}" for k in ks for sy in syst]
         lines += ["Evidence turn among the injected items:", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for cat, e in s.items():
             lines.append("| " + " | ".join([cat] + [f(e[str(k)][sy].get("turn_hit"), 1, True) for k in ks
-                                                     for sy in SYSTEMS]) + " |")
+                                                     for sy in syst]) + " |")
         lines.append("")
-    if "reversal" in s:
-        e = s["reversal"]
-        head = ["k", "system", "current decision shown", "only the superseded one shown", "current ranked first"]
-        lines += ["Reversals:", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for rev in ("revision", "reversal"):
+        if rev not in s:
+            continue
+        e = s[rev]
+        head = ["k", "system", "**current ranked first**", "current shown", "only the superseded one shown",
+                "superseded shown and marked"]
+        lines += [f"Revisions ({e['n']}), scored by order: the current decision ranked above the one it replaced "
+                  "(or shown alone):", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for k in ks:
-            for sy in SYSTEMS:
+            for sy in syst:
                 x = e[str(k)][sy]
-                lines.append(f"| {k} | {sy} | {f(x.get('current_hit'), 1, True)} | {f(x.get('stale_only'), 1, True)} | "
-                             f"{f(x.get('current_first'), 1, True)} |")
+                lines.append(f"| {k} | {label(sy)} | {f(x.get('current_first'), 1, True)} | {f(x.get('current_hit'), 1, True)} | "
+                             f"{f(x.get('stale_only'), 1, True)} | {f(x.get('superseded_marked'), 1, True) if sy.startswith('ovmem') else '–'} |")
         lines.append("")
     head = ["k", "items delivered (mean)", "context chars mean / max", f"over {CLAUDE_LIMIT}",
             "sessions covered mean / max", f"> {DUMP_FACTOR}k sessions", "items not mapped to a turn",
@@ -367,6 +432,12 @@ def report_recall(name, s, ks):
                      f"{x.get('leaked_items', '–')} | "
                      f"{f(x.get('ms_p50'), 1)} / {f(x.get('ms_p95'), 1)} |")
     lines.append("")
+    if cap and cap.get("sessions"):
+        x = cap["sessions"]
+        lines += [f"Injected characters per session (every question asked twice, in order, in one session per "
+                  f"project, k={SESSION_K}; {x['n']} sessions of {f(x['prompts_per_session'])} prompts): "
+                  f"**{f(x['chars_per_session'])}** characters per session, against {f(x['fresh_chars_per_session'])} "
+                  f"for the same prompts in fresh sessions; {x['repeated_items']} items shown again within a session.", ""]
     if cap:
         lines += [f"Captured: {cap['stored']:,} memories stored for {cap['turns']:,} turns "
                   f"({cap['capture_s']:.0f} s of capture across workers).", ""]
@@ -403,6 +474,11 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--projects", type=int, default=0, help="coding suite projects (default 20 quick, 60 full)")
+    ap.add_argument("--split", choices=gen_coding.SPLITS, default="dev",
+                    help="coding suite phrasings: dev (even entries of every phrasing list) or held (odd ones, other "
+                         "seeds): tune on dev, measure on held")
+    ap.add_argument("--modes", default="", help="also ask with OVMEM_RECALL_MODE set to each of these "
+                                                 "(lexical,semantic,fused) and report each as its own system")
     ap.add_argument("--public-questions", type=int, default=60)
     ap.add_argument("--public-harness", default="gemini-cli", help="hooks used to capture the public set "
                                                                    "(gemini-cli payloads carry the session dates)")
@@ -417,8 +493,12 @@ def main():
     args.sizes = args.sizes or ("1k,10k,100k" if args.quick else "1k,10k,100k,1M")
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     tmp = tempfile.mkdtemp(prefix="ovmem-recall-")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for m in modes:
+        if m not in MODES:
+            raise SystemExit(f"--modes: `{m}` is not one of {', '.join(MODES)}")
     cfg = {"binary": os.path.realpath(args.ovmem), "capture": args.capture, "ks": ks, "jobs": args.jobs, "tmp": tmp,
-           "keep": args.keep}
+           "keep": args.keep, "modes": modes}
     started = time.time()
     argv, skip = [], False
     for a in sys.argv[1:]:  # the user's own arguments: run.sh adds --ovmem and --label itself
@@ -455,11 +535,13 @@ def main():
             lines += ["### public long-memory set", "", f"Skipped: {pub['skipped']}.", ""]
         else:
             lines += report_recall(f"public: {pub['questions']} questions ({pub['data'].get('name', 'LongMemEval')}), "
-                                   f"session recall", pub["summary"], ks)
+                                   f"session recall", pub["summary"], ks, cfg)
     cod = results["suites"].get("coding")
     if cod:
-        lines += report_recall(f"coding-agent histories: {cod['projects']} projects, {cod['questions']} questions, "
-                               f"session recall", cod["summary"], ks)
+        lines += report_recall(f"coding-agent histories ({cod['split']} split): {cod['projects']} projects, "
+                               f"{cod['questions']} questions (each shares at most {cod['max_shared_words']} content "
+                               f"words with its answer turns; {cod['questions_left_out']} left out), session recall",
+                               cod["summary"], ks, cfg)
     nd = results["suites"].get("needle")
     if nd:
         lines += report_needle(nd, ks)

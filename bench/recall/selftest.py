@@ -86,13 +86,36 @@ def main():
         for q in x.questions:
             check(all(t in by for t in q.evidence_turns) and q.evidence_sessions == {by[t].session for t in q.evidence_turns},
                   f"{q.qid}: evidence turns exist")
-            if q.category == "reversal":
+            if q.category == "revision":
                 cur, old = by[q.current_turn], by[next(iter(q.superseded_turns))]
-                check(cur.ts > old.ts and cur.session != old.session, f"{q.qid}: the reversal comes later")
+                check(cur.ts > old.ts + 14 * 86400 and cur.session != old.session and cur.harness != old.harness,
+                      f"{q.qid}: the revision comes weeks later, from another harness")
+            if q.category == "multi-session":
+                check(len(q.evidence_sessions) >= 2, f"{q.qid}: the answer spans sessions")
     cats = {q.category for x in gen_coding.generate(1, 2) for q in x.questions}
-    check(cats == {"decision", "reversal", "follow-up", "fact"}, "all four coding categories")
+    check(cats == {"decision", "revision", "follow-up", "identifier", "prose", "multi-session", "multilingual"},
+          f"all seven coding categories: {sorted(cats)}")
     harnesses = {t.harness for x in gen_coding.generate(1, 2) for t in x.turns}
     check(harnesses == set(gen_coding.HARNESSES), "all five harnesses appear")
+    # Hard by paraphrase, not by noise: every question shares at most MAX_SHARED content words with
+    # its answer turns, and plain BM25 finds at most 65% of the evidence sessions at k=5 (quick set).
+    texts = {}
+    for split in gen_coding.SPLITS:
+        hays = gen_coding.generate(1, 20, split)
+        got, n = 0.0, 0
+        for x in hays:
+            by = {t.tid: t for t in x.turns}
+            bm = BM25([t.text for t in x.turns], [q.text for q in x.questions])
+            for qi, q in enumerate(x.questions):
+                ev = " ".join(by[t].text for t in q.evidence_turns)
+                shared = shared_words(q.text, ev)
+                check(len(shared) <= gen_coding.MAX_SHARED, f"{q.qid} ({split}): shares {shared}")
+                top = {x.turns[i].session for i in bm.top(qi, 5)}
+                got += len(top & q.evidence_sessions) / len(q.evidence_sessions)
+                n += 1
+            texts[split] = {q.text for x in hays for q in x.questions}
+        check(got / n <= 0.65, f"{split}: plain BM25 session recall@5 is {got / n:.1%}, above 65%")
+    check(not texts["dev"] & texts["held"], "the held split asks in other words than the dev split")
 
     ns = needle.needles(1)
     check(len({svc for _, svc, _, _ in ns}) == 20 and len({q for *_, q in ns}) == 20, "20 distinct needles")

@@ -5,8 +5,10 @@ import datetime
 import re
 from dataclasses import dataclass, field
 
-WINDOW = 40  # an item covers a turn when a run of at least this many characters is shared
-STRIDE = 8  # turn windows are indexed every STRIDE characters: runs of WINDOW+STRIDE-1 are always seen
+# Runs are measured in UTF-8 bytes, so a shared run carries about as much text in every script:
+# 40 bytes are 40 Latin characters, or 13 Han, kana or hangul ones.
+WINDOW = 40  # an item covers a turn when a run of at least this many bytes is shared
+STRIDE = 8  # turn windows are indexed every STRIDE bytes: runs of WINDOW+STRIDE-1 are always seen
 BOILERPLATE_TURNS = 25  # a window found in more turns than this is boilerplate and credits none
 
 
@@ -43,11 +45,12 @@ class Haystack:
 
 
 def norm(s):
-    return " ".join(s.split())
+    """Whitespace normalised, as UTF-8 bytes (what windows are cut from)."""
+    return " ".join(s.split()).encode()
 
 
 class TurnIndex:
-    """Maps injected text back to turns: WINDOW-character windows of each turn's prompt and reply."""
+    """Maps injected text back to turns: WINDOW-byte windows of each turn's prompt and reply."""
 
     def __init__(self, turns):
         self.turns = turns
@@ -62,9 +65,9 @@ class TurnIndex:
                         hits.append(i)
 
     def turns_of(self, item):
-        """Indices of the turns an item shows. Every WINDOW-character run the item shares with a turn
-        marks those item characters as that turn's; then turns are taken greedily, most newly
-        covered characters first, while a turn adds at least WINDOW characters not yet explained.
+        """Indices of the turns an item shows. Every WINDOW-byte run the item shares with a turn
+        marks those item bytes as that turn's; then turns are taken greedily, most newly covered
+        bytes first, while a turn adds at least WINDOW bytes not yet explained.
         A near-duplicate turn (same template, other values) explains nothing new and is not taken;
         a passage built from two turns maps to both. Windows found in more than BOILERPLATE_TURNS
         turns are boilerplate and ignored."""
@@ -90,7 +93,7 @@ class TurnIndex:
 
 
 def contains_run(item, text):
-    """Whether `item` shows a WINDOW-character run of `text` (normalised whitespace)."""
+    """Whether `item` shows a WINDOW-byte run of `text` (normalised whitespace)."""
     a, b = norm(item), norm(text)
     if len(b) < WINDOW:
         return b in a
@@ -106,7 +109,23 @@ themselves then there these they this those through to too under until up very w
 who whom why will with would you your yours yourself yourselves let lets let's ok okay yes also still get got go going
 use used using one two make made new now yet ever""".split())
 
-WORD = re.compile(r"[a-z0-9][a-z0-9_./-]*[a-z0-9]|[a-z0-9]")
+# German function words too, for the multilingual questions.
+STOPWORDS |= set("""der die das den dem des ein eine einer eines einem einen und oder aber ist sind war wird werden
+wie wo was wer wann welche welcher welches welchem welchen wir ihr sie es ich du mit von zu zum zur im in am an auf
+für bei nach über unter aus um als noch nicht nur auch jetzt neuerdings inzwischen darf ab""".split())
+
+WORD = re.compile(r"[^\W_](?:[\w./-]*[^\W_])?")
+# Scripts written without spaces (Han, kana, hangul): counted as character bigrams, as ovmem and
+# the BM25 baseline index them.
+CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uffdc]+")
+
+
+def cjk_units(s):
+    """Character bigrams of every CJK run in `s` (a lone character stands for itself)."""
+    out = []
+    for run in CJK.findall(s):
+        out.extend([run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)])
+    return out
 
 
 def stem(w):
@@ -117,7 +136,9 @@ def stem(w):
 
 
 def content_words(s):
-    return {stem(w) for w in WORD.findall(s.lower()) if w not in STOPWORDS and len(w) > 1}
+    s = s.lower()
+    words = {stem(w) for w in WORD.findall(CJK.sub(" ", s)) if w not in STOPWORDS and len(w) > 1}
+    return words | set(cjk_units(s))
 
 
 def shared_words(question, evidence):

@@ -364,6 +364,13 @@ fn check_target(
             continue;
         }
         let kind = adapter.events.get(&hook.event).copied();
+        // The prompt and the stop share the session (the stop finds the buffered prompt); every
+        // other event runs in a session of its own, since a session is not given the same memory
+        // twice and each injecting hook must show it.
+        let session = match kind {
+            Some(Canonical::Prompt | Canonical::Stop) => session.clone(),
+            _ => format!("{session}-{}", hook.event),
+        };
         let payload = sandbox::payload(&adapter, &hook.event, &session, &cwd, (&prompt, &reply), &sb.scratch);
         let stdin = payload.to_string().into_bytes();
         // Judged as the runtime will read this payload (an adapter's variant can change what injects).

@@ -170,6 +170,31 @@ pub fn clean(text: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn cuts_keep_a_prefix_within_the_limit(s in crate::anytext::text(80), max in 0usize..120) {
+            let t = truncate(&s, max);
+            let n = s.chars().count();
+            if n <= max {
+                proptest::prop_assert_eq!(&t, &s);
+            } else {
+                proptest::prop_assert!(t.chars().count() <= max.max(1));
+                proptest::prop_assert!(s.starts_with(t.strip_suffix('…').unwrap_or(&t)));
+            }
+            let c = clip(&s, max);
+            proptest::prop_assert!(s.starts_with(c.split("… [").next().unwrap_or("")));
+            proptest::prop_assert!(c.chars().count() <= max + 60 || n <= max);
+        }
+
+        #[test]
+        fn cleaning_any_text_is_no_panic(s in crate::anytext::text(120), max in 0usize..200) {
+            let c = clean(&s, max);
+            let prefix = c.split("… [").next().unwrap_or("");
+            proptest::prop_assert!(prefix.chars().count() <= max);
+            proptest::prop_assert!(!c.contains("<private>"));
+        }
+    }
+
     #[test]
     fn strips_every_injected_block() {
         let s = "before <ovmem-memory>\nold fact\n</ovmem-memory> mid <openviking-context source=\"x\">v</openviking-context>\

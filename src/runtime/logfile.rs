@@ -107,6 +107,18 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
+    proptest::proptest! {
+        #[test]
+        fn any_message_makes_one_bounded_json_line(
+            harness in crate::anytext::text(40), event in crate::anytext::text(40), msg in crate::anytext::text(400),
+        ) {
+            let l = line("info", &harness, &event, Duration::from_millis(3), &msg.repeat(20));
+            proptest::prop_assert!(l.len() <= MAX_LINE && l.ends_with(b"\n"));
+            let v: Value = serde_json::from_slice(&l).expect("one JSON line");
+            proptest::prop_assert!(v["harness"].as_str().is_some_and(|h| h.len() <= 64 + '…'.len_utf8()));
+        }
+    }
+
     fn lines(dir: &Path) -> Vec<Value> {
         let mut out = Vec::new();
         for name in ["hook.log", "hook.log.1", "hook.log.2", "hook.log.3"] {

@@ -26,7 +26,7 @@ use anyhow::{Context, Result};
 use crate::config::{BankMode, Config};
 use crate::env::Env;
 use crate::harness::{self, Adapter, Canonical};
-use crate::store::{self, Store};
+use crate::store::{self, Memory, Store};
 use encode::Outcome;
 use render::Item;
 use spool::Spooled;
@@ -367,7 +367,17 @@ impl Ctx<'_> {
             Canonical::PreTool => self.pre_tool(),
             Canonical::SessionEnd => self.session_end(),
             Canonical::PostTool => self.post_tool(),
+            Canonical::Compact => self.compact(),
         }
+    }
+
+    /// The context is about to be summarised: what it was given will be gone from it.
+    fn compact(&self) -> RunResult {
+        if !self.known_session() {
+            return Ok((Outcome::default(), None));
+        }
+        self.reset(&self.open()?, "compact");
+        Ok((Outcome::default(), Some("the context is being compacted: memories may be injected again".into())))
     }
 
     fn session_end(&self) -> RunResult {
@@ -381,9 +391,61 @@ impl Ctx<'_> {
     }
 
     fn recent_block(&self, store: &Store) -> Result<Option<String>> {
-        let memories = store.recent(&self.bank(), self.cfg.recall_limit)?;
+        let seen = self.in_context(store);
+        let memories: Vec<Memory> =
+            store.recent(&self.bank(), self.cfg.recall_limit)?.into_iter().filter(|m| !seen.contains(&m.id)).collect();
         let items: Vec<Item> = memories.iter().map(Item::plain).collect();
-        Ok(render::render(&items, self.adapter.context_limit))
+        Ok(self.inject(store, &items))
+    }
+
+    /// Whether this session is one the harness named (not one made up for a payload without an
+    /// id, which every session in the directory would share).
+    fn known_session(&self) -> bool {
+        self.event.session_named
+    }
+
+    /// The local memories already injected into this session since its context was last
+    /// compacted or cleared: still in the agent's context, so not injected again.
+    fn in_context(&self, store: &Store) -> rustc_hash::FxHashSet<i64> {
+        if !self.known_session() {
+            return Default::default();
+        }
+        store.injected_since_reset(&self.event.session, &self.bank()).unwrap_or_else(|e| {
+            self.note(format!("could not read what this session was given already: {e:#}"));
+            Default::default()
+        })
+    }
+
+    /// The block for `items`, recorded as injected into this session (the ids of what it shows,
+    /// in order) when this event's context reaches the agent (one of the adapter's inject
+    /// events; elsewhere the harness ignores it). A failure to record is noted, never the hook's
+    /// failure.
+    fn inject(&self, store: &Store, items: &[Item]) -> Option<String> {
+        let (block, shown) = render::render_shown(items, self.adapter.context_limit)?;
+        if !self.adapter.inject_events.contains(&self.event.native) {
+            return Some(block);
+        }
+        let mut ids: Vec<i64> = Vec::new();
+        for item in &items[..shown] {
+            for id in std::iter::once(item.memory.id).chain(item.with.iter().map(|m| m.id)) {
+                if id > 0 && !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+        let record = store::Injection {
+            at: store::now(),
+            harness: Some(self.event.harness.clone()),
+            session: self.known_session().then(|| self.event.session.clone()),
+            bank: self.bank(),
+            event: canonical_name(self.event.kind).to_string(),
+            memory_ids: ids,
+            chars: block.chars().count(),
+        };
+        if let Err(e) = store.record_injection(&record) {
+            self.note(format!("could not record the injection: {e:#}"));
+        }
+        Some(block)
     }
 
     fn session_start(&self) -> RunResult {
@@ -392,8 +454,35 @@ impl Ctx<'_> {
         let _ = store.prune(7 * 86_400);
         let _ = store.backfill_vectors(BACKFILL_BUDGET);
         self.flush(&store);
-        let note = (replayed > 0).then(|| format!("stored {replayed} spooled item(s)"));
+        let mut notes: Vec<String> =
+            (replayed > 0).then(|| format!("stored {replayed} spooled item(s)")).into_iter().collect();
+        // A session's context starts anew (a start, a compaction, a clear) unless it is resumed:
+        // it holds none of what was injected before.
+        let source = self.event.source.as_deref().unwrap_or("start");
+        if source != "resume" && self.known_session() {
+            self.reset(&store, source);
+            if matches!(source, "compact" | "clear") {
+                notes.push(format!("the context was {source}ed: memories may be injected again"));
+            }
+        }
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
         Ok((Outcome { context: self.recent_block(&store)?, deny: None }, note))
+    }
+
+    /// Marks that this session's context was compacted or cleared (`why`).
+    fn reset(&self, store: &Store, why: &str) {
+        let record = store::Injection {
+            at: store::now(),
+            harness: Some(self.event.harness.clone()),
+            session: Some(self.event.session.clone()),
+            bank: self.bank(),
+            event: format!("{}{why}", store::injections::RESET),
+            memory_ids: Vec::new(),
+            chars: 0,
+        };
+        if let Err(e) = store.record_injection(&record) {
+            self.note(format!("could not record the context reset: {e:#}"));
+        }
     }
 
     fn prompt(&self) -> RunResult {
@@ -417,7 +506,14 @@ impl Ctx<'_> {
             return Ok((Outcome::default(), None));
         }
         let k = self.cfg.recall_limit;
-        let hits = store?.recall(&bank, &clean, k)?;
+        let store = store?;
+        let seen = self.in_context(&store);
+        // What this session was given already is left out, as an item and inside other items.
+        let mut hits: Vec<store::Hit> =
+            store.recall(&bank, &clean, k)?.into_iter().filter(|h| !seen.contains(&h.memory.id)).collect();
+        for h in &mut hits {
+            h.with.retain(|m| !seen.contains(&m.id));
+        }
         let from_server = self.link().and_then(|link| {
             let (rbank, _) = self.target(link);
             let budget = self.budget(link.settings.recall_budget);
@@ -439,7 +535,7 @@ impl Ctx<'_> {
             .map(|m| Item { memory: m, terms: &terms, superseded_by: None, with: &[] })
             .chain(hits.iter().map(Item::from))
             .collect();
-        Ok((Outcome { context: render::render(&items, self.adapter.context_limit), deny: None }, None))
+        Ok((Outcome { context: self.inject(&store, &items), deny: None }, None))
     }
 
     fn stop(&self) -> RunResult {
@@ -523,6 +619,19 @@ impl Ctx<'_> {
             }
         }
         Ok((Outcome::default(), None))
+    }
+}
+
+/// The name an injection is recorded under for an event kind.
+fn canonical_name(kind: Canonical) -> &'static str {
+    match kind {
+        Canonical::SessionStart => "session_start",
+        Canonical::Prompt => "prompt",
+        Canonical::Stop => "stop",
+        Canonical::PreTool => "pre_tool",
+        Canonical::SessionEnd => "session_end",
+        Canonical::PostTool => "post_tool",
+        Canonical::Compact => "compact",
     }
 }
 

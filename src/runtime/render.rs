@@ -42,6 +42,11 @@ impl<'a> From<&'a Hit> for Item<'a> {
 
 /// The block for `items` within `limit` characters; `None` when there is nothing to show.
 pub fn render(items: &[Item], limit: usize) -> Option<String> {
+    render_shown(items, limit).map(|(block, _)| block)
+}
+
+/// The block and how many of `items` (the first ones) it shows.
+pub fn render_shown(items: &[Item], limit: usize) -> Option<(String, usize)> {
     let head = format!("{OPEN}{PREAMBLE}");
     let room = limit.checked_sub(chars(&head) + chars(CLOSE))?;
     let n = items.len().min(room / MIN_ITEM);
@@ -55,11 +60,16 @@ pub fn render(items: &[Item], limit: usize) -> Option<String> {
     }
     s.push_str(CLOSE);
     debug_assert!(chars(&s) <= limit);
-    Some(s)
+    Some((s, n))
 }
 
 fn chars(s: &str) -> usize {
     s.chars().count()
+}
+
+/// The first `n` characters of `s` (all of it when shorter), cut on a character boundary.
+pub fn char_prefix(s: &str, n: usize) -> &str {
+    &s[..s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)]
 }
 
 /// `\n- [date harness] User: … / Assistant: …` in at most `budget` characters.
@@ -92,21 +102,30 @@ fn render_item(item: &Item, budget: usize) -> String {
     };
     let mut turns: Vec<Memory> = std::iter::once(m).chain(item.with.iter()).map(scrub).collect();
     turns.sort_by_key(|t| (t.created_at, t.id));
-    // Each turn gets its share of the room; what a short one leaves goes to the others.
-    let natural: Vec<usize> = turns.iter().map(|t| chars(&t.prompt) + chars(&t.reply) + 20).collect();
-    let shares = fill(&natural, room.saturating_sub(turns.len() - 1));
+    // The topic is shown with a short follow-up, unless the turn that set it is shown too.
     let shown_prompts: Vec<String> = turns.iter().map(|t| t.prompt.trim().to_string()).collect();
+    let with_topic: Vec<bool> = turns
+        .iter()
+        .map(|t| {
+            t.kind == Kind::Turn
+                && !shown_prompts.iter().any(|p| !p.is_empty() && t.topic.starts_with(char_prefix(p, 60)))
+        })
+        .collect();
+    // Each turn gets its share of the room (what it says, its labels, and the topic it is shown
+    // with); what a short one leaves goes to the others.
+    let natural: Vec<usize> = turns
+        .iter()
+        .zip(&with_topic)
+        .map(|(t, &topic)| chars(&t.prompt) + chars(&t.reply) + 20 + if topic { topic_cost(t) } else { 0 })
+        .collect();
+    let shares = fill(&natural, room.saturating_sub(turns.len() - 1));
     let body = turns
         .iter()
         .zip(shares)
-        .map(|(t, share)| match t.kind {
+        .zip(&with_topic)
+        .map(|((t, share), &topic)| match t.kind {
             Kind::Fact => window(&t.prompt, &terms, share),
-            // The topic is left out when the turn that set it is shown too.
-            Kind::Turn => {
-                let topic_shown =
-                    shown_prompts.iter().any(|p| !p.is_empty() && t.topic.starts_with(&p[..p.len().min(60)]));
-                turn_body(t, &terms, share, !topic_shown)
-            }
+            Kind::Turn => turn_body(t, &terms, share, topic),
         })
         .collect::<Vec<_>>()
         .join("\n");
@@ -115,6 +134,14 @@ fn render_item(item: &Item, budget: usize) -> String {
         out = out.chars().take(budget.saturating_sub(1)).collect::<String>() + "…";
     }
     out
+}
+
+/// The characters the session's topic takes when it is shown with a short turn.
+fn topic_cost(m: &Memory) -> usize {
+    if m.topic.is_empty() || chars(m.prompt.trim()) >= 80 {
+        return 0;
+    }
+    chars(m.topic.trim()).min(200) + "\n(in a session about: ".len() + 1
 }
 
 /// A turn within `room` characters: the whole of it when it fits, else the user's words and the
@@ -327,5 +354,101 @@ mod tests {
         let block = render(&[Item::plain(&m)], 1000).unwrap();
         assert_eq!(block.matches("</ovmem-memory>").count(), 1, "{block}");
         assert!(!block.contains("<system-reminder>"), "{block}");
+    }
+
+    /// Any Unicode text and its own analysed words as the matched terms.
+    fn text_and_terms() -> impl proptest::strategy::Strategy<Value = (String, Vec<String>, usize)> {
+        use proptest::prelude::*;
+        (crate::anytext::text(120), any::<proptest::sample::Index>(), 0usize..400).prop_map(|(t, pick, room)| {
+            let words: Vec<String> = analyse(&t).into_iter().map(|w| w.text).collect();
+            let terms = if words.is_empty() { vec![] } else { vec![words[pick.index(words.len())].clone()] };
+            (t, terms, room)
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_window_is_a_passage_of_the_text_within_its_room((text, terms, room) in text_and_terms()) {
+            let set: HashSet<&str> = terms.iter().map(String::as_str).collect();
+            let w = window(&text, &set, room);
+            proptest::prop_assert!(chars(&w) <= room, "{} > {room}: {w:?}", chars(&w));
+            if chars(text.trim()) <= room {
+                proptest::prop_assert_eq!(&w, text.trim());
+            } else {
+                let inner = w.strip_prefix('…').unwrap_or(&w);
+                let inner = inner.strip_suffix('…').unwrap_or(inner);
+                proptest::prop_assert!(text.contains(inner), "{inner:?} not in {text:?}");
+            }
+        }
+
+        #[test]
+        fn any_memories_render_within_the_limit(
+            texts in proptest::collection::vec((crate::anytext::text(80), crate::anytext::text(80), crate::anytext::text(30)), 0..6),
+            limit in 0usize..4000,
+            query in crate::anytext::text(20),
+        ) {
+            let ms: Vec<Memory> = texts
+                .iter()
+                .enumerate()
+                .map(|(i, (p, r, t))| Memory { id: i as i64, topic: t.clone(), harness: Some(p.chars().take(9).collect()), ..mem(p, r) })
+                .collect();
+            let terms: Vec<String> = analyse(&query).into_iter().map(|t| t.text).collect();
+            let items: Vec<Item> = ms
+                .iter()
+                .enumerate()
+                .map(|(i, m)| Item { memory: m, terms: &terms, superseded_by: (i % 2 == 1).then_some(86_400), with: &ms[..i] })
+                .collect();
+            if let Some(block) = render(&items, limit) {
+                proptest::prop_assert!(chars(&block) <= limit, "{} > {limit}", chars(&block));
+                proptest::prop_assert!(block.starts_with(OPEN) && block.ends_with(CLOSE));
+                proptest::prop_assert_eq!(block.matches("</ovmem-memory>").count(), 1);
+            }
+        }
+
+        #[test]
+        fn a_char_prefix_is_a_prefix_of_n_characters(s in crate::anytext::text(40), n in 0usize..80) {
+            let p = char_prefix(&s, n);
+            proptest::prop_assert!(s.starts_with(p));
+            proptest::prop_assert_eq!(chars(p), n.min(chars(&s)));
+        }
+    }
+
+    #[test]
+    fn a_multibyte_character_at_byte_60_of_a_shown_prompt_is_no_panic() {
+        // The prompt is shown in full and is also the start of a later turn's topic; byte 60
+        // falls inside the `端` (bytes 59..62).
+        let prompt = format!("{}端口是多少", "a".repeat(59));
+        let first = Memory { id: 1, created_at: 1, ..mem(&prompt, "5433") };
+        let later = Memory { id: 2, created_at: 2, topic: prompt.clone(), ..mem("rerun?", "ok, green") };
+        let block = render(
+            &[Item { memory: &first, terms: &[], superseded_by: None, with: std::slice::from_ref(&later) }],
+            2000,
+        )
+        .unwrap();
+        assert!(block.contains("端口是多少") && !block.contains("(in a session about"), "{block}");
+    }
+
+    #[test]
+    fn a_short_follow_up_keeps_its_words_next_to_its_topic() {
+        // A follow-up and two other turns of its session share one item: the topic is paid for
+        // out of the follow-up's share, never out of its words.
+        let topic = "the staging deploy of billing-api fails after the Tuesday release, can you dig into it?";
+        let turns: Vec<Memory> = (0..3)
+            .map(|i| Memory {
+                id: i + 2,
+                created_at: i + 2,
+                topic: topic.into(),
+                ..mem(
+                    ["push it", "rerun?", "then drop it"][i as usize],
+                    &format!("Done {i}: pushed 4f2a9c1, CI run 7{i} is green."),
+                )
+            })
+            .collect();
+        let first = Memory { id: 1, created_at: 1, ..mem("unrelated opening question about the cache", "ok") };
+        let block = render(&[Item { memory: &first, terms: &[], superseded_by: None, with: &turns }], 1900).unwrap();
+        for i in 0..3 {
+            assert!(block.contains(&format!("Done {i}: pushed 4f2a9c1, CI run 7{i} is green.")), "{block}");
+        }
+        assert!(block.contains("(in a session about: the staging deploy"), "{block}");
     }
 }

@@ -227,6 +227,20 @@ pub fn recalled(content: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_stripped_and_escaped_without_panic(s in crate::anytext::text(120), max in 0usize..200) {
+            let stripped = strip_injected(&s);
+            proptest::prop_assert!(stripped.chars().count() <= s.chars().count());
+            let e = escape(&s);
+            proptest::prop_assert_eq!(e.replace("&lt;", "<").chars().count() >= s.chars().count(), true);
+            let r = recalled(&s, max);
+            // Escaping is the only thing that may lengthen it: four characters for each `<`.
+            proptest::prop_assert!(r.replace("&lt;", "<").chars().count() <= max.max(1) || s.chars().count() <= max);
+            proptest::prop_assert!(!r.contains("</ovmem-memory>"));
+        }
+    }
+
     #[test]
     fn only_complete_blocks_are_stripped() {
         let s = "before <ovmem-memory>\nold fact\n</ovmem-memory> mid <openviking-context source=\"x\">v</openviking-context>\

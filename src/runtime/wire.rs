@@ -26,6 +26,9 @@ pub struct Event {
     pub native: String,
     /// Sanitised session id (safe in file names and queries).
     pub session: String,
+    /// The harness named the session (else `session` was made up from the directory, and is
+    /// shared by every session there).
+    pub session_named: bool,
     pub cwd: Option<PathBuf>,
     pub prompt: Option<String>,
     pub reply: Option<String>,
@@ -36,6 +39,8 @@ pub struct Event {
     pub at: Option<i64>,
     /// How a turn ended, for a stop event: `completed` or `cancelled`.
     pub status: Option<String>,
+    /// Why a session starts, for a session-start event (`startup`, `resume`, `clear`, `compact`).
+    pub source: Option<String>,
     /// The adapter variant this stdin belongs to (an index into `adapter.variants`).
     pub variant: Option<usize>,
     /// One of the adapter's `ignore_when` conditions holds.
@@ -168,7 +173,9 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
     }
     let f = &adapter.fields;
     let cwd = first_string(&v, &f.cwd).map(PathBuf::from).filter(|p| p.is_absolute());
-    let session = first_string(&v, &f.session).map(|s| sanitise_session(&s)).unwrap_or_else(|| match &cwd {
+    let named = first_string(&v, &f.session);
+    let session_named = named.is_some();
+    let session = named.map(|s| sanitise_session(&s)).unwrap_or_else(|| match &cwd {
         Some(c) => format!("cwd-{}", &crate::fsx::sha256_hex(c.to_string_lossy().as_bytes())[..16]),
         None => "unknown".into(),
     });
@@ -178,6 +185,7 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
         harness: adapter.harness.clone(),
         native: native.to_string(),
         session,
+        session_named,
         cwd,
         prompt: first_string(&v, &f.prompt),
         reply: first_string(&v, &f.reply),
@@ -188,6 +196,7 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
         status: (kind == Canonical::Stop).then(|| {
             if adapter.cancelled_events.iter().any(|e| e == native) { "cancelled" } else { "completed" }.to_string()
         }),
+        source: (kind == Canonical::SessionStart).then(|| first_string(&v, &f.source)).flatten(),
         variant: variant(adapter, &v),
         ignored: adapter.ignore_when.iter().any(|c| holds(&v, c)),
         keys: v.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default(),

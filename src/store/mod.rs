@@ -35,7 +35,7 @@ const OUTBOX: &str = include_str!("outbox.sql");
 /// above `v`, each in the same write transaction. A new step takes the next number and is added
 /// here; each helper of a change that adds tables owns its own step.
 type Step = (i64, fn(&Connection) -> Result<()>);
-const STEPS: &[Step] = &[(4, vectors::create)];
+const STEPS: &[Step] = &[(4, vectors::create), (5, injections::step)];
 
 /// The schema version of a store that has run every step.
 const VERSION: i64 = {
@@ -859,6 +859,15 @@ impl Store {
     /// Memories without a vector yet.
     pub fn missing_vectors(&self) -> Result<i64> {
         vectors::missing(&self.conn)
+    }
+
+    /// Whether a table created on first use exists yet.
+    pub(crate) fn has_table(&self, name: &str) -> Result<bool> {
+        let n: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1")?
+            .query_row([name], |r| r.get(0))?;
+        Ok(n > 0)
     }
 
     /// The newest memories of `bank` (its pinned ones first).

@@ -219,9 +219,25 @@ fn is_joiner(c: char) -> bool {
     matches!(c, '_' | '-' | '.' | '/' | ':' | '@' | '#' | '+' | '~')
 }
 
+/// Scripts written without spaces between words (or, for Korean, with particles glued on), which
+/// are indexed as character bigrams: Han (with `々` and `〇`), hiragana, katakana (full-width,
+/// half-width and the phonetic extensions), and hangul (syllables, jamo, compatibility and
+/// half-width jamo).
 fn is_cjk(c: char) -> bool {
     matches!(c as u32,
-        0x3040..=0x30FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
+        0x1100..=0x11FF // hangul jamo
+        | 0x3005..=0x3007 // 々 〆 〇
+        | 0x3040..=0x30FF // hiragana, katakana
+        | 0x3130..=0x318F // hangul compatibility jamo
+        | 0x31F0..=0x31FF // katakana phonetic extensions
+        | 0x3400..=0x4DBF | 0x4E00..=0x9FFF // Han
+        | 0xA960..=0xA97F // hangul jamo extended-A
+        | 0xAC00..=0xD7AF // hangul syllables
+        | 0xD7B0..=0xD7FF // hangul jamo extended-B
+        | 0xF900..=0xFAFF // Han compatibility
+        | 0xFF66..=0xFFDC // half-width katakana and hangul
+        | 0x1B000..=0x1B16F // kana supplement and extended-A
+        | 0x20000..=0x323AF) // Han extensions B-H
 }
 
 /// Calls `f(offset, part)` for each part of a run of letters and digits split at camelCase
@@ -375,6 +391,33 @@ pub fn analyse(text: &str) -> Vec<Term> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn every_term_points_at_whole_characters(s in crate::anytext::text(120)) {
+            let mut last = 0;
+            for t in analyse(&s) {
+                let (a, b) = (t.start as usize, t.end as usize);
+                proptest::prop_assert!(a < b && b <= s.len(), "{t:?}");
+                proptest::prop_assert!(s.is_char_boundary(a) && s.is_char_boundary(b), "{t:?} in {s:?}");
+                proptest::prop_assert!(t.pos >= last || t.strong);
+                last = last.max(t.pos);
+                if s[a..b].chars().all(is_cjk) {
+                    proptest::prop_assert_eq!(&s[a..b], t.text.as_str());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn kana_and_hangul_become_bigrams_too() {
+        assert_eq!(texts("データベース"), ["デー", "ータ", "タベ", "ベー", "ース"]);
+        assert_eq!(texts("ひらがな"), ["ひら", "らが", "がな"]);
+        assert_eq!(texts("데이터베이스 포트"), ["데이", "이터", "터베", "베이", "이스", "포트"]);
+        // Half-width katakana and compatibility jamo are runs of their script too.
+        assert_eq!(texts("ﾃﾞｰﾀ"), ["ﾃﾞ", "ﾞｰ", "ｰﾀ"]);
+        assert_eq!(texts("ㅋㅋ"), ["ㅋㅋ"]);
+    }
 
     fn texts(s: &str) -> Vec<String> {
         analyse(s).into_iter().map(|t| t.text).collect()

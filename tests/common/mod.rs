@@ -1,6 +1,8 @@
 //! A throwaway home for running the built binary as a user would (never the real `$HOME`).
 #![allow(dead_code)]
 
+pub mod claude;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,78 @@
+//! Every language and script through the real hooks: facts taught in Chinese, Japanese, Korean,
+//! German and English with emoji (through Claude Code's `UserPromptSubmit` and `Stop`) are
+//! recalled when asked in their language, with the hook answering valid JSON every time; a
+//! multibyte character where a shown prompt is compared or cut never breaks the prompt hook.
+
+mod common;
+
+use common::claude::Project;
+
+/// (what is taught, the reply, a question in the same language, what the recall must show)
+const FACTS: &[(&str, &str, &str, &str)] = &[
+    (
+        "记一下：部署流程跑在 Jenkins 上，地址是 ci.internal:8080，每次发布都走这条流水线。",
+        "好的，已经记下：发布通过 ci.internal:8080 上的 Jenkins。",
+        "部署流程用的是哪个地址？",
+        "ci.internal:8080",
+    ),
+    (
+        "メモ：ログは全部 Loki に送っていて、保存期間は 30 日です。",
+        "了解です。ログは Loki で 30 日間保持、と記録しました。",
+        "ログの保存期間は何日ですか？",
+        "Loki",
+    ),
+    (
+        "결제 재시도는 최대 4번이고, 그 이후에는 운영팀에 알림이 갑니다.",
+        "알겠습니다. 결제 재시도 4번 후 운영팀에 알림을 보내도록 설정했습니다.",
+        "결제 재시도는 몇 번까지 해?",
+        "운영팀",
+    ),
+    (
+        "Zur Info: Die Größe der Uploads ist auf 25 MB begrenzt, größere Dateien gehen über vorsignierte URLs.",
+        "Alles klar, ich dokumentiere die Begrenzung der Uploads auf 25 MB.",
+        "Wie groß dürfen Uploads höchstens sein?",
+        "25 MB",
+    ),
+    (
+        "🚀 heads-up: releases are frozen every Friday after 14:00 🧊, no exceptions 🙅",
+        "Got it 👍 I'll block merges to main on Friday afternoons.",
+        "🤔 are releases frozen on Friday afternoons?",
+        "14:00",
+    ),
+];
+
+#[test]
+fn facts_taught_in_each_script_are_recalled_in_their_language() {
+    let p = Project::new();
+    for (i, (fact, reply, _, _)) in FACTS.iter().enumerate() {
+        p.turn(&format!("teach-{i}"), fact, reply);
+    }
+    for (i, (fact, _, question, must)) in FACTS.iter().enumerate() {
+        let ctx = p.ask(&format!("ask-{i}"), question);
+        assert!(ctx.contains(must), "{question}: {ctx}");
+        // Shown as written, not mangled: the fact's own opening words are in the block.
+        let opening: String = fact.chars().take(8).collect();
+        assert!(ctx.contains(&opening), "{opening:?} in {ctx}");
+    }
+}
+
+#[test]
+fn a_multibyte_character_at_byte_60_of_a_prompt_never_breaks_recall() {
+    let p = Project::new();
+    // The topic prompt is 59 ASCII bytes then Chinese, so byte 60 falls inside a character; a
+    // short follow-up is stored with it as its session's topic, and both are shown together.
+    let topic = format!("{}端口是多少", "the staging pooler question for the billing service, again ");
+    assert_eq!(topic.len(), 59 + "端口是多少".len());
+    p.turn("s", &topic, "The billing staging pooler listens on 6543.");
+    p.turn("s", "rerun?", "Reran: the billing staging pooler answers on 6543.");
+    for (i, q) in
+        ["Which port does the billing staging pooler use?", "billing staging pooler 端口是多少"].iter().enumerate()
+    {
+        let ctx = p.ask(&format!("ask-{i}"), q);
+        assert!(ctx.contains("6543"), "{q}: {ctx}");
+    }
+    // Emoji and accents right at the cut of a long memory's passage.
+    let long = format!("{} café 😀 the needle sits here: port 7311. {}", "é".repeat(3000), "ü".repeat(3000));
+    p.turn("t", &long, "ok");
+    assert!(p.ask("ask-long", "Which port does the needle sit on?").contains("7311"));
+}
