@@ -122,12 +122,19 @@ fn password(rng: &mut Rng, n: usize) -> String {
     }
 }
 
+/// `s` cut into lines of `n` characters, as `base64` prints it.
+fn wrap(s: &str, n: usize) -> String {
+    s.as_bytes().chunks(n).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join("\n")
+}
+
 /// A generated value of `kind`, `len` characters where the kind has a length.
 fn generate(rng: &mut Rng, kind: &str, len: usize) -> String {
     let upper_digits = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
     match kind {
         "alnum" => mixed(rng, ALNUM, &[b"ABCDEFGHJKLMNPQRSTUVWXYZ", b"abcdefghijkmnopqrstuvwxyz", b"23456789"], len),
-        "lower" => mixed(rng, b"abcdefghijklmnopqrstuvwxyz0123456789", &[b"abcdefghijkmnopqrstuvwxyz", b"23456789"], len),
+        "lower" => {
+            mixed(rng, b"abcdefghijklmnopqrstuvwxyz0123456789", &[b"abcdefghijkmnopqrstuvwxyz", b"23456789"], len)
+        }
         "upper" => mixed(rng, upper_digits, &[b"ABCDEFGHJKLMNPQRSTUVWXYZ", b"234567"], len),
         "digits" => pick(rng, b"0123456789", len),
         "hex" => pick(rng, b"0123456789abcdef", len),
@@ -160,7 +167,8 @@ fn generate(rng: &mut Rng, kind: &str, len: usize) -> String {
         }
         "pem" => pem_body(rng, len),
         "b64pem" => {
-            let pem = format!("-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----\n", pem_body(rng, len));
+            let pem =
+                format!("-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----\n", pem_body(rng, len));
             base64(pem.as_bytes(), B64, true)
         }
         "b64cert" => {
@@ -177,6 +185,11 @@ fn generate(rng: &mut Rng, kind: &str, len: usize) -> String {
                 env.push_str(&format!("FEATURE_{}=on\n", generate(rng, "digits", 4)));
             }
             base64(env.as_bytes(), B64, true)
+        }
+        "b64env76" => wrap(&generate(rng, "b64env", len), 76),
+        "b64text76" => wrap(&generate(rng, "b64text", len), 76),
+        "b64url64" => {
+            base64(format!("postgres://app:{}@db.internal:5432/app", password(rng, 16)).as_bytes(), B64, true)
         }
         "b64pw" => base64(format!("admin:{}", password(rng, len.clamp(8, 64))).as_bytes(), B64, true),
         "dockercfg" => {
@@ -363,7 +376,7 @@ fn corpus_secrets_never_reach_the_database_file() {
     let positives = cases("positive.txt");
     for c in positives.iter().filter(|c| matches!(c.family.as_str(), "long-values" | "yaml-block" | "curl")) {
         let (text, s) = instantiate(&mut rng, &c.text, 777);
-        let out = home.run(&["memory", "add", &text]);
+        let out = home.run(&["memory", "add", "--", &text]);
         assert!(out.status.success(), "{}: {}", c.what, common::stderr(&out));
         secrets.extend(s);
     }
