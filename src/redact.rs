@@ -540,7 +540,8 @@ static RULES: &[Rule] = &[
             let v = gi(t, c, 1).trim_end_matches(['`', '.', ')', ']']);
             verdict(
                 !matches!(v.to_ascii_lowercase().as_str(), "bearer" | "basic" | "digest" | "header" | "headers")
-                    && !is_placeholder(v),
+                    && !is_placeholder(v)
+                    && !is_reference(v),
             )
         },
     },
@@ -598,10 +599,10 @@ static RULES: &[Rule] = &[
         pre: None,
         // Password flags of database and directory clients: `redis-cli -a p`, `sqlcmd -P p`,
         // `mongosh -p p`, `ldapsearch -w p`, `smbclient -U user%p`.
-        pattern: r#"(?:\b(?:redis-cli|keydb-cli)\b[^\n|;&]*?\s-a|\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;&]*?\s-P|\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop|mongofiles|cqlsh)\b[^\n|;&]*?\s-p|\bldap[a-z]*\b[^\n|;&]*?\s-w|\bsmbclient\b[^\n|;&]*?\s(?:-U|--user)[= ]?\s*["']?[^\s%"']+%)[= ]?\s*["']?([^\s"'-][^\s"']*)"#,
+        pattern: r#"(?:\b(?:redis-cli|keydb-cli)\b[^\n|;&]*?\s-a|\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;&]*?\s-P|\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop|mongofiles|cqlsh)\b[^\n|;&]*?\s-p|\bldap[a-z]*\b[^\n|;&]*?\s-w|\bsmbclient\b[^\n|;&]*?\s(?:-U|--user)[= ]?\s*["']?[^\s%"']+%)[= ]?\s*(?:'(?P<sq>[^'\n]+)'|"(?P<dq>[^"\n]+)"|["']?(?P<val>[^\s"'-][^\s"']*))"#,
         fold: false,
-        group: Group::At(1),
-        check: |t, c| verdict(!is_placeholder(gi(t, c, 1)) && !is_reference(gi(t, c, 1))),
+        group: QUOTED,
+        check: |t, c| verdict(!is_placeholder(quoted(t, c)) && !is_reference(quoted(t, c))),
     },
     Rule {
         id: "secret-flag",
@@ -682,11 +683,12 @@ static RULES: &[Rule] = &[
         id: "secret-flag",
         keywords: &["pass", "pwd", "token", "secret", "key", "bearer"],
         pre: None,
-        pattern: r#"(?:^|\s)--(?:[a-z0-9]+[-_])*(?:password|passwd|pass|pwd|token|secret|bearer|api[-_]?key|apikey|access[-_]?key|secret[-_]?key|private[-_]?key|client[-_]?secret)(?:=|\s+)["']?([^\s"']+)"#,
+        pattern: r#"(?:^|\s)--(?:[a-z0-9]+[-_])*(?:password|passwd|pass|pwd|token|secret|bearer|api[-_]?key|apikey|access[-_]?key|secret[-_]?key|private[-_]?key|client[-_]?secret)(?:=|\s+)(?:'(?P<sq>[^'\n]+)'|"(?P<dq>[^"\n]+)"|(?P<val>[^\s"']+))"#,
         fold: true,
-        group: Group::At(1),
+        group: QUOTED,
         check: |t, c| {
-            verdict(!gi(t, c, 1).starts_with('-') && !is_placeholder(gi(t, c, 1)) && !is_reference(gi(t, c, 1)))
+            let v = quoted(t, c);
+            verdict(!v.starts_with('-') && !is_placeholder(v) && !is_reference(v))
         },
     },
     Rule {
@@ -746,6 +748,13 @@ fn verdict(redact: bool) -> Verdict {
 }
 
 const ASSIGNED: Group = Group::First(&["edq", "dq", "sq", "bq", "val"]);
+
+/// A flag's value, quoted (`-a 'my pass'`) or bare.
+const QUOTED: Group = Group::First(&["sq", "dq", "val"]);
+
+fn quoted<'t>(t: &'t str, c: &Captures<'_>) -> &'t str {
+    QUOTED.get(c).map_or("", |m| span(t, m))
+}
 
 /// Key names whose values are secrets whatever they look like.
 const STRONG_LAST: &[&str] = &[
