@@ -30,8 +30,7 @@ fn cold(with_secrets: bool) -> u128 {
 
 /// 10 MB of one kind of text: the cost of redaction must stay linear in the text's length,
 /// whatever it holds.
-fn large(kind: &str) -> String {
-    const SIZE: usize = 10 << 20;
+fn large(kind: &str, size: usize) -> String {
     let unit: String = match kind {
         "turns" => turn(true),
         "config" => "DB_PASSWORD=hunter2\nAPI_TOKEN=Xk9fR2mQ7vL3pW8nZ4tB6cY1\nretries: 3\nurl: postgres://app:p#ss@db:5432/app\n"
@@ -41,8 +40,8 @@ fn large(kind: &str) -> String {
         "yaml" => "  password: |\n    c2VjcmV0\n  token: >-\n    abc\n  sha: sha512-Zm9vYmFy\n".to_string(),
         _ => "curl -H 'cookie: a=b; c=d' -b 'x=y' https://u:p@h/ && redis-cli -a pw && mysql -ppw\n".to_string(),
     };
-    let mut t = unit.repeat(SIZE / unit.len() + 1);
-    t.truncate(SIZE);
+    let mut t = unit.repeat(size / unit.len() + 1);
+    t.truncate(size);
     while !t.is_char_boundary(t.len()) {
         t.pop();
     }
@@ -51,15 +50,28 @@ fn large(kind: &str) -> String {
 
 fn bench(c: &mut Criterion) {
     if std::env::var_os("OVMEM_BENCH_LARGE").is_some() {
+        let only = std::env::var("OVMEM_BENCH_LARGE").unwrap_or_default();
         for kind in ["turns", "config", "base64", "base64-lines", "yaml", "shell"] {
-            let text = large(kind);
-            let start = std::time::Instant::now();
-            let out = redact::scrub(&text);
-            let took = start.elapsed();
+            if only != "1" && only != kind {
+                continue;
+            }
+            // 1 MB, then 10 MB: linear when the second costs ten times the first.
+            let time = |mb: usize| {
+                let text = large(kind, mb << 20);
+                let start = std::time::Instant::now();
+                std::hint::black_box(redact::scrub(&text).len());
+                start.elapsed()
+            };
+            if only == kind {
+                for mb in [1, 2, 4, 8, 16] {
+                    eprintln!("scrub of {mb} MB ({kind}): {:?}", time(mb));
+                }
+            }
+            let (one, ten) = (time(1), time(10));
             eprintln!(
-                "scrub of 10 MB ({kind}): {took:?}, {:.0} MB/s, {} bytes out",
-                10.0 / took.as_secs_f64(),
-                out.len()
+                "scrub of 10 MB ({kind}): {ten:?}, {:.1} MB/s; 1 MB: {one:?} (10 MB / 1 MB = {:.1})",
+                10.0 / ten.as_secs_f64(),
+                ten.as_secs_f64() / one.as_secs_f64()
             );
         }
         std::process::exit(0);

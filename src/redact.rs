@@ -1679,7 +1679,13 @@ fn block_scalars(text: &str, prio: usize, spans: &mut Vec<(usize, usize, usize, 
         .expect("block scalar head")
     });
     let b = text.as_bytes();
-    if memchr::memchr2(b'|', b'>', b).is_none() {
+    // Cheap first: a `|` or `>` right after a colon (or a `!!tag`), else no block starts here and
+    // the pattern is never compiled (a hook process compiles what its text needs).
+    let head_at = |i: usize| {
+        let before = b[..i].iter().rev().skip_while(|c| matches!(c, b' ' | b'\t')).copied().next();
+        before == Some(b':')
+    };
+    if !memchr::memchr2_iter(b'|', b'>', b).any(head_at) && memchr::memmem::find(b, b"!!").is_none() {
         return;
     }
     for c in HEAD.captures_iter(b) {
