@@ -633,6 +633,18 @@ static RULES: &[Rule] = &[
         check: |t, c| verdict(!is_placeholder(gi(t, c, 1)) && !is_reference(gi(t, c, 1))),
     },
     Rule {
+        id: "assignment",
+        keywords: &["config set", "configure set", "config:set", "secret set", "\"name\""],
+        pre: None,
+        // A key and its value as separate words or fields: `aws configure set aws_session_token
+        // …`, `npm config set //registry/:_authToken …`, `gh secret set NAME --body …`, and a HAR
+        // file's `{"name": "Cookie", "value": "…"}`.
+        pattern: r#"(?:\bconfig(?:ure)?[ :]set\s+(?:--[a-z-]+\s+)*["']?(?P<key2>[^\s="']+?)["']?(?:\s+|=)|\bsecret\s+set\s+(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s+(?:-b|--body)[= ]\s*|"name"\s*:\s*"(?P<key3>[A-Za-z_][A-Za-z0-9_-]*)"\s*,\s*"value"\s*:\s*)(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)'|(?P<val>[^\s"']+))"#,
+        fold: false,
+        group: ASSIGNED,
+        check: assignment,
+    },
+    Rule {
         id: "password",
         keywords: &[":5432:", ":*:", ":3306:"],
         pre: None,
@@ -779,6 +791,7 @@ const STRONG_LAST: &[&str] = &[
     "accesskey",
     "authtoken",
     "pat",
+    "authorization",
 ];
 
 /// `key`/`auth` names before which these words make the value a secret whatever it looks like.
@@ -788,7 +801,7 @@ const STRONG_BEFORE_KEY: &[&str] = &["api", "secret", "private", "access", "clie
 /// a secret whatever the value (`password`, `*_SECRET`, `*_TOKEN`, `api_key`), a secret when the
 /// value looks like a credential (`*_KEY`, `auth`), or any key with a high-entropy value.
 fn assignment(text: &str, c: &Captures) -> Verdict {
-    let key = c.name("key").or(c.name("key2")).map_or("", |m| span(text, m));
+    let key = c.name("key").or(c.name("key2")).or(c.name("key3")).map_or("", |m| span(text, m));
     let quoted = c.name("val").is_none();
     let Some(val) = ASSIGNED.get(c).map(|m| span(text, m)) else { return Verdict::Keep };
     // No cap on the value's length: session tokens run to 1,100 characters, keys to many more.
