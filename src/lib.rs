@@ -30,5 +30,6 @@ pub mod runtime;
 pub mod shell;
 pub mod store;
 pub mod ui;
+pub mod termsafe;
 pub mod version;
 pub mod winshell;

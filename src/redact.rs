@@ -3,7 +3,11 @@
 //! rule set of the kind secret scanners keep (gitleaks-style: a name, keywords, a regex, the
 //! secret's capture group and a check) replaces each secret with `[REDACTED:<rule>]`. Rules are
 //! data, compiled lazily and only when one of their keywords occurs, so a 4 KB prompt costs
-//! microseconds on the hook path. Extra patterns come from `redact_patterns` in `config.toml`.
+//! microseconds on the hook path. Two passes of their own find YAML block scalars under a secret's
+//! key and base64 runs whose decoded text holds a secret; what lies inside a hash (`sha512-…`,
+//! `h1:…`, `SHA256:…`) is kept. No value is too long to redact, and every pass is linear in the
+//! text. `tests/redact_corpus.rs` measures the whole set. Extra patterns come from
+//! `redact_patterns` in `config.toml`.
 
 use std::borrow::Cow;
 use std::sync::{LazyLock, OnceLock};
@@ -51,6 +55,8 @@ enum Group {
     At(usize),
     /// The first of these named groups that took part.
     First(&'static [&'static str]),
+    /// The first of these numbered groups that took part.
+    AnyOf(&'static [usize]),
 }
 
 impl Group {
@@ -58,8 +64,14 @@ impl Group {
         match self {
             Group::At(i) => c.get(*i),
             Group::First(names) => names.iter().find_map(|n| c.name(n)),
+            Group::AnyOf(ids) => ids.iter().find_map(|i| c.get(*i)),
         }
     }
+}
+
+/// The text of whichever of groups 1 and 2 took part.
+fn any_of<'t>(t: &'t str, c: &Captures<'_>) -> &'t str {
+    Group::AnyOf(&[1, 2]).get(c).map_or("", |m| span(t, m))
 }
 
 fn always(_: &str, _: &Captures) -> Verdict {
@@ -216,7 +228,13 @@ static RULES: &[Rule] = &[
             let token_end = after.find(char::is_whitespace).unwrap_or(after.len());
             let in_url = before[token_start..].contains("://") || after[..token_end].contains("://");
             verdict(
-                !in_url && has_upper(s) && has_lower(s) && has_digit(s) && s.contains(['/', '+']) && entropy(s) >= 4.0,
+                !in_url
+                    && has_upper(s)
+                    && has_lower(s)
+                    && has_digit(s)
+                    && s.contains(['/', '+'])
+                    && entropy(s) >= 4.0
+                    && !is_composite(s),
             )
         },
     },
@@ -460,10 +478,51 @@ static RULES: &[Rule] = &[
         id: "url-password",
         keywords: &["://"],
         pre: None,
-        pattern: r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/?#@:'<>\[\]]*:([^\s/?#@'<>]+)@",
+        // The password runs to the last `@` that a host follows, so it may hold `#`, `/`, `@`
+        // (`postgres://app:p#ss/w@rd@db:5432/app`).
+        pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s/?#@:'"<>\[\]]*:([^\s'"<>`]+)@(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*(?::\d{1,5})?|\[[0-9A-Fa-f:.]+\](?::\d{1,5})?)(?:[/?#,;)\s'"`]|$)"#,
         fold: false,
         group: Group::At(1),
-        check: |t, c| verdict(!is_placeholder(gi(t, c, 1))),
+        check: |t, c| {
+            let pw = gi(t, c, 1);
+            // `https://host:8080/users/@me`: a port and a path, no password.
+            let port = pw.contains('/')
+                && pw
+                    .split('/')
+                    .next()
+                    .is_some_and(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()));
+            verdict(!is_placeholder(pw) && !port)
+        },
+    },
+    Rule {
+        id: "dsn-password",
+        keywords: &["@tcp", "@unix", "@udp", "@/"],
+        pre: None,
+        // Go's MySQL driver: `user:password@tcp(host:3306)/db`, `user:password@/db`.
+        pattern: r#"(?:^|[\s"'=(,;`])[A-Za-z0-9_.$-]+:([^\s'"`]+?)@(?:(?:tcp6?|unix|udp)\(|/[A-Za-z0-9_]+(?:[?"'`\s]|$))"#,
+        fold: false,
+        group: Group::At(1),
+        check: |t, c| verdict(!is_placeholder(gi(t, c, 1)) && !is_reference(gi(t, c, 1))),
+    },
+    Rule {
+        id: "dsn-password",
+        keywords: &["@//", "thin:"],
+        pre: None,
+        // Oracle: `scott/tiger@//host:1521/service` (easy connect), `thin:scott/tiger@host`.
+        pattern: r#"(?:(?:^|[\s"'=(`])[A-Za-z][A-Za-z0-9_$#]*/([^\s/@'"`]+)@//|thin:[A-Za-z][A-Za-z0-9_$#]*/([^\s/@'"`]+)@)"#,
+        fold: false,
+        group: Group::AnyOf(&[1, 2]),
+        check: |t, c| verdict(!is_placeholder(any_of(t, c))),
+    },
+    Rule {
+        id: "dsn-password",
+        keywords: &["sqlplus", "sqlldr", "expdp", "impdp", "rman", "dgmgrl", "connect", "conn "],
+        pre: None,
+        // Oracle tools given `user/password[@alias]`, and SQL*Plus `CONNECT user/password@alias`.
+        pattern: r#"(?:\b(?:sqlplus|sqlldr|expdp|impdp|exp|imp|rman|dgmgrl)(?:\s+-[a-z]+)*\s+["']?[a-z][a-z0-9_$#]*/([^\s/@'"]+)(?:@|["']|\s|$)|\bconn(?:ect)?\s+[a-z][a-z0-9_$#]*/([^\s/@'"]+)@)"#,
+        fold: true,
+        group: Group::AnyOf(&[1, 2]),
+        check: |t, c| verdict(!is_placeholder(any_of(t, c)) && !is_reference(any_of(t, c))),
     },
     Rule {
         id: "url-password",
@@ -483,10 +542,12 @@ static RULES: &[Rule] = &[
         fold: true,
         group: Group::At(1),
         check: |t, c| {
-            verdict(!matches!(
-                gi(t, c, 1).to_ascii_lowercase().as_str(),
-                "bearer" | "basic" | "digest" | "header" | "headers"
-            ))
+            let v = gi(t, c, 1).trim_end_matches(['`', '.', ')', ']']);
+            verdict(
+                !matches!(v.to_ascii_lowercase().as_str(), "bearer" | "basic" | "digest" | "header" | "headers")
+                    && !is_placeholder(v)
+                    && !is_reference(v),
+            )
         },
     },
     Rule {
@@ -522,7 +583,7 @@ static RULES: &[Rule] = &[
         keywords: &["mysql", "mariadb"],
         pre: None,
         // `mysql -pSECRET` (the password glued to `-p`).
-        pattern: r#"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p([^\s'"-][^\s'"]{2,})"#,
+        pattern: r#"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p["']?([^\s'"-][^\s'"]{2,})"#,
         fold: false,
         group: Group::At(1),
         check: |t, c| verdict(!is_reference(gi(t, c, 1))),
@@ -538,14 +599,113 @@ static RULES: &[Rule] = &[
         check: |t, c| verdict(!is_reference(gi(t, c, 1)) && !is_placeholder(gi(t, c, 1))),
     },
     Rule {
-        id: "secret-flag",
-        keywords: &["pass", "pwd", "token", "secret", "key"],
+        id: "password",
+        keywords: &["redis-cli", "keydb-cli", "sqlcmd", "bcp", "osql", "isql", "mongo", "cqlsh", "ldap", "smbclient"],
         pre: None,
-        pattern: r#"(?:^|\s)--(?:[a-z0-9]+[-_])*(?:password|passwd|pass|pwd|token|secret|api[-_]?key|apikey|access[-_]?key|secret[-_]?key|private[-_]?key|client[-_]?secret)(?:=|\s+)["']?([^\s"']+)"#,
+        // Password flags of database and directory clients: `redis-cli -a p`, `sqlcmd -P p`,
+        // `mongosh -p p`, `ldapsearch -w p`, `smbclient -U user%p`.
+        pattern: r#"(?:\b(?:redis-cli|keydb-cli)\b[^\n|;&]*?\s-a|\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;&]*?\s-P|\b(?:mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop|mongofiles|cqlsh)\b[^\n|;&]*?\s-p|\bldap[a-z]*\b[^\n|;&]*?\s-w|\bsmbclient\b[^\n|;&]*?\s(?:-U|--user)[= ]?\s*["']?[^\s%"']+%)[= ]?\s*(?:'(?P<sq>[^'\n]+)'|"(?P<dq>[^"\n]+)"|["']?(?P<val>[^\s"'-][^\s"']*))"#,
+        fold: false,
+        group: QUOTED,
+        check: |t, c| verdict(!is_placeholder(quoted(t, c)) && !is_reference(quoted(t, c))),
+    },
+    Rule {
+        id: "secret-flag",
+        keywords: &["storepass", "keypass", "-password", "-passwd", "-pass ", "-pwd", "-token", "-apikey", "-secret"],
+        pre: None,
+        // Single-dash flags (`keytool -storepass p`, `influx -password p`).
+        pattern: r#"(?:^|\s)-(?:src|dest)?(?:storepass|keypass|password|passwd|pass|pwd|token|apikey|secret)(?:=|\s+)["']?([^\s"'-][^\s"']*)"#,
         fold: true,
         group: Group::At(1),
         check: |t, c| {
-            verdict(!gi(t, c, 1).starts_with('-') && !is_placeholder(gi(t, c, 1)) && !is_reference(gi(t, c, 1)))
+            verdict(!is_placeholder(gi(t, c, 1)) && !is_reference(gi(t, c, 1)) && !gi(t, c, 1).starts_with("pass:"))
+        },
+    },
+    Rule {
+        id: "password",
+        keywords: &["htpasswd", "mysqlsh", "requirepass", "masterauth", "auth "],
+        pre: None,
+        // `htpasswd -b file user p`, `mysqlsh user:p@host`, redis.conf `requirepass p`, a redis
+        // prompt's `AUTH [user] p`.
+        pattern: r#"(?:\bhtpasswd\s+-[a-zA-Z]*b[a-zA-Z]*\s+\S+\s+\S+\s+|\bmysqlsh\b[^\n|;&]*?\s(?:--uri[= ])?["']?[A-Za-z0-9_.-]+:|(?m:^)[ \t]*(?:requirepass|masterauth)[ \t]+|(?:(?m:^)|>[ \t]*)AUTH[ \t]+(?:[A-Za-z0-9_-]+[ \t]+)?)["']?([^\s"'@]+)"#,
+        fold: false,
+        group: Group::At(1),
+        check: |t, c| verdict(!is_placeholder(gi(t, c, 1)) && !is_reference(gi(t, c, 1))),
+    },
+    Rule {
+        id: "assignment",
+        keywords: &["config set", "configure set", "config:set", "secret set", "\"name\""],
+        pre: None,
+        // A key and its value as separate words or fields: `aws configure set aws_session_token
+        // …`, `npm config set //registry/:_authToken …`, `gh secret set NAME --body …`, and a HAR
+        // file's `{"name": "Cookie", "value": "…"}`.
+        pattern: r#"(?:\bconfig(?:ure)?[ :]set\s+(?:--[a-z-]+\s+)*["']?(?P<key2>[^\s="']+?)["']?(?:\s+|=)|\bsecret\s+set\s+(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s+(?:-b|--body)[= ]\s*|"name"\s*:\s*"(?P<key3>[A-Za-z_][A-Za-z0-9_-]*)"\s*,\s*"value"\s*:\s*)(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)'|(?P<val>[^\s"']+))"#,
+        fold: false,
+        group: ASSIGNED,
+        check: assignment,
+    },
+    Rule {
+        id: "password",
+        keywords: &[":5432:", ":*:", ":3306:"],
+        pre: None,
+        // `.pgpass` / `.my.cnf`-style lines: `host:port:database:user:password`.
+        pattern: r"(?m)^[A-Za-z0-9_.*-]+:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(\S+)$",
+        fold: false,
+        group: Group::At(1),
+        check: |t, c| verdict(!is_placeholder(gi(t, c, 1))),
+    },
+    Rule {
+        id: "assignment",
+        keywords: &["value="],
+        pre: None,
+        // .NET appSettings: `<add key="ApiKey" value="…"/>`.
+        pattern: r#"\bkey\s*=\s*"(?P<key2>[A-Za-z_][A-Za-z0-9_.:-]*)"\s+value\s*=\s*(?:"(?P<dq>[^"\n]*)"|'(?P<sq>[^'\n]*)')"#,
+        fold: false,
+        group: ASSIGNED,
+        check: assignment,
+    },
+    Rule {
+        id: "cookie",
+        keywords: &["cookie"],
+        pre: None,
+        // A cookie header (`-H 'cookie: a=b; c=d'`, a raw request's `Cookie:` line, `Set-Cookie:`):
+        // every value in it goes.
+        pattern: r#"(?:^|[\s'"`$])(?:set-)?cookie\s*:\s*([^'"`\r\n]+)"#,
+        fold: true,
+        group: Group::At(1),
+        check: |t, c| verdict(gi(t, c, 1).contains('=')),
+    },
+    Rule {
+        id: "cookie",
+        keywords: &["-b", "--cookie"],
+        pre: None,
+        // curl's `-b 'name=value; …'` / `--cookie` (a value without `=` is a cookie file).
+        pattern: r#"(?:^|\s)(?:-b|--cookie)(?:=|\s+)\$?(?:'(?P<sq>[^'\n]+)'|"(?P<dq>[^"\n]+)"|(?P<val>[^\s'"]+))"#,
+        fold: false,
+        group: Group::First(&["sq", "dq", "val"]),
+        check: |t, c| verdict(Group::First(&["sq", "dq", "val"]).get(c).is_some_and(|m| span(t, m).contains('='))),
+    },
+    Rule {
+        id: "assignment",
+        keywords: &["pass", "pwd", "secret", "token", "key", "auth", "cred"],
+        pre: None,
+        // Setters and key-value calls: `setPassword("p")`, `define('DB_PASSWORD', 'p')`,
+        // `os.Setenv("API_TOKEN", "p")`.
+        pattern: r#"(?:\b(?:set|with|put)(?P<key>[A-Z][A-Za-z0-9_]*)\s*\(\s*|\(\s*["'](?P<key2>[A-Za-z_][A-Za-z0-9_.-]*)["']\s*,\s*)(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)')"#,
+        fold: false,
+        group: ASSIGNED,
+        check: assignment,
+    },
+    Rule {
+        id: "secret-flag",
+        keywords: &["pass", "pwd", "token", "secret", "key", "bearer"],
+        pre: None,
+        pattern: r#"(?:^|\s)--(?:[a-z0-9]+[-_])*(?:password|passwd|pass|pwd|token|secret|bearer|api[-_]?key|apikey|access[-_]?key|secret[-_]?key|private[-_]?key|client[-_]?secret)(?:=|\s+)(?:'(?P<sq>[^'\n]+)'|"(?P<dq>[^"\n]+)"|(?P<val>[^\s"']+))"#,
+        fold: true,
+        group: QUOTED,
+        check: |t, c| {
+            let v = quoted(t, c);
+            verdict(!v.starts_with('-') && !is_placeholder(v) && !is_reference(v))
         },
     },
     Rule {
@@ -563,7 +723,9 @@ static RULES: &[Rule] = &[
         pre: None,
         // `key = value`, `key: value`, `"key": "value"`, `key := value`, `key => value`, in a text
         // that has a secret word somewhere; the check reads the key's words.
-        pattern: r#"(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)["']?\]?[ \t]*(?P<sep>:=|=>|==?|:)[ \t]*(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`|(?P<val>[^\s"'`,;&)}\]]+))"#,
+        // Quoted values may be escaped JSON from a log (`{\"password\":\"p\"}`) or Python
+        // literals (`b'p'`, `r"p"`).
+        pattern: r#"(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)\\*["']?\]?[ \t]*(?P<sep>:=|=>|==?|:)[ \t]*(?:\\+"(?P<edq>(?:[^"\\\n]|\\+[^"\\\n])*)\\+"|(?:[bBrRuU]|[bB][rR]|[rR][bB])?"(?P<dq>(?:[^"\\\n]|\\.)*)"|(?:[bBrRuU]|[bB][rR]|[rR][bB])?'(?P<sq>[^'\n]*)'|`(?P<bq>[^`\n]*)`|(?P<val>[^\s"'`,;&)}\]\\]+))"#,
         fold: false,
         group: ASSIGNED,
         check: assignment,
@@ -573,7 +735,7 @@ static RULES: &[Rule] = &[
         keywords: &["=", ":"],
         pre: Some(|t| has_random_run(t, 20)),
         // Any key with a long token-like value: the check keeps only generated credentials.
-        pattern: r#"(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)["']?\]?[ \t]*(?P<sep>:=|=>|==?|:)[ \t]*["'`]?(?P<val>[A-Za-z0-9+/=_.~-]{20,})"#,
+        pattern: r#"(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)\\*["']?\]?[ \t]*(?P<sep>:=|=>|==?|:)[ \t]*(?:\\*["'`])?(?P<val>[A-Za-z0-9+/=_.~-]{20,})"#,
         fold: false,
         group: Group::At(3),
         check: |t, c| verdict(high_entropy(g(t, c, "val"))),
@@ -587,7 +749,9 @@ static RULES: &[Rule] = &[
         fold: true,
         group: Group::At(1),
         check: |t, c| {
-            verdict(credential_like(gi(t, c, 1).trim_end_matches(['.', ')', '!', '?'])) && !is_reference(gi(t, c, 1)))
+            let v = gi(t, c, 1).trim_end_matches(['.', ')', '!', '?', ':']);
+            // `password = getpass.getpass()`: a call, as the assignment rule reads it too.
+            verdict(credential_like(v) && !is_reference(v) && !is_design_term(v) && !v.contains('('))
         },
     },
 ];
@@ -600,7 +764,14 @@ fn verdict(redact: bool) -> Verdict {
     }
 }
 
-const ASSIGNED: Group = Group::First(&["dq", "sq", "bq", "val"]);
+const ASSIGNED: Group = Group::First(&["edq", "dq", "sq", "bq", "val"]);
+
+/// A flag's value, quoted (`-a 'my pass'`) or bare.
+const QUOTED: Group = Group::First(&["sq", "dq", "val"]);
+
+fn quoted<'t>(t: &'t str, c: &Captures<'_>) -> &'t str {
+    QUOTED.get(c).map_or("", |m| span(t, m))
+}
 
 /// Key names whose values are secrets whatever they look like.
 const STRONG_LAST: &[&str] = &[
@@ -620,6 +791,7 @@ const STRONG_LAST: &[&str] = &[
     "accesskey",
     "authtoken",
     "pat",
+    "authorization",
 ];
 
 /// `key`/`auth` names before which these words make the value a secret whatever it looks like.
@@ -629,10 +801,11 @@ const STRONG_BEFORE_KEY: &[&str] = &["api", "secret", "private", "access", "clie
 /// a secret whatever the value (`password`, `*_SECRET`, `*_TOKEN`, `api_key`), a secret when the
 /// value looks like a credential (`*_KEY`, `auth`), or any key with a high-entropy value.
 fn assignment(text: &str, c: &Captures) -> Verdict {
-    let key = g(text, c, "key");
+    let key = c.name("key").or(c.name("key2")).or(c.name("key3")).map_or("", |m| span(text, m));
     let quoted = c.name("val").is_none();
     let Some(val) = ASSIGNED.get(c).map(|m| span(text, m)) else { return Verdict::Keep };
-    if key.len() > 64 || val.len() > 512 || (g(text, c, "sep").starts_with(':') && val.starts_with("//")) {
+    // No cap on the value's length: session tokens run to 1,100 characters, keys to many more.
+    if key.len() > 64 || (g(text, c, "sep").starts_with(':') && val.starts_with("//")) {
         return Verdict::Keep;
     }
     // `scheme://user:password@host`: the URL rules take the password, and the host stays.
@@ -642,17 +815,15 @@ fn assignment(text: &str, c: &Captures) -> Verdict {
     if val.is_empty() || val.contains("REDACTED") || is_placeholder(val) || is_reference(val) {
         return Verdict::Keep;
     }
+    // A data URI is a file, not a credential.
+    if val.starts_with("data:") {
+        return Verdict::Keep;
+    }
     if !quoted && (val.contains('(') || is_path(val)) {
         return Verdict::Keep;
     }
-    let words = key_words(key);
+    let KeyClass { words, strong } = key_class(key);
     let last = words.last().map(String::as_str).unwrap_or_default();
-    let prev = words.len().checked_sub(2).map(|i| words[i].as_str()).unwrap_or_default();
-    let joined = format!("{prev}{last}");
-    // `PGPASSWORD`, `dbPassword`, `MYSECRET`: a long keyword may end a word it is glued into.
-    let is_strong = |w: &str| STRONG_LAST.iter().any(|k| w == *k || (k.len() >= 6 && w.ends_with(k)));
-    let strong =
-        is_strong(last) || is_strong(&joined) || (matches!(last, "key" | "keys") && STRONG_BEFORE_KEY.contains(&prev));
     if strong {
         if last == "pwd" && is_path(val) {
             return Verdict::Keep;
@@ -669,19 +840,53 @@ fn assignment(text: &str, c: &Captures) -> Verdict {
         return Verdict::RedactAs(label_for(last));
     }
     let long_hex = val.len() >= 16 && is_hex(val);
+    // A session id is a bearer credential (`sessionid`, `PHPSESSID`, `connect.sid`).
+    if matches!(last, "session" | "sessionid" | "sid" | "sessid" | "phpsessid" | "jsessionid")
+        && (looks_random(val, 16) || long_hex)
+    {
+        return Verdict::RedactAs("cookie");
+    }
+    // A cookie string (`Cookie: session=…; theme=dark`) is every cookie's value.
+    if last == "cookie" && val.contains('=') {
+        return Verdict::RedactAs("cookie");
+    }
     if matches!(last, "key" | "keys" | "auth" | "sig" | "signature" | "salt" | "cookie")
         && (looks_random(val, 8) || long_hex)
     {
         return Verdict::RedactAs(if last == "auth" { "secret" } else { "key" });
     }
     // `SECRET_KEY_BASE`, `TOKEN_SECRET_VALUE`: a secret word inside the key and a generated value.
-    if words.iter().any(|w| is_strong(w)) && (long_hex || looks_random(val, 16)) {
+    if words.iter().any(|w| is_strong_word(w)) && (long_hex || looks_random(val, 16)) {
         return Verdict::RedactAs("secret");
     }
     if high_entropy(val) {
         return Verdict::RedactAs("high-entropy");
     }
     Verdict::Keep
+}
+
+/// What a key's name says about its value.
+struct KeyClass {
+    /// The key's words, lowercase.
+    words: Vec<String>,
+    /// A secret whatever it looks like (`password`, `*_SECRET`, `*_TOKEN`, `api_key`).
+    strong: bool,
+}
+
+fn key_class(key: &str) -> KeyClass {
+    let words = key_words(key);
+    let last = words.last().map(String::as_str).unwrap_or_default();
+    let prev = words.len().checked_sub(2).map(|i| words[i].as_str()).unwrap_or_default();
+    let joined = format!("{prev}{last}");
+    let strong = is_strong_word(last)
+        || is_strong_word(&joined)
+        || (matches!(last, "key" | "keys") && STRONG_BEFORE_KEY.contains(&prev));
+    KeyClass { words, strong }
+}
+
+/// `PGPASSWORD`, `dbPassword`, `MYSECRET`: a long keyword may end a word it is glued into.
+fn is_strong_word(w: &str) -> bool {
+    STRONG_LAST.iter().any(|k| w == *k || (k.len() >= 6 && w.ends_with(k)))
 }
 
 fn label_for(last: &str) -> &'static str {
@@ -807,9 +1012,142 @@ fn is_reference(v: &str) -> bool {
     dotted || v.starts_with("process.env") || v.starts_with("os.environ") || v.starts_with("env.")
 }
 
+/// A design word, not a secret: "the token is HMAC-SHA256 signed", "the secret is
+/// AES-256-GCM encrypted", "the key is 256-bit".
+fn is_design_term(v: &str) -> bool {
+    const TERMS: &[&str] = &[
+        "hmac",
+        "sha",
+        "sha1",
+        "sha2",
+        "sha3",
+        "sha224",
+        "sha256",
+        "sha384",
+        "sha512",
+        "md5",
+        "aes",
+        "rsa",
+        "dsa",
+        "ecdsa",
+        "ecdh",
+        "ed25519",
+        "x25519",
+        "eddsa",
+        "argon2",
+        "argon2id",
+        "argon2i",
+        "argon2d",
+        "bcrypt",
+        "scrypt",
+        "pbkdf2",
+        "hkdf",
+        "gcm",
+        "cbc",
+        "ctr",
+        "ccm",
+        "siv",
+        "oaep",
+        "pss",
+        "pkcs1",
+        "pkcs8",
+        "hs256",
+        "hs384",
+        "hs512",
+        "rs256",
+        "rs384",
+        "rs512",
+        "es256",
+        "es384",
+        "es512",
+        "ps256",
+        "ps384",
+        "ps512",
+        "jwt",
+        "jwe",
+        "jws",
+        "jwk",
+        "base64",
+        "base64url",
+        "hex",
+        "uuid",
+        "uuidv4",
+        "chacha20",
+        "poly1305",
+        "xchacha20",
+        "kms",
+        "hsm",
+        "tls",
+        "mtls",
+        "otp",
+        "totp",
+        "hotp",
+        "hashed",
+        "hash",
+        "signed",
+        "encrypted",
+        "encoded",
+        "salted",
+        "bit",
+        "bits",
+        "byte",
+        "bytes",
+        "char",
+        "chars",
+        "characters",
+        "long",
+        "based",
+        "only",
+        "protected",
+        "random",
+        "opaque",
+        "httponly",
+        "secure",
+        "samesite",
+        "bearer",
+        "oauth",
+        "oauth2",
+        "oidc",
+        "saml",
+        "sso",
+        "mfa",
+        "pkce",
+        "nonce",
+        "ttl",
+        "p",
+        "secp",
+        "curve",
+        "ed",
+        "x",
+        "k",
+        "r",
+        "v",
+        "rotated",
+        "scoped",
+        "short",
+        "lived",
+        "encrypt",
+    ];
+    v.split(['-', '_', '/']).all(|seg| {
+        let s = seg.to_ascii_lowercase();
+        // `AES256`, `RSA4096`, `P256`, `256bit`, `32bytes`: a term with its size.
+        let letters = s.trim_end_matches(|c: char| c.is_ascii_digit());
+        let after_number = s.trim_start_matches(|c: char| c.is_ascii_digit());
+        !s.is_empty()
+            && (TERMS.contains(&s.as_str())
+                || TERMS.contains(&letters)
+                || letters.is_empty()
+                || (after_number.len() < s.len() && TERMS.contains(&after_number)))
+    })
+}
+
 fn is_path(v: &str) -> bool {
+    // A generated key may start with `/` too (AWS secret keys do): a path's pieces are not
+    // random mixes of both cases and digits.
+    let random_piece = |p: &&str| p.len() >= 8 && has_upper(p) && has_lower(p) && has_digit(p);
     (v.starts_with('/') || v.starts_with("./") || v.starts_with("../") || v.starts_with("~/"))
         && v.chars().all(|c| c.is_ascii_alphanumeric() || "/._-~".contains(c))
+        && !v.split('/').any(|p| random_piece(&p))
 }
 
 /// Looks like a password or token rather than a word: digits or symbols, or mixed case.
@@ -833,13 +1171,116 @@ fn looks_random(v: &str, min: usize) -> bool {
         .iter()
         .filter(|b| **b)
         .count();
-    classes >= 2 && !is_hex(v) && !is_uuid(v) && entropy(v) >= 2.8
+    classes >= 2 && !is_hex(v) && !is_uuid(v) && !is_composite(v) && entropy(v) >= 2.8
+}
+
+/// Made of words, numbers and hex digests joined by separators (`v1-cargo-Linux-3f9c…`,
+/// `uploads/2024/05/IMG_3921.jpg`, `createdAtTimestamp`): a cache key, an object key or an
+/// identifier, not a generated credential (whose pieces are not words).
+fn is_composite(v: &str) -> bool {
+    let mut any = false;
+    for seg in v.split(|c: char| "-_./:@+=~".contains(c)).filter(|s| !s.is_empty()) {
+        any = true;
+        let whole_ext = seg.len() <= 4 && seg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        if !(is_hex(seg) || whole_ext || is_wordy(seg)) {
+            return false;
+        }
+    }
+    any
+}
+
+/// A run of words in camel case and numbers (`createdAtTimestamp`, `IMG`, `v1`, `x86`): each
+/// word holds a vowel or is a short acronym.
+fn is_wordy(seg: &str) -> bool {
+    let b = seg.as_bytes();
+    // Words and numbers alternate once or twice (`v1`, `utf8`, `ipv4only`), not on and on
+    // (`abc123def456ghi`).
+    if b.windows(2).filter(|w| w[0].is_ascii_digit() != w[1].is_ascii_digit()).count() > 2 {
+        return false;
+    }
+    let mut i = 0;
+    while i < b.len() {
+        let start = i;
+        if b[i].is_ascii_digit() {
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            if i - start > 12 {
+                return false;
+            }
+            continue;
+        }
+        if !b[i].is_ascii_alphabetic() {
+            return false;
+        }
+        // An upper-case run (an acronym, or one capital starting a word), then lower case.
+        let mut upper = 0;
+        while i < b.len() && b[i].is_ascii_uppercase() {
+            i += 1;
+            upper += 1;
+        }
+        if upper > 1 && i < b.len() && b[i].is_ascii_lowercase() {
+            i -= 1; // `IMGFile`: the last capital starts the next word
+            upper -= 1;
+        }
+        let lower_start = i;
+        if upper <= 1 {
+            while i < b.len() && b[i].is_ascii_lowercase() {
+                i += 1;
+            }
+        }
+        let word = &seg[start..i];
+        let lower = i - lower_start;
+        let vowel = word.bytes().any(|c| b"aeiouyAEIOUY".contains(&c));
+        // One letter is a word only at the start (`v1`, `x86`, `aBigValue`).
+        let ok =
+            if upper > 1 { upper <= 5 || vowel } else { (word.len() == 1 && start == 0) || (word.len() > 1 && vowel) };
+        if !ok || (lower == 0 && upper == 0) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Base64 of text (prose, a certificate, a test fixture: printable, with spaces or lines) or of
+/// a file with a known header (an image, an archive): no credential. What such a text hides is
+/// found by decoding it (`Redactor::encoded`), not by its randomness.
+fn is_benign_base64(v: &str) -> bool {
+    const MAGIC: &[&[u8]] = &[
+        b"\x89PNG",
+        b"GIF8",
+        b"\xff\xd8\xff",
+        b"%PDF",
+        b"PK\x03\x04",
+        b"\x1f\x8b",
+        b"\0asm",
+        b"RIFF",
+        b"BM",
+        b"\x7fELF",
+        b"<svg",
+        b"<?xml",
+        b"OggS",
+        b"fLaC",
+        b"ID3",
+        b"wOF",
+        b"\0\0\0",
+    ];
+    v.len() >= 16
+        && base64_decode(v).is_some_and(|d| {
+            MAGIC.iter().any(|m| d.starts_with(m))
+                || std::str::from_utf8(&d).is_ok_and(|s| s.contains([' ', '\n']) && is_printable(s))
+        })
+}
+
+/// Text a person could read: no control characters but line breaks and tabs (2% allowed).
+fn is_printable(s: &str) -> bool {
+    let printable = s.chars().filter(|c| !c.is_control() || matches!(c, '\n' | '\t' | '\r')).count();
+    !s.is_empty() && printable * 100 >= s.chars().count() * 98
 }
 
 /// A high-entropy value in an assignment to a key of any name: a generated credential.
 fn high_entropy(v: &str) -> bool {
-    let n = v.chars().count();
-    if !(20..=512).contains(&n) || !looks_random(v, 20) {
+    if v.len() < 20 || !looks_random(v, 20) || is_benign_base64(v) {
         return false;
     }
     let digits = v.bytes().filter(u8::is_ascii_digit).count();
@@ -1061,6 +1502,12 @@ impl Redactor {
 
     /// `text` with every secret replaced by `[REDACTED:<rule>]`.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.redact_at(text, true)
+    }
+
+    /// [`Self::redact`]; `decode`: base64 runs are also decoded and searched (once, not again
+    /// inside what they decode to, so the cost stays linear).
+    fn redact_at<'a>(&self, text: &'a str, decode: bool) -> Cow<'a, str> {
         let wanted = triggered(text);
         let mut lower: Option<String> = None;
         // (start, end, priority, label)
@@ -1106,6 +1553,22 @@ impl Redactor {
                 }
             }
         }
+        let finders = RULES.len() + self.extra.len();
+        block_scalars(text, finders, &mut spans);
+        if decode {
+            self.encoded(text, finders + 1, &mut spans);
+        }
+        // Hashes are kept (`integrity: sha512-…`, `h1:…`, `SHA256:…` fingerprints): what a rule
+        // found wholly inside one is no secret.
+        if !spans.is_empty() {
+            let kept = digests(text);
+            if !kept.is_empty() {
+                spans.retain(|s| {
+                    let i = kept.partition_point(|d| d.0 <= s.0);
+                    s.2 >= RULES.len() && s.2 < finders || i == 0 || kept[i - 1].1 < s.1
+                });
+            }
+        }
         for (j, x) in self.extra.iter().enumerate() {
             let named = x.re.capture_names().any(|n| n == Some("secret"));
             for c in x.re.captures_iter(text) {
@@ -1143,6 +1606,136 @@ impl Redactor {
         }
         out.push_str(&text[at..]);
         Cow::Owned(out)
+    }
+}
+
+impl Redactor {
+    /// Base64 runs whose text holds a secret (a base64 `.env`, a kubeconfig's `client-key-data`,
+    /// a Kubernetes Secret's `data:`, a `.dockerconfigjson`): the whole run goes.
+    fn encoded(&self, text: &str, prio: usize, spans: &mut Vec<(usize, usize, usize, Cow<'_, str>)>) {
+        static RUN: LazyLock<BytesRegex> = LazyLock::new(|| {
+            BytesRegexBuilder::new(r"[A-Za-z0-9+/]{24,}={0,2}").unicode(false).build().expect("base64 run")
+        });
+        if !has_random_run(text, 24) {
+            return;
+        }
+        let b = text.as_bytes();
+        let is_b64 = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'=');
+        let mut taken = 0;
+        for m in RUN.find_iter(b) {
+            let (start, mut end) = (m.start(), m.end());
+            if start < taken {
+                continue; // the tail of a wrapped run already taken
+            }
+            // `base64` wraps its output (76 columns, PEM bodies 64): a whole line of a multiple
+            // of four characters continues on the next line, which may be shorter.
+            let mut line = end - start;
+            while line >= 60 && line % 4 == 0 {
+                let gap = b[end..].iter().take_while(|c| matches!(c, b'\n' | b'\r' | b' ' | b'\t')).count();
+                let next = b[end + gap..].iter().take_while(|c| is_b64(c)).count();
+                let after = b.get(end + gap + next).copied();
+                if gap == 0
+                    || !b[end..end + gap].contains(&b'\n')
+                    || next == 0
+                    || next > line
+                    || after.is_some_and(|c| !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\'' | b','))
+                {
+                    break;
+                }
+                line = next;
+                end += gap + next;
+            }
+            taken = end;
+            let run: String = text[start..end].split_ascii_whitespace().collect();
+            let Some(bytes) = base64_decode(&run) else { continue };
+            let Ok(inner) = String::from_utf8(bytes) else { continue };
+            if !is_printable(&inner) {
+                continue;
+            }
+            if matches!(self.redact_at(&inner, false), Cow::Owned(_)) {
+                spans.push((start, end, prio, Cow::Borrowed("encoded-secret")));
+            }
+        }
+    }
+}
+
+/// The hashes in `text` (`sha512-…`, `sha256:…`, go.sum `h1:…`, `SHA256:…`), as sorted byte
+/// ranges.
+fn digests(text: &str) -> Vec<(usize, usize)> {
+    static DIGEST: LazyLock<BytesRegex> = LazyLock::new(|| {
+        BytesRegexBuilder::new(
+            r"(?i)\b(?:sha(?:1|224|256|384|512)(?:-256)?|sha3-(?:224|256|384|512)|md5|blake2[bs]?|blake3|h1)[-:][A-Za-z0-9+/_=-]{16,}",
+        )
+        .unicode(false)
+        .build()
+        .expect("digest")
+    });
+    let b = text.as_bytes();
+    let finder = |k: &[u8]| memchr::memmem::find(b, k).is_some();
+    if ![&b"sha"[..], b"SHA", b"Sha", b"md5", b"MD5", b"h1:", b"blake", b"BLAKE"].iter().any(|k| finder(k)) {
+        return Vec::new();
+    }
+    // A sentence's full stop after a fingerprint is taken along (a rule's match may hold it).
+    let tail = |end: usize| end + b[end..].iter().take_while(|c| matches!(c, b'.' | b'~')).count();
+    DIGEST.find_iter(b).map(|m| (m.start(), tail(m.end()))).collect()
+}
+
+/// YAML block scalars under a secret's key (`password: |` and the indented lines after it):
+/// the block's lines go.
+fn block_scalars(text: &str, prio: usize, spans: &mut Vec<(usize, usize, usize, Cow<'_, str>)>) {
+    static HEAD: LazyLock<BytesRegex> = LazyLock::new(|| {
+        BytesRegexBuilder::new(
+            r#"(?m)^([ \t]*(?:-[ \t]+)?)["']?([A-Za-z_][A-Za-z0-9_.-]*)["']?[ \t]*:[ \t]*(?:!!?[A-Za-z]+[ \t]+)?[|>][-+0-9]{0,2}[ \t]*(?:#[^\n]*)?\r?$"#,
+        )
+        .unicode(false)
+        .build()
+        .expect("block scalar head")
+    });
+    let b = text.as_bytes();
+    // Cheap first: a `|` or `>` right after a colon (or a `!!tag`), else no block starts here and
+    // the pattern is never compiled (a hook process compiles what its text needs).
+    let head_at = |i: usize| {
+        let before = b[..i].iter().rev().skip_while(|c| matches!(c, b' ' | b'\t')).copied().next();
+        before == Some(b':')
+    };
+    if !memchr::memchr2_iter(b'|', b'>', b).any(head_at) && memchr::memmem::find(b, b"!!").is_none() {
+        return;
+    }
+    for c in HEAD.captures_iter(b) {
+        let column = c[1].len();
+        let key = &text[c.get(2).expect("key").range()];
+        let mut at = c.get(0).expect("whole").end() + 1;
+        let (mut start, mut end) = (None, at);
+        while at < b.len() {
+            let line_end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i);
+            let line = &text[at..line_end];
+            let body = line.trim_start_matches([' ', '\t']);
+            if !body.trim().is_empty() {
+                if line.len() - body.len() <= column {
+                    break;
+                }
+                start.get_or_insert(at + line.len() - body.len());
+                end = line_end;
+            }
+            at = line_end + 1;
+        }
+        let Some(start) = start else { continue };
+        let block = &text[start..end];
+        let flat: String = block.split_whitespace().collect();
+        let class = key_class(key);
+        let last = class.words.last().map(String::as_str).unwrap_or_default();
+        let label = if class.strong {
+            label_for(last)
+        } else if matches!(last, "key" | "keys" | "auth" | "signature" | "cookie") && looks_random(&flat, 16) {
+            "key"
+        } else if high_entropy(&flat) {
+            "high-entropy"
+        } else {
+            continue;
+        };
+        if flat.len() >= 3 && !is_placeholder(&flat) && !is_reference(&flat) {
+            spans.push((start, end, prio, Cow::Borrowed(label)));
+        }
     }
 }
 
@@ -1418,9 +2011,33 @@ mod tests {
 
     #[test]
     fn pathological_text_stays_linear() {
-        for unit in
-            ["password: a ", "a=b ", "x: y, ", "<private>", "ghp_", "AKIA", "-----BEGIN PRIVATE KEY-----", "aws "]
-        {
+        for unit in [
+            "password: a ",
+            "a=b ",
+            "x: y, ",
+            "<private>",
+            "ghp_",
+            "AKIA",
+            "-----BEGIN PRIVATE KEY-----",
+            "aws ",
+            "postgres://u:p@",
+            "u:p@tcp(",
+            "a/b@//",
+            "sqlplus a/b ",
+            "redis-cli -a ",
+            "mongosh -p x ",
+            "cookie: a=b; ",
+            "-b a=b ",
+            "k: |\n  v\n",
+            "password: |\n",
+            "\\\"password\\\":\\\"",
+            "b'x' ",
+            "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo",
+            "cGFzc3dvcmQ9aHVudGVyMgo=\n",
+            "sha512-",
+            "setPassword(\"",
+            "host:5432:db:u:p\n",
+        ] {
             let text = unit.repeat((1 << 20) / unit.len());
             let t = std::time::Instant::now();
             let _ = r(&text);

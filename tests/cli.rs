@@ -741,8 +741,13 @@ fn install_backend_flags_save_the_server_and_never_print_the_token() {
 fn a_password_in_the_server_url_is_never_shown() {
     let home = Home::new();
     let url = dead_url().replace("http://", "http://ann:url-pass-5150@");
-    let out = home.ok(&["install", "--harness", "cursor", "--backend", "hindsight", "--api-url", &url, "--json"]);
+    // install refuses to save it (config.toml never holds a credential) and says what to give.
+    let out = home.run(&["install", "--harness", "cursor", "--backend", "hindsight", "--api-url", &url, "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--api-token -"), "{}", stderr(&out));
     let mut shown = format!("{}{}", stdout(&out), stderr(&out));
+    // One written by hand (or by an older ovmem) is never shown either.
+    home.put(".ovmem/config.toml", format!("[backend]\nkind = \"hindsight\"\nurl = \"{url}\"\n").as_bytes());
     for args in [&["status"][..], &["status", "--json"], &["backend", "show"]] {
         let out = home.ok(args);
         shown.push_str(&format!("{}{}", stdout(&out), stderr(&out)));

@@ -4,6 +4,7 @@
 //! a hard time budget per call so that a slow or dead server can only cost that budget.
 
 pub mod bank;
+pub mod guard;
 pub mod hindsight;
 mod http;
 pub mod legacy;
@@ -130,7 +131,11 @@ pub fn connect(settings: &Settings, state_dir: Option<&Path>) -> Result<Option<B
         })
     };
     let token = settings.token.as_ref().map(|t| t.value.clone());
-    Ok(match settings.kind.value {
+    // Whatever the server answers is shown, injected or stored: every backend is guarded.
+    let mut secrets: Vec<String> = token.iter().map(|t| t.expose().to_string()).collect();
+    secrets.extend(settings.url.as_ref().map(|u| guard::url_secrets(&u.value)).unwrap_or_default());
+    let guarded = |r: Box<dyn Remote>| -> Box<dyn Remote> { Box::new(guard::Guarded::new(r, secrets.clone())) };
+    let remote: Option<Box<dyn Remote>> = match settings.kind.value {
         Kind::Local => None,
         Kind::Hindsight => Some(Box::new(Hindsight::new(hindsight::Options {
             url: url()?,
@@ -144,7 +149,8 @@ pub fn connect(settings: &Settings, state_dir: Option<&Path>) -> Result<Option<B
             account: settings.account.as_ref().map(|a| a.value.clone()),
             user: settings.user.as_ref().map(|u| u.value.clone()),
         })?)),
-    })
+    };
+    Ok(remote.map(guarded))
 }
 
 /// At most `max` bytes of `s`, cut at a character boundary.

@@ -461,6 +461,21 @@ pub fn validate(choice: &Choice) -> Result<()> {
         ))
         .into());
     }
+    // A password in the URL would be saved in config.toml (and shown by every tool that prints
+    // the config): refused, with where the credential goes instead.
+    if let Some(bare) = without_userinfo(url) {
+        let (flag, env) = match kind {
+            Kind::Openviking => ("--api-key", "OPENVIKING_API_KEY"),
+            _ => ("--api-token", "HINDSIGHT_API_TOKEN"),
+        };
+        return Err(Refusal(format!(
+            "`{}` carries a user name or password, and ovmem never saves credentials in config.toml; \
+             give the URL as `{bare}` and the credential with `{flag} -` (read from stdin, kept in \
+             credentials.toml, mode 0600) or ${env}; nothing was changed",
+            super::http::redact_url(url),
+        ))
+        .into());
+    }
     if let Choice::Hindsight { bank: Some(b), .. } = choice {
         if super::bank_id(b.trim()) != b.trim() {
             return Err(Refusal(format!(
@@ -470,6 +485,34 @@ pub fn validate(choice: &Choice) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `url` without its `user:password@` part, when it has one.
+pub fn without_userinfo(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let at = rest[..authority_end].rfind('@')?;
+    Some(format!("{scheme}://{}", &rest[at + 1..]))
+}
+
+/// What to say when a token would travel in clear text: over `http://` to a host that is not
+/// this machine, anyone on the path can read it (and every memory).
+pub fn plain_http_warning(url: &str, has_token: bool) -> Option<String> {
+    let url = url.trim();
+    if !has_token || !url.starts_with("http://") {
+        return None;
+    }
+    let parsed: ureq::http::Uri = url.parse().ok()?;
+    let host = parsed.host()?.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    let loopback = host == "localhost"
+        || host.ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    (!loopback).then(|| {
+        format!(
+            "the token is sent over plain http to `{host}`, which is not this machine: anyone on the \
+             network path can read it and every memory; use https://"
+        )
+    })
 }
 
 /// Replaces a key's value, keeping the comments and spacing around it.

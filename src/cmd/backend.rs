@@ -155,6 +155,10 @@ fn test(env: &Env, s: &Settings, bank: Option<String>, as_json: bool) -> Result<
             return Ok(1);
         }
     };
+    let url_text = s.url.as_ref().map(|u| u.value.as_str()).unwrap_or_default();
+    if let Some(w) = backend::settings::plain_http_warning(url_text, s.token.is_some()) {
+        p.warn(&w);
+    }
     let bank = bank.or_else(|| s.bank.as_ref().map(|b| b.value.clone())).unwrap_or_else(|| {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         let home = env.ovmem_home();

@@ -156,7 +156,19 @@ pub fn backend_choice(a: &BackendArgs, env: &Env) -> Result<Option<Planned>> {
         _ => Choice::Openviking { url, api_key: token, user: trimmed(&a.user), account: trimmed(&a.account) },
     };
     backend::settings::validate(&choice)?;
+    let has_token =
+        matches!(&choice, Choice::Hindsight { token: Some(_), .. } | Choice::Openviking { api_key: Some(_), .. });
+    if let Some(w) = backend::settings::plain_http_warning(choice_url(&choice), has_token) {
+        Printer::new().warn(&w);
+    }
     Ok(Some(Planned { choice, url_from: Some(url_from), token_from }))
+}
+
+fn choice_url(choice: &Choice) -> &str {
+    match choice {
+        Choice::Local => "",
+        Choice::Hindsight { url, .. } | Choice::Openviking { url, .. } => url,
+    }
 }
 
 /// A backend choice in words: kind, URL, bank or user, and whether a token comes with it (never

@@ -143,7 +143,8 @@ pub(crate) fn queue_status(env: &Env) -> QueueStatus {
         if let Ok(stats) = store.and_then(|s| s.stats()) {
             q.outbox = stats.queued;
             q.outbox_oldest = stats.queued_since;
-            q.last_send_error = stats.last_send_error;
+            // Stored by an older ovmem, maybe with a server's escape sequences in it.
+            q.last_send_error = stats.last_send_error.map(|e| crate::termsafe::clean(&e).into_owned());
             q.memories = stats.memories;
         }
     }

@@ -808,7 +808,8 @@ fn backend(env: &Env) -> BackendState {
         }
     };
     let kind = settings.kind.value;
-    let url = settings.url.as_ref().map(|u| u.value.clone());
+    // Shown without its `user:password@` part: a report is pasted into issues.
+    let url = settings.url.as_ref().map(|u| crate::backend::redact_url(&u.value));
     if kind == crate::backend::Kind::Local {
         return BackendState {
             kind: kind.id().into(),
