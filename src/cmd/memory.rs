@@ -184,7 +184,9 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                     let (rbank, project) = crate::runtime::remote::target(&link.settings, cfg.bank, &bank, &dir);
                     let id =
                         store.add_queued(&fact, &crate::runtime::remote::outbound(&rbank, &project, "completed"))?;
-                    let f = crate::runtime::remote::flush(&store, &link, std::time::Duration::from_secs(5));
+                    let budget = std::time::Duration::from_secs(5);
+                    let wait = crate::runtime::remote::Wait::Upto(budget);
+                    let f = crate::runtime::remote::flush(&store, &link, &env.ovmem_home(), budget, wait);
                     if let Some(e) = f.error {
                         Printer::new().warn(&format!("{e}; it stays queued (`ovmem sync` sends it)"));
                     }

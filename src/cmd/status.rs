@@ -97,6 +97,10 @@ struct QueueStatus {
     outbox_oldest: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_send_error: Option<String>,
+    /// Memories the server refused again and again: kept locally, no longer sent.
+    parked: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parked_error: Option<String>,
     /// Turns a hook could not store (the store was locked or broken), stored at the next session
     /// start.
     spooled: usize,
@@ -144,6 +148,8 @@ fn queue_status(env: &Env) -> QueueStatus {
             q.outbox = stats.queued;
             q.outbox_oldest = stats.queued_since;
             q.last_send_error = stats.last_send_error;
+            q.parked = stats.parked;
+            q.parked_error = stats.parked_error;
             q.memories = stats.memories;
         }
     }
@@ -413,6 +419,13 @@ fn print_backend(p: &Printer, b: &BackendStatus, q: &QueueStatus) {
         waiting.push(format!(
             "{} waiting to be sent{age}{why} (`ovmem sync` sends them)",
             output::count(q.outbox, "memory", "memories")
+        ));
+    }
+    if q.parked > 0 {
+        let why = q.parked_error.as_deref().map(|e| format!(" (last reason: {e})")).unwrap_or_default();
+        waiting.push(format!(
+            "{} parked: refused by the server{why}; kept locally, `ovmem sync --retry-parked` sends them again",
+            output::count(q.parked, "memory", "memories")
         ));
     }
     if q.spooled > 0 {

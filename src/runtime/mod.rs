@@ -297,9 +297,16 @@ impl Ctx<'_> {
     /// Sends what waits in the outbox, within the send budget.
     fn flush(&self, store: &Store) {
         if let Some(link) = self.link() {
-            let f = remote::flush(store, link, self.budget(link.settings.send_budget));
+            let budget = self.budget(link.settings.send_budget);
+            let f = remote::flush(store, link, &self.env.ovmem_home(), budget, remote::Wait::Never);
+            if f.busy {
+                self.note("another process is sending the queue");
+            }
             if f.sent > 0 {
                 self.note(format!("sent {} memory(ies) to {}", f.sent, link.remote.kind()));
+            }
+            if f.parked > 0 {
+                self.note(format!("parked {} memory(ies) the server keeps refusing", f.parked));
             }
             if let Some(e) = f.error {
                 self.note(format!("{e}; kept queued"));
@@ -457,9 +464,9 @@ impl Ctx<'_> {
         match stored {
             Ok((note, store)) => {
                 // Stored locally: now the server, within what is left of the budget.
+                // The flush ends (OpenViking: commits) the session of every turn it delivers.
                 if self.link().is_some() {
                     self.flush(&store);
-                    self.end_session();
                 }
                 Ok((Outcome::default(), Some(note)))
             }

@@ -6,6 +6,7 @@
 //! once with its prompt or not at all. Schema versions are kept in `PRAGMA user_version`.
 
 pub mod index;
+mod outbox;
 pub mod rank;
 pub mod text;
 
@@ -29,7 +30,7 @@ const OUTBOX: &str = include_str!("outbox.sql");
 /// above `v`, each in the same write transaction. A new step takes the next number and is added
 /// here; each helper of a change that adds tables owns its own step.
 type Step = (i64, fn(&Connection) -> Result<()>);
-const STEPS: &[Step] = &[];
+const STEPS: &[Step] = &[(6, outbox::step_6)];
 
 /// The schema version of a store that has run every step.
 const VERSION: i64 = {
@@ -184,6 +185,10 @@ pub struct Stats {
     pub queued: i64,
     pub queued_since: Option<i64>,
     pub last_send_error: Option<String>,
+    /// Memories the server refused for good (parked, with the server's reason), and the newest
+    /// one's reason.
+    pub parked: i64,
+    pub parked_error: Option<String>,
 }
 
 pub struct Store {
@@ -571,77 +576,6 @@ impl Store {
         })
     }
 
-    fn enqueue(c: &Connection, memory: i64, o: &Outbound) -> Result<()> {
-        c.prepare_cached(
-            "INSERT OR IGNORE INTO outbox (memory_id, bank, project, status, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![memory, o.bank, o.project, o.status, now()])?;
-        Ok(())
-    }
-
-    /// Adds a memory and queues it for the remote backend, in one transaction.
-    pub fn add_queued(&self, m: &NewMemory, o: &Outbound) -> Result<Option<i64>> {
-        self.write(|c| {
-            let mut batch = Batch::default();
-            let id = Self::insert(c, m, &mut batch)?;
-            batch.flush(c)?;
-            if let Some(id) = id {
-                Self::enqueue(c, id, o)?;
-            }
-            Ok(id)
-        })
-    }
-
-    /// The oldest `limit` memories waiting for the remote backend.
-    pub fn outbox(&self, limit: usize) -> Result<Vec<Queued>> {
-        let sql = format!(
-            "SELECT {}, m.turn_id, m.hash, o.bank, o.project, o.status, o.attempts FROM outbox o
-             JOIN memories m ON m.id = o.memory_id JOIN banks b ON b.id = m.bank_id
-             ORDER BY o.created_at, o.memory_id LIMIT ?1",
-            Self::FIELDS
-        );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map([limit as i64], |r| {
-            let turn: Option<String> = r.get(9)?;
-            let hash: Vec<u8> = r.get(10)?;
-            Ok(Queued {
-                memory: Self::row_memory(r)?,
-                doc_id: turn.unwrap_or_else(|| hash.iter().map(|b| format!("{b:02x}")).collect()),
-                bank: r.get(11)?,
-                project: r.get(12)?,
-                status: r.get(13)?,
-                attempts: r.get(14)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// The server has the memory: out of the outbox.
-    pub fn sent(&self, memory: i64) -> Result<()> {
-        self.write(|c| Ok(c.execute("DELETE FROM outbox WHERE memory_id = ?1", [memory]).map(|_| ())?))
-    }
-
-    /// A send failed: counted, with why, for `ovmem status`.
-    pub fn send_failed(&self, memory: i64, error: &str) -> Result<()> {
-        self.write(|c| {
-            c.execute(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ?2 WHERE memory_id = ?1",
-                params![memory, crate::redact::scrub(error)],
-            )?;
-            Ok(())
-        })
-    }
-
-    /// Memories waiting for the remote backend: how many, since when, and the last error.
-    pub fn outbox_depth(&self) -> Result<(i64, Option<i64>, Option<String>)> {
-        Ok(self.conn.query_row(
-            "SELECT count(*), min(created_at), (SELECT last_error FROM outbox WHERE last_error IS NOT NULL
-             ORDER BY created_at DESC LIMIT 1) FROM outbox",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?)
-    }
-
     /// The topic to store with a turn: the session's first substantial prompt, and for a short
     /// follow-up also the prompt before it. Records this prompt as the session's latest.
     fn topic_for(c: &Connection, bank: &str, session: &str, prompt: &str) -> Result<String> {
@@ -869,16 +803,18 @@ impl Store {
             c.query_row("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()", [], |r| {
                 r.get(0)
             })?;
-        let (queued, queued_since, last_send_error) = self.outbox_depth()?;
+        let d = self.outbox_depth()?;
         Ok(Stats {
             memories,
             banks,
             pending_prompts,
             schema_version,
             bytes: bytes as u64,
-            queued,
-            queued_since,
-            last_send_error,
+            queued: d.queued,
+            queued_since: d.since,
+            last_send_error: d.last_error,
+            parked: d.parked,
+            parked_error: d.parked_error,
         })
     }
 
@@ -999,17 +935,7 @@ pub struct Outbound<'a> {
     pub status: &'a str,
 }
 
-/// A memory waiting in the outbox.
-#[derive(Debug, Clone)]
-pub struct Queued {
-    pub memory: Memory,
-    /// Stable across replays: the turn's id, or the memory's content hash.
-    pub doc_id: String,
-    pub bank: String,
-    pub project: String,
-    pub status: String,
-    pub attempts: i64,
-}
+pub use outbox::{Depth, Parked, Queued, SessionToEnd, PARK_AFTER};
 
 /// Schema 1 (one FTS5 table over `User: … / Assistant: …` texts) to 2: every memory is split back
 /// into prompt and reply and indexed anew; prompt buffers and flags are kept.
