@@ -131,7 +131,13 @@ impl Server {
                     Some(link) => {
                         let (bank, project) = remote::target(&link.settings, self.cfg.bank, &self.bank, &self.dir);
                         let id = store.add_queued(&fact, &remote::outbound(&bank, &project, "completed"))?;
-                        remote::flush(&store, link, &self.env.ovmem_home(), link.settings.send_budget, remote::Wait::Never);
+                        remote::flush(
+                            &store,
+                            link,
+                            &self.env.ovmem_home(),
+                            link.settings.send_budget,
+                            remote::Wait::Never,
+                        );
                         id
                     }
                     None => store.add(&fact)?,

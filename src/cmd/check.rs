@@ -128,7 +128,9 @@ fn queue_findings(env: &Env) -> Vec<legacy::Finding> {
         let backend = || {
             crate::backend::Settings::load(env)
                 .ok()
-                .and_then(|s| s.url.map(|u| format!("{} at {}", s.kind.value.name(), crate::backend::redact_url(&u.value))))
+                .and_then(|s| {
+                    s.url.map(|u| format!("{} at {}", s.kind.value.name(), crate::backend::redact_url(&u.value)))
+                })
                 .unwrap_or_else(|| "the memory server".into())
         };
         if let Ok(d) = &depth {

@@ -195,9 +195,9 @@ impl Store {
 
     /// Sessions whose turns reached the server and that are still to be ended there.
     pub fn sessions_to_end(&self) -> Result<Vec<SessionToEnd>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT bank, harness, session FROM outbox_sessions ORDER BY created_at, harness, session")?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT bank, harness, session FROM outbox_sessions ORDER BY created_at, harness, session",
+        )?;
         let rows =
             stmt.query_map([], |r| Ok(SessionToEnd { bank: r.get(0)?, harness: r.get(1)?, session: r.get(2)? }))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
