@@ -390,7 +390,7 @@ impl Ctx<'_> {
             let item = Spooled::prompt(&bank, &self.event.harness, &self.event.session, &clean, self.at());
             set_pending(self.pending, Some(item.clone()));
             let buffered = store.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).and_then(|s| {
-                s.buffer_prompt_item(&item.id, &self.event.session, &bank, &self.event.harness, &clean, item.taken_at)
+                s.buffer_prompt_item(&item.id, &self.event.session, &bank, &self.event.harness, &clean, item.taken_ms())
             });
             set_pending(self.pending, None);
             if let Err(e) = buffered {
@@ -453,7 +453,13 @@ impl Ctx<'_> {
         if let Some(link) = self.link() {
             item.remote = Some(self.target(link));
         }
+        // The turn is where the transcript ends now; a later turn of the session must never be
+        // read in its place.
+        item.transcript_len = item.transcript.as_deref().and_then(capture::transcript_len);
         // From here on the turn is ours: if the deadline passes, the main thread spools it.
+        set_pending(self.pending, Some(item.clone()));
+        // Its text, read now (a spooled copy then holds the text itself).
+        item.resolve_transcript();
         set_pending(self.pending, Some(item.clone()));
         let stored = (|| -> Result<(String, Store)> {
             let store = self.open()?;

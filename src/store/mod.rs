@@ -214,6 +214,11 @@ pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
+/// Unix milliseconds: the order of a session's prompts and turns within one second.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
 /// Characters of a candidate's prompt and of its reply read when candidates are reranked.
 const RERANK_TEXT: usize = 4000;
 
@@ -540,13 +545,17 @@ impl Store {
         self.write(|c| {
             let mut prompts: Vec<String> = {
                 let mut stmt = c.prepare_cached(
-                    "SELECT prompt FROM session_prompts WHERE session = ?1 AND created_at <= ?2 ORDER BY id",
+                    "SELECT prompt FROM session_prompts WHERE session = ?1
+                     AND coalesce(seen_ms, created_at * 1000 + 999) <= ?2
+                     ORDER BY coalesce(seen_ms, created_at * 1000 + 999), id",
                 )?;
-                let rows = stmt.query_map(params![turn.session, turn.buffered_before], |r| r.get(0))?;
+                let rows = stmt.query_map(params![turn.session, turn.buffered_before_ms], |r| r.get(0))?;
                 rows.collect::<rusqlite::Result<_>>()?
             };
-            c.prepare_cached("DELETE FROM session_prompts WHERE session = ?1 AND created_at <= ?2")?
-                .execute(params![turn.session, turn.buffered_before])?;
+            c.prepare_cached(
+                "DELETE FROM session_prompts WHERE session = ?1 AND coalesce(seen_ms, created_at * 1000 + 999) <= ?2",
+            )?
+            .execute(params![turn.session, turn.buffered_before_ms])?;
             if prompts.is_empty() {
                 prompts.extend(turn.fallback_prompt.iter().cloned());
             }
@@ -821,11 +830,12 @@ impl Store {
     /// Remembers a prompt until the turn's reply arrives, and makes the first substantial prompt
     /// of a session its topic.
     pub fn buffer_prompt(&self, session: &str, bank: &str, harness: &str, prompt: &str) -> Result<()> {
-        self.buffer_prompt_item("", session, bank, harness, prompt, now())
+        self.buffer_prompt_item("", session, bank, harness, prompt, now_ms())
     }
 
     /// [`Store::buffer_prompt`] for a prompt with an id (`item`, empty for none): buffering the
-    /// same item twice (a replayed spool file) keeps one copy. `at` is when it was seen.
+    /// same item twice (a replayed spool file) keeps one copy. `at_ms` is when it was seen (Unix
+    /// milliseconds): a turn takes the prompts seen before it, even within one second.
     pub fn buffer_prompt_item(
         &self,
         item: &str,
@@ -833,16 +843,16 @@ impl Store {
         bank: &str,
         harness: &str,
         prompt: &str,
-        at: i64,
+        at_ms: i64,
     ) -> Result<()> {
         let item = (!item.is_empty()).then_some(item);
         let prompt = &*scrub(prompt);
         self.write(|c| {
             c.prepare_cached(
-                "INSERT OR IGNORE INTO session_prompts (session, bank, harness, prompt, created_at, item_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT OR IGNORE INTO session_prompts (session, bank, harness, prompt, created_at, item_id, seen_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
-            .execute(params![session, bank, harness, prompt, at, item])?;
+            .execute(params![session, bank, harness, prompt, at_ms.div_euclid(1000), item, at_ms])?;
             if text::analyse(prompt).len() >= 3 {
                 c.prepare_cached(
                     "INSERT INTO sessions (session, bank, topic, last_prompt, updated_at) VALUES (?1, ?2, ?3, '', ?4)
@@ -916,9 +926,9 @@ pub struct Turn<'a> {
     pub reply: Option<&'a str>,
     /// The prompt from the payload or transcript, used when no prompt was buffered.
     pub fallback_prompt: Option<String>,
-    /// Only prompts buffered up to this time belong to this turn (a spool replay must not take
-    /// the prompts of later turns).
-    pub buffered_before: i64,
+    /// Only prompts seen up to this time (Unix milliseconds) belong to this turn (a spool replay
+    /// must not take the prompts of later turns).
+    pub buffered_before_ms: i64,
     pub at: i64,
     /// Queue the stored turn for the remote backend too (in the same transaction).
     pub outbound: Option<Outbound<'a>>,
@@ -1063,7 +1073,7 @@ mod tests {
             harness: "codex",
             reply: Some("done"),
             fallback_prompt: None,
-            buffered_before: now(),
+            buffered_before_ms: now_ms(),
             at: now(),
             outbound: None,
         };
@@ -1078,7 +1088,8 @@ mod tests {
     #[test]
     fn prompts_of_abandoned_sessions_become_memories() {
         let s = Store::open_in_memory().unwrap();
-        s.buffer_prompt_item("", "gone", "b", "codex", "the release checklist lives in docs/release.md", 1000).unwrap();
+        s.buffer_prompt_item("", "gone", "b", "codex", "the release checklist lives in docs/release.md", 1_000_000)
+            .unwrap();
         s.prune(3600).unwrap();
         let all = s.list(None, None).unwrap();
         assert_eq!(all.len(), 1);
@@ -1101,7 +1112,7 @@ mod tests {
                 harness: "codex",
                 reply: Some(reply),
                 fallback_prompt: None,
-                buffered_before: now(),
+                buffered_before_ms: now_ms(),
                 at: now(),
                 outbound: None,
             };

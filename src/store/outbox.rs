@@ -17,7 +17,8 @@ use crate::store::index::Batch;
 /// answer ovmem cannot read) after which it is parked.
 pub const PARK_AFTER: i64 = 3;
 
-/// Schema step 6: the send states, and the sessions still to end on the server.
+/// Schema step 6: the send states, the sessions still to end on the server, and when (to the
+/// millisecond) a buffered prompt was seen, so a replayed turn takes only the prompts before it.
 pub(super) fn step_6(c: &Connection) -> Result<()> {
     c.execute_batch(
         "ALTER TABLE outbox ADD COLUMN state TEXT NOT NULL DEFAULT 'queued';
@@ -29,7 +30,8 @@ pub(super) fn step_6(c: &Connection) -> Result<()> {
              bank       TEXT NOT NULL,
              created_at INTEGER NOT NULL,
              PRIMARY KEY (harness, session)
-         ) WITHOUT ROWID;",
+         ) WITHOUT ROWID;
+         ALTER TABLE session_prompts ADD COLUMN seen_ms INTEGER;",
     )?;
     Ok(())
 }
