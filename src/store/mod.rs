@@ -214,6 +214,25 @@ pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
+/// The earliest date a memory may carry (2000-01-01): anything before is a broken clock or a
+/// broken file, not a coding session.
+pub const EARLIEST: i64 = 946_684_800;
+
+/// Why a memory's date (Unix seconds) cannot be right, if it cannot: before [`EARLIEST`], or
+/// more than a day ahead of this machine's clock (a date from the future would be shown first at
+/// every session start, forever).
+pub fn implausible_date(at: i64) -> Option<String> {
+    let now = now();
+    if at < EARLIEST {
+        Some(format!("its date ({at}) is before 2000-01-01"))
+    } else if at > now + 86_400 {
+        let shown = if at < 253_402_300_800 { crate::dates::date(at) } else { format!("Unix time {at}") };
+        Some(format!("its date ({shown}) is in the future"))
+    } else {
+        None
+    }
+}
+
 /// Unix milliseconds: the order of a session's prompts and turns within one second.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
@@ -771,12 +790,24 @@ impl Store {
         })
     }
 
-    /// The memories of `bank` that contain every word of `query` (as analysed), for forgetting
-    /// by query: exact and conservative, never "the most similar".
+    /// The memories of `bank` whose own text (what the user said and the agent answered, not the
+    /// session's topic stored with a follow-up) contains every word of `query` (as analysed), for
+    /// forgetting by query: exact and conservative, never "the most similar". The query is
+    /// scrubbed like everything stored, so a secret pasted in full matches the memory that holds
+    /// it redacted, and text copied from `memory list` matches what is stored.
     pub fn matching_all(&self, bank: &str, query: &str) -> Result<Vec<Memory>> {
         let c = &*self.conn;
         let Some(bank_id) = Self::bank_id(c, bank, false)? else { return Ok(Vec::new()) };
-        let mut terms: Vec<String> = text::analyse(query).into_iter().map(|t| t.text).collect();
+        let words = |s: &str| -> std::collections::BTreeSet<String> {
+            let all = text::analyse(s);
+            // A whole identifier (a DSN, `a.b_c`) is also indexed as its words: a part of it
+            // copied from `memory list` is matched by those words.
+            all.iter()
+                .filter(|t| !all.iter().any(|u| u != *t && u.start >= t.start && u.end <= t.end && u.text != t.text))
+                .map(|t| t.text.clone())
+                .collect()
+        };
+        let mut terms: Vec<String> = words(&scrub(query)).into_iter().collect();
         terms.sort();
         terms.dedup();
         if terms.is_empty() {
@@ -796,7 +827,13 @@ impl Store {
         }
         let mut out = Vec::new();
         for id in docs.unwrap_or_default().into_iter().rev() {
-            out.extend(self.get(id)?);
+            let Some(m) = self.get(id)? else { continue };
+            let own = format!("{}\n{}", m.prompt, m.reply);
+            let mut have = words(&own);
+            have.extend(words(&scrub(&own)));
+            if terms.iter().all(|t| have.contains(t)) {
+                out.push(m);
+            }
         }
         Ok(out)
     }
