@@ -14,8 +14,8 @@ use crate::edit::json::{Document, Node};
 use crate::env::Env;
 use crate::fsx;
 use crate::harness::{self, Harness, InstallKind, Scope};
+use crate::install::editor::{Edit, Editor};
 use crate::install::marker::{self, Owner};
-use crate::install::plan::{Edit, Editor};
 use crate::install::script_dir::script_runtime;
 use crate::install::{Refused, Target};
 

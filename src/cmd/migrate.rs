@@ -18,7 +18,8 @@ use crate::env::Env;
 use crate::fsx;
 use crate::fsx::journal::{Change, Kind, Mode, Tx};
 use crate::harness::{self, Harness};
-use crate::install::plan::{self, FilePlan};
+use crate::install::editor::{self, FilePlan};
+use crate::install::plan;
 use crate::install::{Options, Verb};
 use crate::legacy::{self, Kind as FindingKind, Scan};
 use crate::output::{self, Printer};
@@ -165,7 +166,7 @@ fn run_once(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
     let mut files: Vec<FilePlan> = Vec::new();
     for strip in removal.edits {
         let path = strip.path.clone();
-        let mut fp = plan::file_plan(path, project.as_deref(), Mode::Keep { new: 0o644 }, Box::new(strip))?;
+        let mut fp = editor::file_plan(path, project.as_deref(), Mode::Keep { new: 0o644 }, Box::new(strip))?;
         p_warn_all(&p, plan::plan_backups(&mut fp, None, Verb::Install));
         files.push(fp);
     }
@@ -179,7 +180,7 @@ fn run_once(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
         for f in &files {
             eprintln!("  {} `{}`", p.yellow("edit"), tilde(env, &f.path));
             if sel.dry_run {
-                print!("{}", plan::diff(&f.path, f.before.as_deref(), f.edit.after.as_deref()).unwrap_or_default());
+                print!("{}", editor::diff(&f.path, f.before.as_deref(), f.edit.after.as_deref()).unwrap_or_default());
             }
         }
         for m in &removal.moves {

@@ -15,7 +15,7 @@ use crate::harness::{self, Detection, InstallKind, Scope};
 use crate::install::marker::{self, Owner};
 use crate::install::plugin_file;
 use crate::install::script_dir::script_runtime;
-use crate::install::{apply::trust_state, found, plan::read_text, Target};
+use crate::install::{apply::trust_state, editor::read_text, found, Target};
 use crate::output::{self, Printer};
 use crate::{edit::json::Document, receipt};
 

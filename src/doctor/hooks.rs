@@ -98,7 +98,7 @@ fn timeout_of(h: &Harness, event: &str, handler: Option<&Value>) -> Duration {
 }
 
 fn read(t: &Target, path: &Path, errors: &mut Vec<(PathBuf, String)>) -> Option<String> {
-    match crate::install::plan::read_text(t, path) {
+    match crate::install::editor::read_text(t, path) {
         Ok((_, text)) => text,
         Err(e) => {
             errors.push((path.to_path_buf(), format!("{e:#}")));

@@ -633,7 +633,7 @@ fn mcp_state(
     let f = r.files.iter().find(|f| f.entries.iter().any(|e| e.event == "mcp"))?;
     let e = f.entries.iter().find(|e| e.event == "mcp")?;
     let keys: Vec<&str> = e.key_path.split('.').collect();
-    let text = crate::install::plan::read_text(t, &f.path).ok().and_then(|(_, x)| x);
+    let text = crate::install::editor::read_text(t, &f.path).ok().and_then(|(_, x)| x);
     let value = text.as_deref().and_then(|x| {
         if t.harness.manifest.mcp_format == McpFormat::Toml || f.format == "toml" {
             crate::install::mcp_toml::value_at(x, &keys)

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
-use super::plan::{self, Editor, FilePlan, TargetPlan};
+use super::editor::{Editor, FilePlan, TargetPlan};
+use super::plan;
 use super::{check_runtime_path, trust, Action, Options, Refused, Report, Target, Verb};
 use crate::env::Env;
 use crate::fsx::journal::{self, Change, Kind, Mode, Post, Tx};

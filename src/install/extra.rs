@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde_json::Value;
 
+use super::editor::{Edit, Editor, TargetPlan};
 use super::json_hooks::{drop_objects, ensure_objects, note_empty, parse, restore_empty, split_path};
-use super::plan::{Edit, Editor, TargetPlan};
 use super::{Action, EntryNote, Options, Refused};
 use crate::fsx::{self, journal::Mode};
 use crate::harness::{self, HookSpec};

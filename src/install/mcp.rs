@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use serde_json::Value;
 
+use super::editor::{Chain, Edit, Editor, TargetPlan};
 use super::json_hooks::{note_empty, parse, restore_empty};
 use super::marker::{self, Owner};
-use super::plan::{Chain, Edit, Editor, TargetPlan};
 use super::{still_ours, Action, EntryNote, Options, Refused};
 use crate::fsx::journal::Mode;
 use crate::harness::McpFormat;

@@ -13,9 +13,9 @@ use anyhow::{anyhow, Result};
 use serde_json::Value;
 use toml_edit::{DocumentMut, Item, Table};
 
+use super::editor::{Edit, Editor};
 use super::marker::{self, Owner};
 use super::mcp::NAME;
-use super::plan::{Edit, Editor};
 use super::{still_ours, Action, EntryNote, Options, Refused, Target};
 use crate::edit::toml as layout;
 use crate::fsx;

@@ -1,7 +1,7 @@
 //! The install pipeline, one path for install, uninstall and repair:
 //!
 //! 1. desired state from the manifests ([`Target::desired`]);
-//! 2. a pure plan: per file, an [`plan::Editor`] computes the new bytes from the current ones
+//! 2. a pure plan: per file, an [`editor::Editor`] computes the new bytes from the current ones
 //!    (that is exactly what `--dry-run` shows as a diff), plus backups and the runtime copy;
 //! 3. one journaled apply ([`crate::fsx::journal::Tx`]): the files, then trust (Codex, TRAE CLI),
 //!    then the receipts, committed together or rolled back together.
@@ -10,6 +10,7 @@
 //! [`mcp_toml`] (TOML), and the TOML trust records in [`trust`]. A new kind of install is one more editor.
 
 pub mod apply;
+pub mod editor;
 pub mod extra;
 pub mod found;
 pub mod json_hooks;
@@ -327,18 +328,18 @@ pub fn uninstall_owned_file(
     owner: marker::Owner,
     force: bool,
     (recorded, current): (Option<&str>, &str),
-    left: impl FnOnce(String) -> plan::Edit,
-    gone: impl FnOnce() -> plan::Edit,
-) -> plan::Edit {
+    left: impl FnOnce(String) -> editor::Edit,
+    gone: impl FnOnce() -> editor::Edit,
+) -> editor::Edit {
     match owner {
-        marker::Owner::Other { home, .. } if !force => plan::Edit {
+        marker::Owner::Other { home, .. } if !force => editor::Edit {
             after: Some(text.to_string()),
             warnings: vec![format!(
                 "`{}` belongs to another ovmem home (`{}`) and was left in place (--force removes it)",
                 path.display(),
                 home.display()
             )],
-            ..plan::Edit::default()
+            ..editor::Edit::default()
         },
         marker::Owner::Us if !still_ours(force, recorded, current) => {
             left(format!("`{}` changed since install; left in place (--force removes it)", path.display()))

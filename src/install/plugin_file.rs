@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use super::editor::{read_text, Edit, Editor, TargetPlan};
 use super::marker::{self, Owner};
-use super::plan::{read_text, Edit, Editor, TargetPlan};
 use super::{still_ours, Action, EntryNote, Options, Refused};
 use crate::fsx::{self, journal::Mode};
 use crate::harness::{self, HookSpec};

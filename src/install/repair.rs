@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use super::editor::read_text;
 use super::found;
 use super::json_hooks::parse;
 use super::marker::{self, Owner};
 use super::mcp::NAME as MCP_NAME;
-use super::plan::read_text;
 use super::plugin_file;
 use super::script_dir::script_runtime;
 use super::Target;
@@ -312,7 +312,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
     let mut merged: Vec<FileRecord> = Vec::new();
     for f in files {
         match merged.iter_mut().find(|m| m.path == f.path) {
-            Some(m) => *m = super::plan::merge_records(Some(std::mem::take(m)), Some(f)).unwrap_or_default(),
+            Some(m) => *m = super::editor::merge_records(Some(std::mem::take(m)), Some(f)).unwrap_or_default(),
             None => merged.push(f),
         }
     }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use serde_json::Value;
 
+use super::editor::{Edit, Editor, TargetPlan};
 use super::marker::{self, Owner};
-use super::plan::{Edit, Editor, TargetPlan};
 use super::{still_ours, Action, Desired, EntryNote, Options, Refused};
 use crate::fsx::journal::Mode;
 use crate::harness::Harness;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 
-use super::plan::{Chain, Edit, Editor, TargetPlan};
+use super::editor::{Chain, Edit, Editor, TargetPlan};
 use super::{Action, EntryNote, Refused, Target};
 use crate::edit::toml as layout;
 use crate::env::Env;
@@ -333,7 +333,7 @@ pub fn plan_untrust(p: &mut TargetPlan) -> Result<()> {
         let text = fsx::read_opt(&real)?.map(|b| String::from_utf8_lossy(&b).into_owned());
         let editor = Untrust { path: file.clone(), records, before };
         let edit = editor.edit(text.as_deref())?;
-        p.files.push(super::plan::FilePlan {
+        p.files.push(super::editor::FilePlan {
             path: file,
             real,
             before: text,

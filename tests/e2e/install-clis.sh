@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the pinned harness CLIs the end-to-end tests run, from npm, into
 # ${OVMEM_E2E_DIR:-~/.cache/ovmem-e2e}/<name> (outside the repository). Skips what is there.
+# OVMEM_E2E_ONLY=name,name installs only those pins (.ci/run's fresh-HOME check uses it).
 set -euo pipefail
 dir="${OVMEM_E2E_DIR:-$HOME/.cache/ovmem-e2e}"
 # name | file that must exist afterwards (relative to the install) | packages (the first one's version is checked)
@@ -35,6 +36,7 @@ if ! command -v tmux >/dev/null; then
 fi
 for pin in "${pins[@]}"; do
   IFS='|' read -r name file pkgs <<<"$pin"
+  if [ -n "${OVMEM_E2E_ONLY:-}" ] && [[ ",$OVMEM_E2E_ONLY," != *",$name,"* ]]; then continue; fi
   first="${pkgs%% *}"
   want="${first##*@}"
   dest="$dir/$name"
