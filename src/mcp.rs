@@ -118,9 +118,11 @@ impl Server {
                 let max = self.cfg.max_memory_chars;
                 let text = runtime::capture::clean(raw, max);
                 anyhow::ensure!(!text.is_empty(), "`text` is empty");
-                let cut = (raw.chars().count() > max)
-                    .then(|| format!(" It was cut to its first {max} characters (the limit of every stored memory)."))
-                    .unwrap_or_default();
+                let cut = if raw.chars().count() > max {
+                    format!(" It was cut to its first {max} characters (the limit of every stored memory).")
+                } else {
+                    String::new()
+                };
                 let store = self.store()?;
                 let fact = store::NewMemory {
                     bank: &self.bank,

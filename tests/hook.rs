@@ -990,7 +990,8 @@ fn the_wal_stays_small_across_many_hooks() {
 fn spooled_turns_of_transcript_only_harnesses_keep_their_own_answers() {
     // (harness, session field, prompt event, stop event, user line, assistant line)
     type Line = fn(&str) -> Value;
-    let cases: [(&str, &str, Option<&str>, &str, Line, Line); 5] = [
+    type Case = (&'static str, &'static str, Option<&'static str>, &'static str, Line, Line);
+    let cases: [Case; 5] = [
         (
             "cursor",
             "conversation_id",
