@@ -177,7 +177,7 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                     text.chars().count()
                 ));
             }
-            let text = crate::runtime::capture::clean(&text, max);
+            let text = crate::runtime::capture::clip(crate::redact::scrub(&text).trim(), max);
             let text = text.as_str();
             if text.is_empty() {
                 return Err(super::Refusal("nothing to add: the text is empty".into()).into());
