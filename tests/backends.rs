@@ -747,6 +747,12 @@ impl Dev {
     /// Runs one hook as the harness would; returns (stdout, exit code, time taken).
     fn hook(&self, harness: &str, event: &str, stdin: &Value) -> (String, i32, Duration) {
         let t = Instant::now();
+        let out = self.spawn_hook(harness, event, stdin).wait_with_output().unwrap();
+        (String::from_utf8_lossy(&out.stdout).trim().to_string(), out.status.code().unwrap_or(-1), t.elapsed())
+    }
+
+    /// Starts one hook as the harness would, its stdin written and closed.
+    fn spawn_hook(&self, harness: &str, event: &str, stdin: &Value) -> std::process::Child {
         let mut child = Command::new(OVMEM)
             .args(["hook", harness, event])
             .env_clear()
@@ -759,8 +765,7 @@ impl Dev {
             .spawn()
             .unwrap();
         child.stdin.take().unwrap().write_all(stdin.to_string().as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        (String::from_utf8_lossy(&out.stdout).trim().to_string(), out.status.code().unwrap_or(-1), t.elapsed())
+        child
     }
 
     /// A turn through Claude Code's hooks: the prompt, then the stop with the reply.
@@ -1339,18 +1344,7 @@ fn openviking_a_send_killed_mid_flight_is_retried_without_a_duplicate() {
     proxy.set(Fault::HoldAfter("/messages"));
     let stop = serde_json::json!({"session_id": "k-1", "cwd": dev.repo, "hook_event_name": "Stop",
         "last_assistant_message": format!("Noted: {marker} vault.")});
-    let mut child = Command::new(OVMEM)
-        .args(["hook", "claude-code", "Stop"])
-        .env_clear()
-        .env("HOME", dev.home.path())
-        .env("PATH", "/usr/bin:/bin")
-        .current_dir(&dev.repo)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stop.to_string().as_bytes()).unwrap();
+    let mut child = dev.spawn_hook("claude-code", "Stop", &stop);
     poll(10 * SECOND, || (!proxy.held.lock().unwrap().is_empty()).then_some(())).expect("the turn reached the server");
     // SAFETY: killing the child we spawned.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
