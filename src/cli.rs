@@ -12,6 +12,7 @@ use crate::cmd::memory::MemoryCommand;
 use crate::cmd::migrate::MigrateArgs;
 use crate::cmd::repair::RepairArgs;
 use crate::cmd::status::StatusArgs;
+use crate::cmd::ui::UiArgs;
 use crate::cmd::uninstall::UninstallArgs;
 use crate::cmd::{self, Refusal};
 use crate::env::Env;
@@ -54,6 +55,8 @@ pub enum Command {
     Memory(MemoryCommand),
     /// Show ovmem working: two simulated sessions through the real hook path
     Demo(DemoArgs),
+    /// A local web viewer of what the agents remember: browse, search, what was injected, forget, pin, edit
+    Ui(UiArgs),
     /// The memory backend: show what is configured, test that it answers
     #[command(subcommand)]
     Backend(cmd::backend::BackendCommand),
@@ -182,6 +185,10 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
         }
         Command::Mcp => crate::mcp::serve(),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Ui(a) => {
+            let env = env_for(false, None)?;
+            cmd::ui::run(a, &env)
+        }
         Command::Backend(c) => cmd::backend::run(c),
         Command::Sync { timeout, retry_parked, json } => cmd::sync::run(timeout, retry_parked, json),
         Command::Harnesses(a) => cmd::harnesses::run(a),

@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod cache;
+pub mod child;
 pub mod cli;
 pub mod cmd;
 pub mod config;
@@ -25,5 +26,6 @@ pub mod redact;
 pub mod runtime;
 pub mod shell;
 pub mod store;
+pub mod ui;
 pub mod version;
 pub mod winshell;

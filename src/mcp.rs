@@ -60,6 +60,8 @@ struct Server {
     env: Env,
     cfg: Config,
     bank: String,
+    /// Older names of the project's bank, carried over into it when the store is opened.
+    carried: Vec<String>,
     /// The project directory the harness named (for the remote backend's bank).
     dir: PathBuf,
     /// The remote backend, when one is configured (looked up once).
@@ -68,7 +70,11 @@ struct Server {
 
 impl Server {
     fn store(&self) -> Result<Store> {
-        Store::open(&self.env.ovmem_home().join("memory.db"), std::time::Duration::from_secs(2))
+        let store = Store::open(&self.env.ovmem_home().join("memory.db"), std::time::Duration::from_secs(2))?;
+        if let Err(e) = store.carry_over(&self.bank, &self.carried) {
+            eprintln!("ovmem mcp: could not carry older banks over into `{}`: {e:#}", self.bank);
+        }
+        Ok(store)
     }
 
     fn link(&self) -> Option<&remote::Link> {
@@ -93,7 +99,8 @@ impl Server {
                 let hits = self.store()?.recall(&self.bank, q, limit)?;
                 // The memory server first (the team's memory), within its budget; else local only.
                 let server = self.link().and_then(|link| {
-                    let (bank, _) = remote::target(&link.settings, self.cfg.bank, &self.bank, &self.dir);
+                    let (bank, _) =
+                        remote::target(&link.settings, self.cfg.bank, &self.bank, &self.dir, &self.env.ovmem_home());
                     remote::recall(link, &bank, "mcp", q, limit, link.settings.recall_budget).ok()
                 });
                 let (server, hits) = remote::merge(server.unwrap_or_default(), hits, limit);
@@ -134,7 +141,13 @@ impl Server {
                 };
                 let added = match self.link() {
                     Some(link) => {
-                        let (bank, project) = remote::target(&link.settings, self.cfg.bank, &self.bank, &self.dir);
+                        let (bank, project) = remote::target(
+                            &link.settings,
+                            self.cfg.bank,
+                            &self.bank,
+                            &self.dir,
+                            &self.env.ovmem_home(),
+                        );
                         let id = store.add_queued(&fact, &remote::outbound(&bank, &project, "completed"))?;
                         remote::flush(
                             &store,
@@ -158,7 +171,8 @@ impl Server {
                 let Some(link) = self.link() else {
                     anyhow::bail!("no memory server is configured; `memory_search` shows local memories whole")
                 };
-                let (bank, _) = remote::target(&link.settings, self.cfg.bank, &self.bank, &self.dir);
+                let (bank, _) =
+                    remote::target(&link.settings, self.cfg.bank, &self.bank, &self.dir, &self.env.ovmem_home());
                 let text = link.remote.read(&bank, id, link.settings.recall_budget)?;
                 Ok(runtime::tags::escape(&crate::redact::scrub(&text)).into_owned())
             }
@@ -302,8 +316,8 @@ pub fn serve() -> Result<i32> {
         .find_map(|k| env.var(k).map(PathBuf::from))
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
-    let bank = crate::project::bank(cfg.bank, &dir, "mcp", "mcp");
-    let server = Server { env, cfg, bank, dir, link: std::cell::OnceCell::new() };
+    let bank = crate::runtime::bank_for(cfg.bank, &dir, "mcp", "mcp", &env.ovmem_home());
+    let server = Server { env, cfg, bank: bank.key, carried: bank.carried, dir, link: std::cell::OnceCell::new() };
     let mut input = std::io::stdin().lock();
     let mut out = std::io::stdout().lock();
     let mut buf = Vec::new();

@@ -1,12 +1,31 @@
 //! Which project a directory belongs to, by one rule for hooks, `ovmem mcp` and `ovmem memory`:
-//! the canonical path of its git work-tree root (linked worktrees share their main repository's
-//! root), else the canonical directory itself. Also the project's team identity from its git
-//! remote (`host/owner/repo`). Git's files are read directly: no `git` process is spawned, since
-//! this runs on every hook.
+//! where it lives (the canonical path of its git work-tree root, linked worktrees sharing their
+//! main repository's root, else the canonical directory itself) and what it is wherever it lives
+//! (its normalised git remote `host/owner/repo`, else its root commit). The local bank is named by
+//! the second, so a moved or renamed checkout, a second clone and every worktree share it.
+//!
+//! Git's files are read directly, each a bounded read of a regular file (a project can point its
+//! `.git` file anywhere, `/dev/zero` included): no `git` process runs on a hook, except once per
+//! repository location to learn the root commit of a repository without a remote, which is then
+//! cached in `$OVMEM_HOME/cache/git-roots/`.
 
 use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
 
 use crate::config::BankMode;
+
+/// Git's one-line files (a `.git` file, `commondir`, `HEAD`, a loose ref, a cache entry).
+const SMALL: u64 = 64 << 10;
+/// A repository's `config` and `packed-refs`: generous, still bounded.
+const LARGE: u64 = 16 << 20;
+/// How long learning a root commit may take (once per repository location; a repository whose
+/// history takes longer keeps its path bank, see [`root_commit`]).
+const GIT_BUDGET: Duration = Duration::from_millis(1500);
+
+/// A bounded read of a regular file as text; `None` when it is missing or is not one.
+fn read_text(p: &Path, max: u64) -> Option<String> {
+    crate::fsx::read_capped(p, max).ok().flatten().map(|b| String::from_utf8_lossy(&b).into_owned())
+}
 
 /// A project: where it lives on this machine, and what it is called across machines.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +37,9 @@ pub struct ProjectIdentity {
     pub remote: Option<String>,
     /// The root's directory name.
     pub name: String,
+    /// The repository's root commit, looked up only for a repository without a network remote
+    /// (and only by [`identity_in`]).
+    pub root_commit: Option<String>,
 }
 
 impl ProjectIdentity {
@@ -25,6 +47,29 @@ impl ProjectIdentity {
     pub fn team(&self) -> &str {
         self.remote.as_deref().unwrap_or(&self.name)
     }
+
+    /// What names the project's local bank: the remote (lower-cased, as the team bank has it),
+    /// else `git-root:<root commit>`, else the root's path (no repository, or one without commits).
+    pub fn key(&self) -> String {
+        match (&self.remote, &self.root_commit) {
+            (Some(r), _) => r.to_lowercase(),
+            (None, Some(c)) => format!("git-root:{c}"),
+            (None, None) => self.root.display().to_string(),
+        }
+    }
+}
+
+/// A local bank, and the older names of the same project's bank that are carried over into it
+/// on first use ([`crate::store::Store::carry_over`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bank {
+    pub key: String,
+    pub carried: Vec<String>,
+}
+
+/// Where root commits are cached, under an `OVMEM_HOME`.
+pub fn cache_dir(ovmem_home: &Path) -> PathBuf {
+    ovmem_home.join("cache").join("git-roots")
 }
 
 /// The project root for a directory (see the module docs). Never fails: a directory that does not
@@ -33,23 +78,129 @@ pub fn root(dir: &Path) -> PathBuf {
     locate(dir).0
 }
 
-/// Root and remote of the project a directory belongs to.
+/// Root and remote of the project a directory belongs to (no root commit: see [`identity_in`]).
 pub fn identity(dir: &Path) -> ProjectIdentity {
     let (root, git) = locate(dir);
-    let remote =
-        git.and_then(|g| std::fs::read(g.join("config")).ok()).and_then(|b| remote_of(&String::from_utf8_lossy(&b)));
+    let remote = git.as_ref().and_then(|g| read_text(&g.join("config"), LARGE)).and_then(|c| remote_of(&c));
     let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "/".into());
-    ProjectIdentity { root, remote, name }
+    ProjectIdentity { root, remote, name, root_commit: None }
 }
 
-/// The bank a hook, `ovmem mcp` or `ovmem memory` reads and writes, by the configured mode.
-pub fn bank(mode: BankMode, dir: &Path, harness: &str, session: &str) -> String {
-    match mode {
-        BankMode::Project => format!("project:{}", root(dir).display()),
-        BankMode::Agent => format!("agent:{harness}:{}", root(dir).display()),
-        BankMode::Session => format!("session:{harness}:{session}"),
-        BankMode::User => "user".to_string(),
+/// [`identity`] plus, for a repository without a network remote, its root commit (cached under
+/// `cache`, see [`root_commit`]).
+pub fn identity_in(dir: &Path, cache: &Path) -> ProjectIdentity {
+    let (root, git) = locate(dir);
+    let remote = git.as_ref().and_then(|g| read_text(&g.join("config"), LARGE)).and_then(|c| remote_of(&c));
+    let name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "/".into());
+    let root_commit = match (&remote, &git) {
+        (None, Some(g)) => root_commit(g, cache),
+        _ => None,
+    };
+    ProjectIdentity { root, remote, name, root_commit }
+}
+
+/// The bank a hook, `ovmem mcp` or `ovmem memory` reads and writes, by the configured mode, with
+/// the names an older ovmem (or this project before it had a commit or a remote) gave it.
+pub fn bank(mode: BankMode, dir: &Path, harness: &str, session: &str, cache: &Path) -> Bank {
+    let prefix = match mode {
+        BankMode::Project => "project:".to_string(),
+        BankMode::Agent => format!("agent:{harness}:"),
+        BankMode::Session => return Bank { key: format!("session:{harness}:{session}"), carried: Vec::new() },
+        BankMode::User => return Bank { key: "user".into(), carried: Vec::new() },
+    };
+    let id = identity_in(dir, cache);
+    let key = format!("{prefix}{}", id.key());
+    let mut carried = Vec::new();
+    // Banks were named by the root's path before.
+    let path = format!("{prefix}{}", id.root.display());
+    if path != key {
+        carried.push(path);
     }
+    // A repository that had no remote when its bank was made: its root-commit bank, when this
+    // location ever learnt it (a cache read, never a `git` run).
+    if id.remote.is_some() {
+        if let Some(c) = locate(dir).1.and_then(|g| cached_root(&g, cache)).flatten() {
+            carried.push(format!("{prefix}git-root:{c}"));
+        }
+    }
+    Bank { key, carried }
+}
+
+/// The cache entry of a git directory: its root commit, `Some(None)` for "none to be had".
+fn cached_root(git: &Path, cache: &Path) -> Option<Option<String>> {
+    let text = read_text(&cache.join(crate::fsx::sha256_hex(git.as_os_str().as_encoded_bytes())), SMALL)?;
+    let t = text.trim();
+    Some(is_sha(t).then(|| t.to_string()))
+}
+
+fn is_sha(s: &str) -> bool {
+    matches!(s.len(), 40 | 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The root commit of the repository at `git` (its common directory). HEAD must name a commit
+/// (read from git's files: no process for a repository without commits); then `git rev-list
+/// --max-parents=0 HEAD` runs once for this location, within [`GIT_BUDGET`], and its answer (or
+/// "none", when git found no root or ran out of time) is cached. Without `git` on an absolute
+/// `PATH` directory nothing is cached, and the project keeps its path until git is there.
+/// Repository-controlled settings that make git run programs (`core.fsmonitor`) are disabled.
+fn root_commit(git: &Path, cache: &Path) -> Option<String> {
+    if let Some(found) = cached_root(git, cache) {
+        return found;
+    }
+    if !has_commit(git) {
+        return None;
+    }
+    let bin = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("git"))
+        .find(|p| p.is_file())?;
+    let found = run_git(&bin, git);
+    let entry = found.clone().unwrap_or_else(|| "none".into());
+    let _ = std::fs::create_dir_all(cache);
+    let _ = crate::fsx::write_atomic(
+        &cache.join(crate::fsx::sha256_hex(git.as_os_str().as_encoded_bytes())),
+        format!("{entry}\n").as_bytes(),
+        Some(0o600),
+    );
+    found
+}
+
+fn run_git(bin: &Path, git: &Path) -> Option<String> {
+    let (status, out) = crate::child::output_within(
+        std::process::Command::new(bin)
+            .arg("--git-dir")
+            .arg(git)
+            .args(["-c", "core.fsmonitor=false", "rev-list", "--max-parents=0", "HEAD"])
+            .env("GIT_OPTIONAL_LOCKS", "0"),
+        GIT_BUDGET,
+        SMALL,
+    )?;
+    if !status.success() {
+        return None;
+    }
+    // Several roots (merged unrelated histories): the smallest, whatever the dates say.
+    out.lines().map(str::trim).filter(|l| is_sha(l)).min().map(str::to_string)
+}
+
+/// Whether HEAD of the repository at `git` names a commit: detached, or a branch with a loose or
+/// packed ref.
+fn has_commit(git: &Path) -> bool {
+    let Some(head) = read_text(&git.join("HEAD"), SMALL) else { return false };
+    let head = head.trim();
+    if is_sha(head) {
+        return true;
+    }
+    let Some(r) = head.strip_prefix("ref:").map(str::trim).filter(|r| r.starts_with("refs/") && !r.contains(".."))
+    else {
+        return false;
+    };
+    if read_text(&git.join(r), SMALL).is_some_and(|t| is_sha(t.trim())) {
+        return true;
+    }
+    read_text(&git.join("packed-refs"), LARGE)
+        .is_some_and(|p| p.lines().any(|l| l.split_once(' ').is_some_and(|(sha, name)| is_sha(sha) && name == r)))
 }
 
 /// Maps a bank key written by an older ovmem (raw cwd strings: `project:/some/path/`,
@@ -136,24 +287,21 @@ fn locate(dir: &Path) -> (PathBuf, Option<PathBuf>) {
 /// A `.git` file: a linked worktree (`gitdir:` holds a `commondir`) shares the main repository's
 /// root; a submodule or separate git dir (no `commondir`) is its own root.
 fn linked(dir: &Path, dotgit: &Path) -> (PathBuf, Option<PathBuf>) {
-    let Some(gitdir) = std::fs::read_to_string(dotgit)
-        .ok()
+    let Some(gitdir) = read_text(dotgit, SMALL)
         .and_then(|t| t.lines().find_map(|l| l.trim().strip_prefix("gitdir:").map(|g| g.trim().to_string())))
         .filter(|g| !g.is_empty())
     else {
         return (dir.to_path_buf(), None);
     };
     let gitdir = canonical(&dir.join(gitdir));
-    let Some(common) = std::fs::read_to_string(gitdir.join("commondir"))
-        .ok()
+    let Some(common) = read_text(&gitdir.join("commondir"), SMALL)
         .map(|c| c.trim().to_string())
         .filter(|c| !c.is_empty())
         .map(|c| canonical(&gitdir.join(c)))
     else {
         return (dir.to_path_buf(), Some(gitdir));
     };
-    let config =
-        std::fs::read(common.join("config")).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let config = read_text(&common.join("config"), LARGE).unwrap_or_default();
     let root = match config_value(&config, "core", None, "worktree") {
         Some(wt) => canonical(&common.join(wt)),
         None if common.file_name().is_some_and(|n| n == ".git") => {
@@ -338,7 +486,11 @@ mod tests {
         ] {
             assert_eq!(root(Path::new(&spelling)), expected, "{spelling}");
         }
-        assert_eq!(bank(BankMode::Project, &p.join("src/"), "codex", "s"), format!("project:{}", p.display()));
+        let cache = r.base.join("cache");
+        assert_eq!(
+            bank(BankMode::Project, &p.join("src/"), "codex", "s", &cache).key,
+            format!("project:{}", p.display())
+        );
     }
 
     #[test]
@@ -388,7 +540,10 @@ mod tests {
         let odd = r.base.join("odd");
         std::fs::create_dir_all(&odd).unwrap();
         std::fs::write(odd.join(".git"), "garbage").unwrap();
-        assert_eq!(identity(&odd), ProjectIdentity { root: odd.clone(), remote: None, name: "odd".into() });
+        assert_eq!(
+            identity(&odd),
+            ProjectIdentity { root: odd.clone(), remote: None, name: "odd".into(), root_commit: None }
+        );
     }
 
     #[test]

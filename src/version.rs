@@ -6,10 +6,9 @@
 //!    upgrade is noticed;
 //! 3. `<binary> <version_args>`, all binaries at once, each stopped after [`PROBE_BUDGET`].
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use crate::cache::{self, Cache};
 use crate::env::Env;
@@ -91,33 +90,9 @@ pub fn versions(env: &Env, cache: &mut Cache, binaries: &[(PathBuf, Vec<String>)
 /// The first line `bin args` prints, or `None` when it fails or takes longer than the budget
 /// (it is killed then).
 fn probe(env: &Env, bin: &Path, args: &[String]) -> Option<String> {
-    // Its own process group, so that a wrapper script's children go with it when it is stopped.
-    let mut child = Command::new(bin)
-        .args(args)
-        .env("PATH", env.safe_path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .ok()?;
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() < PROBE_BUDGET => std::thread::sleep(Duration::from_millis(5)),
-            _ => {
-                // SAFETY: signals the process group of the child started above, nothing else.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let mut s = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut s).ok()?;
-    s.lines().next().map(|l| l.trim().to_string()).filter(|l| !l.is_empty())
+    let (_, out) =
+        crate::child::output_within(Command::new(bin).args(args).env("PATH", env.safe_path()), PROBE_BUDGET, 64 << 10)?;
+    out.lines().next().map(|l| l.trim().to_string()).filter(|l| !l.is_empty())
 }
 
 #[cfg(test)]

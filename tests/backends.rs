@@ -258,7 +258,7 @@ fn hindsight_retained_through_node_a_is_recalled_through_node_b() {
     let a = hs(&lab.hs_a(), Some(HS_KEY), Some(state.path()));
     let b = hs(&lab.hs_b(), Some(HS_KEY), None);
     // The team bank two clones of one repository share, as the hooks derive it.
-    let bank = team_bank(&format!("github.com/acme/{}", unique("widgets")), Path::new("/home/ann/src/widgets"));
+    let bank = team_bank(&format!("github.com/acme/{}", unique("widgets")));
     let mut t = T::new(&bank, "claude-code", "Remember: the deploy codename is BLUEHERON-7.", "Noted, BLUEHERON-7.");
     t.status = "cancelled";
     let (op, took) = timed(|| a.retain_turn(&t.turn(), 5 * SECOND).unwrap());
@@ -955,7 +955,7 @@ fn with_the_server_down_every_hook_answers_in_time_and_the_turn_arrives_once_it_
     let start = serde_json::json!({"session_id": "back", "cwd": dev.repo, "hook_event_name": "SessionStart", "source": "startup"});
     assert_eq!(dev.hook("claude-code", "SessionStart", &start).1, 0);
     assert_eq!(dev.stats()["queued"], 0, "the outbox is sent: {}", dev.stats());
-    let bank = team_bank(&format!("github.com/acme/{repo}"), &dev.repo);
+    let bank = team_bank(&format!("github.com/acme/{repo}"));
     let units_with = |token: &str| -> usize {
         let listed = hs_get(&lab.hs_a(), &format!("/v1/default/banks/{bank}/memories/list?limit=200"));
         listed["items"]

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 pub(crate) use crate::dates::{iso8601, parse_iso8601};
 
-pub use bank::{bank_id, team_bank};
+pub use bank::{bank_id, machine_id, private_bank, team_bank};
 pub use hindsight::Hindsight;
 pub(crate) use http::redact_url;
 pub use openviking::OpenViking;

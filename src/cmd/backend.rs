@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::tilde;
 use crate::backend::{self, Kind, Settings, Source, Sourced};
+use crate::config::BankMode;
 use crate::env::Env;
 use crate::output::{self, Printer};
 
@@ -154,9 +155,12 @@ fn test(env: &Env, s: &Settings, bank: Option<String>, as_json: bool) -> Result<
             return Ok(1);
         }
     };
-    let bank = bank
-        .or_else(|| s.bank.as_ref().map(|b| b.value.clone()))
-        .unwrap_or_else(|| backend::team_bank("", &std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))));
+    let bank = bank.or_else(|| s.bank.as_ref().map(|b| b.value.clone())).unwrap_or_else(|| {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let home = env.ovmem_home();
+        let local = crate::runtime::bank_for(BankMode::Project, &cwd, "cli", "cli", &home).key;
+        crate::runtime::remote::target(s, BankMode::Project, &local, &cwd, &home).0
+    });
     let budget = s.recall_budget.max(Duration::from_millis(100));
     let (health, health_ms) = timed(|| remote.health(budget));
     let (recall, recall_ms) =

@@ -75,6 +75,13 @@ pub enum MemoryCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Every bank with its number of memories (the current project's marked with *)
+    Banks {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Move every memory of bank FROM into bank INTO (default: the current project's bank)
+    Merge { from: String, into: Option<String> },
 }
 
 #[derive(Args, Clone)]
@@ -92,16 +99,31 @@ fn open(env: &Env) -> Result<Store> {
 }
 
 /// The bank a command means: `--bank`, else the project's (by the configured mode).
-fn bank(env: &Env, args: &BankArgs) -> Result<String> {
+pub(crate) fn bank(env: &Env, args: &BankArgs) -> Result<String> {
     if let Some(b) = &args.bank {
         return Ok(b.clone());
     }
     let dir = super::project_dir(args.project.as_deref())?;
     let cfg = Config::load(env)?;
-    Ok(match cfg.bank {
-        BankMode::User => "user".into(),
-        _ => crate::project::bank(BankMode::Project, &dir, "cli", "cli"),
-    })
+    if cfg.bank == BankMode::User {
+        return Ok("user".into());
+    }
+    let bank = crate::runtime::bank_for(BankMode::Project, &dir, "cli", "cli", &env.ovmem_home());
+    if !bank.carried.is_empty() {
+        let n = open(env)?.carry_over(&bank.key, &bank.carried)?;
+        if n > 0 {
+            eprintln!("carried {n} memory(ies) of this project's older bank over into `{}`", bank.key);
+        }
+    }
+    Ok(bank.key)
+}
+
+/// The directory a path-named bank (`project:/p`, `agent:<harness>:/p`) was made for.
+fn bank_path(bank: &str) -> Option<PathBuf> {
+    let rest = bank
+        .strip_prefix("project:")
+        .or_else(|| bank.strip_prefix("agent:").and_then(|r| r.split_once(':').map(|x| x.1)))?;
+    rest.starts_with('/').then(|| PathBuf::from(rest))
 }
 
 fn print_memories(ms: &[Memory]) {
@@ -135,15 +157,22 @@ fn confirm(question: &str) -> Result<bool> {
     crate::prompt::confirm(question, false)
 }
 
-pub fn run(cmd: MemoryCommand) -> Result<i32> {
-    let env = Env::from_process()?;
+/// What every command that writes the store does first: a private home, and the user's own
+/// redaction patterns in force.
+pub(crate) fn prepare(env: &Env) -> Result<()> {
     crate::home::private_umask();
-    crate::home::prepare(&env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
-    if let Ok(cfg) = Config::load(&env) {
+    crate::home::prepare(env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
+    if let Ok(cfg) = Config::load(env) {
         for problem in crate::redact::configure(&cfg.redact_patterns) {
             eprintln!("ovmem: {problem}");
         }
     }
+    Ok(())
+}
+
+pub fn run(cmd: MemoryCommand) -> Result<i32> {
+    let env = Env::from_process()?;
+    prepare(&env)?;
     match cmd {
         MemoryCommand::Search { query, bank: b, limit, json } => {
             let bank = bank(&env, &b)?;
@@ -195,7 +224,8 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             let added = match crate::runtime::remote::link(&env, &cfg) {
                 Some(Ok(link)) => {
                     let dir = super::project_dir(b.project.as_deref())?;
-                    let (rbank, project) = crate::runtime::remote::target(&link.settings, cfg.bank, &bank, &dir);
+                    let (rbank, project) =
+                        crate::runtime::remote::target(&link.settings, cfg.bank, &bank, &dir, &env.ovmem_home());
                     let id =
                         store.add_queued(&fact, &crate::runtime::remote::outbound(&rbank, &project, "completed"))?;
                     let budget = std::time::Duration::from_secs(5);
@@ -259,14 +289,18 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 }
                 None => ids,
             };
-            let mut missing = Vec::new();
-            for id in ids {
-                if store.forget(id)? {
-                    eprintln!("forgot memory #{id}");
-                } else {
-                    missing.push(id.to_string());
-                }
+            let forgot = store.forget_many(&ids)?;
+            for id in ids.iter().filter(|id| !forgot.missing.contains(id)) {
+                eprintln!("forgot memory #{id}");
             }
+            if let Some(why) = &forgot.not_scrubbed {
+                Printer::new().warn(&format!(
+                    "{why}; the memory is deleted, but its text may remain in the store file's free space until \
+                     the next `ovmem memory forget` rewrites it (the same command again will, once no agent is \
+                     busy with the store)"
+                ));
+            }
+            let missing: Vec<String> = forgot.missing.iter().map(i64::to_string).collect();
             if !missing.is_empty() {
                 bail!("no memory with id {}", missing.join(", "));
             }
@@ -370,6 +404,51 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 ));
                 return Ok(1);
             }
+        }
+        MemoryCommand::Banks { json } => {
+            let here = bank(&env, &BankArgs { project: None, bank: None }).ok();
+            let banks = open(&env)?.banks()?;
+            if json {
+                let out: Vec<serde_json::Value> = banks
+                    .iter()
+                    .map(|(b, n)| {
+                        serde_json::json!({
+                            "bank": b, "memories": n, "current": here.as_deref() == Some(b.as_str()),
+                            "path_exists": bank_path(b).map(|p| p.exists()),
+                        })
+                    })
+                    .collect();
+                output::json(&out);
+            } else if banks.is_empty() {
+                eprintln!("no banks yet");
+            } else {
+                for (b, n) in &banks {
+                    let mark = if here.as_deref() == Some(b.as_str()) { "*" } else { " " };
+                    let gone = match bank_path(b) {
+                        Some(p) if !p.exists() => "  (that directory is gone: moved? `ovmem memory merge` it)",
+                        _ => "",
+                    };
+                    println!("{mark} {n:>6}  {b}{gone}");
+                }
+            }
+        }
+        MemoryCommand::Merge { from, into } => {
+            let into = match into {
+                Some(b) => b,
+                None => bank(&env, &BankArgs { project: None, bank: None })?,
+            };
+            let store = open(&env)?;
+            if !store.banks()?.iter().any(|(b, _)| *b == from) {
+                return Err(super::Refusal(format!(
+                    "there is no bank `{from}`; `ovmem memory banks` lists the banks there are"
+                ))
+                .into());
+            }
+            if from == into {
+                return Err(super::Refusal(format!("`{from}` is the bank to merge into already")).into());
+            }
+            let n = store.merge(&from, &into)?;
+            eprintln!("merged {n} memory(ies) from `{from}` into `{into}`");
         }
         MemoryCommand::Stats { json } => {
             let s = open(&env)?.stats()?;

@@ -14,6 +14,7 @@ pub mod migrate;
 pub mod repair;
 pub mod status;
 pub mod sync;
+pub mod ui;
 pub mod uninstall;
 
 use std::io::IsTerminal;

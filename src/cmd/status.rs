@@ -70,7 +70,7 @@ struct EntryStatus {
 /// The memory backend as status shows it: what is configured and, when it answers within
 /// [`HEALTH_BUDGET`], that it does (`ovmem backend test` checks it fully).
 #[derive(Serialize, Default)]
-struct BackendStatus {
+pub(crate) struct BackendStatus {
     kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     url: Option<String>,
@@ -90,7 +90,7 @@ struct BackendStatus {
 
 /// What waits to be stored or sent.
 #[derive(Serialize, Default)]
-struct QueueStatus {
+pub(crate) struct QueueStatus {
     /// Memories in the local store not yet sent to the remote backend.
     outbox: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -113,7 +113,7 @@ struct QueueStatus {
 /// How long status waits for the memory server's health answer (in parallel with the rest).
 const HEALTH_BUDGET: std::time::Duration = std::time::Duration::from_millis(200);
 
-fn backend_status(env: &Env) -> BackendStatus {
+pub(crate) fn backend_status(env: &Env) -> BackendStatus {
     let settings = match crate::backend::Settings::load(env) {
         Ok(s) => s,
         Err(e) => return BackendStatus { kind: "unknown".into(), error: Some(format!("{e:#}")), ..Default::default() },
@@ -137,7 +137,7 @@ fn backend_status(env: &Env) -> BackendStatus {
     b
 }
 
-fn queue_status(env: &Env) -> QueueStatus {
+pub(crate) fn queue_status(env: &Env) -> QueueStatus {
     let (spooled, spooled_oldest) = crate::runtime::spool::depth(env);
     let mut q = QueueStatus { spooled, spooled_oldest, ..Default::default() };
     let db = env.ovmem_home().join("memory.db");

@@ -250,7 +250,7 @@ fn in_script_dir(t: &Target, receipt: Option<&Receipt>, f: &mut Found) {
 
 /// A plugin module the harness loads in-process: it runs `<runtime> hook <harness> <event>` for
 /// each of the manifest's events, so that is what the doctor runs (the module's own JavaScript is
-/// the harness's to run).
+/// the harness's to run). A module that is not byte for byte what ovmem writes is `Edited`.
 fn in_plugin(t: &Target, receipt: Option<&Receipt>, f: &mut Found) {
     let h = t.harness;
     let Ok(path) = t.location() else { return };
@@ -261,7 +261,12 @@ fn in_plugin(t: &Target, receipt: Option<&Receipt>, f: &mut Found) {
         }
         return;
     };
-    let kind = kind_of(&runtime, &t.env.runtime_bin());
+    // The module is ovmem's own only as ovmem writes it, every byte: code added to it runs in
+    // the harness, and the doctor (which runs the command the module would run) cannot judge it.
+    let kind = match kind_of(&runtime, &t.env.runtime_bin()) {
+        Kind::Ours if crate::install::plugin_file::desired(t).ok().as_deref() != Some(text.as_str()) => Kind::Edited,
+        k => k,
+    };
     for hook in &h.manifest.hooks {
         let argv = [runtime.to_string_lossy().as_ref(), "hook", h.id(), &hook.event].map(String::from).to_vec();
         f.hooks.push(Hook {

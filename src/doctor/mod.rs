@@ -331,7 +331,7 @@ fn check_target(
         Scope::User => sb.project.clone(),
     };
     let session = format!("ovmem-doctor-{}-{}", h.id(), std::process::id());
-    let bank = crate::runtime::bank_for(sb.cfg.bank, &cwd, h.id(), &session);
+    let bank = crate::runtime::bank_for(sb.cfg.bank, &cwd, h.id(), &session, &sb.home).key;
     let marker = format!("doctor-marker-{}-{}", h.id(), std::process::id());
     let answer = format!("doctor-reply-{}-{}", h.id(), std::process::id());
     let prompt = format!("ovmem doctor check: which doctor marker is stored for {}?", h.id());
@@ -417,6 +417,18 @@ fn check_target(
                 ));
             }
         }
+        if hook.kind == Kind::Edited && is_plugin(t) {
+            let edited = format!(
+                "the plugin module is not what ovmem wrote (edited since), and the doctor cannot judge code it does \
+                 not run; `ovmem install --harness {} --force` puts ovmem's back",
+                h.id()
+            );
+            rep.status = if problem.is_none() { "edited" } else { rep.status };
+            problem = Some(match problem {
+                Some(p) => format!("{p}; {edited}"),
+                None => edited,
+            });
+        }
         if let Kind::OtherRuntime(rt) = &hook.kind {
             let drift = format!(
                 "it runs `{}`, not this ovmem's runtime `{}` (drift); `ovmem install --harness {}` points it here",
@@ -467,6 +479,24 @@ fn check_target(
     }
     out.mcp = mcp_state(t, r, sb, &cwd, &mut out.problems);
     out
+}
+
+/// The one command that installs (and trusts) `t` again.
+fn fix_command(t: &Target) -> String {
+    match (&t.scope, &t.project) {
+        (Scope::Project, Some(p)) => {
+            format!(
+                "ovmem install --harness {} --project {}",
+                t.harness.id(),
+                crate::shell::quote(&p.to_string_lossy())
+            )
+        }
+        _ => format!("ovmem install --harness {}", t.harness.id()),
+    }
+}
+
+fn is_plugin(t: &Target) -> bool {
+    t.harness.manifest.kind == crate::harness::InstallKind::PluginFile
 }
 
 fn owner_name(k: &Kind) -> &'static str {
@@ -584,11 +614,18 @@ fn expectations(
 fn trust_state(t: &Target, r: &Receipt, out: &mut TargetReport) -> Option<Vec<String>> {
     let h = t.harness;
     h.manifest.trust.as_ref()?;
+    // Unknown is not healthy: a harness that needs trust skips untrusted hooks without a word.
     let Some(binary) = h.detect(t.env).binary else {
-        out.trust = TrustState {
-            state: "unknown",
-            detail: Some(format!("`{}` is not on PATH, so its trust could not be checked", h.manifest.binaries[0])),
-        };
+        let why = format!(
+            "`{}` is not on PATH, so whether {} trusts ovmem's hooks is unknown (it skips hooks it does not trust); \
+             with `{}` on PATH, `{}` trusts them",
+            h.manifest.binaries[0],
+            h.manifest.name,
+            h.manifest.binaries[0],
+            fix_command(t)
+        );
+        out.problems.push(why.clone());
+        out.trust = TrustState { state: "unknown", detail: Some(why) };
         return None;
     };
     match trust::status(t.env, t, &binary, r) {
@@ -615,8 +652,13 @@ fn trust_state(t: &Target, r: &Receipt, out: &mut TargetReport) -> Option<Vec<St
             None
         }
         Err(e) => {
-            let detail = format!("{e:#}");
-            out.trust = TrustState { state: "unknown", detail: Some(detail) };
+            let why = format!(
+                "could not ask {} whether it trusts ovmem's hooks ({e:#}), so memory may never run; `{}` trusts them",
+                h.manifest.name,
+                fix_command(t)
+            );
+            out.problems.push(why.clone());
+            out.trust = TrustState { state: "unknown", detail: Some(why) };
             None
         }
     }
@@ -672,6 +714,20 @@ fn mcp_state(
         }
     };
     st.command = Some(std::iter::once(server.command.clone()).chain(server.args.clone()).collect::<Vec<_>>().join(" "));
+    // A project's files are untrusted input (a pull can change them): only the entry exactly as
+    // ovmem writes it is started there.
+    if t.scope == Scope::Project && !mcp_exact(t, &value) {
+        st.status = "edited";
+        let p = format!(
+            "not started: the `ovmem` entry in `{}` is not what ovmem wrote, and a project's files are untrusted \
+             input (check it by hand, or `ovmem install --harness {} --project … --force` to put ovmem's back)",
+            f.path.display(),
+            t.harness.id()
+        );
+        problems.push(format!("mcp: {p}"));
+        st.problem = Some(p);
+        return Some(st);
+    }
     let probe = mcp_probe::probe(&server, cwd, &sb.env(), MCP_TIMEOUT);
     st.latency_ms = Some(ms(probe.elapsed));
     st.tools = probe.tools;
@@ -686,6 +742,17 @@ fn mcp_state(
         st.problem = Some(p);
     }
     Some(st)
+}
+
+/// Whether an MCP entry is the one ovmem writes for `t` (TOML entries compared as values).
+fn mcp_exact(t: &Target, value: &serde_json::Value) -> bool {
+    match t.desired_mcp() {
+        Ok(Some(want)) if t.harness.manifest.mcp_format == McpFormat::Toml => {
+            crate::install::mcp_toml::hash(&want) == crate::install::mcp_toml::hash(value)
+        }
+        Ok(Some(want)) => want == *value,
+        _ => false,
+    }
 }
 
 /// Duplicates and legacy integrations, from the legacy scan of each scanned scope.

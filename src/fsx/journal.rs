@@ -739,7 +739,8 @@ fn rollback(dir: &Path, j: &Journal) -> Rollback {
 fn restore(dir: &Path, f: &JFile) -> Result<()> {
     match &f.before {
         Some(b) => {
-            let bytes = fs::read(dir.join(&b.copy))
+            let bytes = read_opt(&dir.join(&b.copy))
+                .and_then(|b| b.ok_or_else(|| anyhow::anyhow!("it is not there")))
                 .with_context(|| format!("the journal's copy of `{}` is missing", f.path.display()))?;
             let tmp = temp_beside(&f.path, &bytes, b.meta.mode, Some(b.meta))?;
             tmp.as_file().sync_all()?;
@@ -770,6 +771,9 @@ pub enum Outcome {
     RolledBack { restored: usize },
     /// It had committed: its finishing steps were done.
     RolledForward,
+    /// Its journal could not be read (damaged, not a regular file, unreadable): nothing was
+    /// rolled either way, and the journal directory was moved aside, whole, to `kept`.
+    Kept { kept: PathBuf, error: String },
 }
 
 impl std::fmt::Display for Recovered {
@@ -784,6 +788,14 @@ impl std::fmt::Display for Recovered {
                 write!(f, "{what}; it was rolled back ({restored} file(s) put back as they were)")
             }
             Outcome::RolledForward => write!(f, "{what} after it had committed; it was completed (rolled forward)"),
+            Outcome::Kept { ref kept, ref error } => write!(
+                f,
+                "an interrupted ovmem left a journal that could not be read ({error}); nothing was undone and it \
+                 was kept at `{}` (its `before-*` files are the earlier copies of the files it was changing): \
+                 check the harness files with `ovmem status`, restore from those copies if needed, then remove \
+                 that directory",
+                kept.display()
+            ),
         }
     }
 }
@@ -795,8 +807,35 @@ pub fn recover(ovmem_home: &Path) -> Result<Option<Recovered>> {
     if fs::symlink_metadata(&dir).is_err() {
         return Ok(None);
     }
-    let journal: Option<Journal> =
-        fs::read(dir.join("journal.json")).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    // The journal is written whole (a temp file renamed over it) before the first byte of a harness
+    // file changes: no journal means nothing had changed; one that cannot be read is kept.
+    let journal: Option<Journal> = match read_opt(&dir.join("journal.json"))
+        .and_then(|b| b.map(|b| serde_json::from_slice(&b).context("it is not a valid journal")).transpose())
+    {
+        Ok(j) => j,
+        Err(e) => {
+            let stamp = crate::store::now();
+            let kept = (0..)
+                .map(|n| {
+                    ovmem_home.join(if n == 0 {
+                        format!("journal.unreadable-{stamp}")
+                    } else {
+                        format!("journal.unreadable-{stamp}-{n}")
+                    })
+                })
+                .find(|p| fs::symlink_metadata(p).is_err())
+                .expect("a free name");
+            fs::rename(&dir, &kept)
+                .with_context(|| format!("could not move the unreadable journal `{}` aside", dir.display()))?;
+            let error = format!("{e:#}");
+            return Ok(Some(Recovered {
+                command: "?".into(),
+                pid: 0,
+                outcome: Outcome::Kept { kept, error },
+                warnings: Vec::new(),
+            }));
+        }
+    };
     let out = match journal {
         None => Recovered { command: "?".into(), pid: 0, outcome: Outcome::Discarded, warnings: Vec::new() },
         Some(j) if j.state == State::Committed => {
@@ -902,5 +941,30 @@ mod tests {
         // A rollback gives back their bytes, not the stale ones ovmem had read.
         drop(tx);
         assert_eq!(fs::read_to_string(&a).unwrap(), "theirs-v2");
+    }
+
+    #[test]
+    fn an_unreadable_journal_is_kept_and_reported_never_deleted() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        for (i, bad) in ["damaged", "zero"].into_iter().enumerate() {
+            let d = dir(&home);
+            fs::create_dir_all(&d).unwrap();
+            fs::write(d.join("before-0"), "the user's old bytes").unwrap();
+            if bad == "zero" {
+                std::os::unix::fs::symlink("/dev/zero", d.join("journal.json")).unwrap();
+            } else {
+                fs::write(d.join("journal.json"), "{\"state\": tru").unwrap();
+            }
+            let r = recover(&home).unwrap().unwrap();
+            let Outcome::Kept { kept, .. } = &r.outcome else { panic!("{bad}: {r:?}") };
+            assert_eq!(fs::read_to_string(kept.join("before-0")).unwrap(), "the user's old bytes", "{bad}");
+            assert!(r.to_string().contains("could not be read") && r.to_string().contains(&kept.display().to_string()));
+            assert!(!d.exists(), "moved aside, so the next command can run");
+            let kept_dirs = fs::read_dir(&home)
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("journal.unreadable-"));
+            assert_eq!(kept_dirs.count(), i + 1, "{bad}: two in one second get their own names");
+        }
     }
 }

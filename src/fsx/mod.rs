@@ -105,6 +105,12 @@ pub fn resolve_in(path: &Path, root: Option<&Path>) -> Result<PathBuf> {
 /// Reads a regular file, following symlinks; `None` when it does not exist. Anything else (a
 /// FIFO, a device, a directory) and anything over [`MAX_READ`] is an error, never a hang.
 pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
+    read_capped(path, MAX_READ)
+}
+
+/// [`read_opt`] with a smaller cap, for files that are small by nature (git's `HEAD`, a `.git`
+/// file): a project can point them anywhere, and a hook must not read megabytes to learn a name.
+pub fn read_capped(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
     let meta = match fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
@@ -113,8 +119,8 @@ pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
     if !meta.is_file() {
         bail!("`{}` is not a regular file; ovmem reads only regular files", path.display());
     }
-    if meta.len() > MAX_READ {
-        bail!("`{}` is larger than {} MiB; ovmem does not read it", path.display(), MAX_READ >> 20);
+    if meta.len() > max {
+        bail!("`{}` is larger than {}; ovmem does not read it", path.display(), size_text(max));
     }
     let f = match OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path) {
         Ok(f) => f,
@@ -126,11 +132,19 @@ pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
         bail!("`{}` is not a regular file; ovmem reads only regular files", path.display());
     }
     let mut out = Vec::with_capacity(meta.len() as usize);
-    f.take(MAX_READ + 1).read_to_end(&mut out).with_context(|| format!("could not read `{}`", path.display()))?;
-    if out.len() as u64 > MAX_READ {
-        bail!("`{}` is larger than {} MiB; ovmem does not read it", path.display(), MAX_READ >> 20);
+    f.take(max + 1).read_to_end(&mut out).with_context(|| format!("could not read `{}`", path.display()))?;
+    if out.len() as u64 > max {
+        bail!("`{}` is larger than {}; ovmem does not read it", path.display(), size_text(max));
     }
     Ok(Some(out))
+}
+
+fn size_text(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else {
+        format!("{n} bytes")
+    }
 }
 
 /// [`read_opt`] of what `path` leads to, confined to `root` when given.

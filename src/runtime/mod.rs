@@ -221,6 +221,7 @@ fn answer(env: &Env, cfg: &Config, adapter: &Adapter, event: &Event, deadline: D
         ends: Instant::now() + deadline,
         link: std::cell::OnceCell::new(),
         remote_until: std::cell::OnceCell::new(),
+        bank: std::cell::OnceCell::new(),
         notes: std::cell::RefCell::new(Vec::new()),
     };
     let (outcome, note) = ctx.act()?;
@@ -257,6 +258,8 @@ struct Ctx<'a> {
     link: std::cell::OnceCell<Option<remote::Link>>,
     /// Until when remote calls may run (set by the first one).
     remote_until: std::cell::OnceCell<Instant>,
+    /// The project's bank, worked out once.
+    bank: std::cell::OnceCell<crate::project::Bank>,
     /// What happened on the side (a server away, a queue sent), for the log.
     notes: std::cell::RefCell<Vec<String>>,
 }
@@ -291,7 +294,7 @@ impl Ctx<'_> {
 
     /// The server's bank and the project's identity for this hook.
     fn target(&self, link: &remote::Link) -> (String, String) {
-        remote::target(&link.settings, self.cfg.bank, &self.bank(), &self.cwd())
+        remote::target(&link.settings, self.cfg.bank, &self.bank(), &self.cwd(), &self.env.ovmem_home())
     }
 
     /// Sends what waits in the outbox, within the send budget.
@@ -328,9 +331,24 @@ impl Ctx<'_> {
         self.env.ovmem_home().join("memory.db")
     }
 
+    /// The store, with the project's older banks carried over into its bank (a lookup by name
+    /// when there are none, which is every time but the first).
     fn open(&self) -> Result<Store> {
         let path = self.db_path();
-        Ok(Store::open(&path, self.busy)?.for_exiting_process(&path))
+        let store = Store::open(&path, self.busy)?.for_exiting_process(&path);
+        let bank = self.project_bank();
+        match store.carry_over(&bank.key, &bank.carried) {
+            Ok(0) => {}
+            Ok(n) => self.note(format!("carried {n} memory(ies) over into the bank `{}`", bank.key)),
+            Err(e) => self.note(format!("could not carry older banks over into `{}`: {e:#}", bank.key)),
+        }
+        Ok(store)
+    }
+
+    fn project_bank(&self) -> &crate::project::Bank {
+        self.bank.get_or_init(|| {
+            bank_for(self.cfg.bank, &self.cwd(), &self.event.harness, &self.event.session, &self.env.ovmem_home())
+        })
     }
 
     fn cwd(&self) -> PathBuf {
@@ -338,7 +356,7 @@ impl Ctx<'_> {
     }
 
     fn bank(&self) -> String {
-        bank_for(self.cfg.bank, &self.cwd(), &self.event.harness, &self.event.session)
+        self.project_bank().key.clone()
     }
 
     fn at(&self) -> i64 {
@@ -515,8 +533,8 @@ impl Ctx<'_> {
 }
 
 /// The bank a hook reads and writes, by the configured mode (the rule is [`crate::project::bank`]).
-pub fn bank_for(mode: BankMode, cwd: &Path, harness: &str, session: &str) -> String {
-    crate::project::bank(mode, cwd, harness, session)
+pub fn bank_for(mode: BankMode, cwd: &Path, harness: &str, session: &str, home: &Path) -> crate::project::Bank {
+    crate::project::bank(mode, cwd, harness, session, &crate::project::cache_dir(home))
 }
 
 pub use render::PREAMBLE;

@@ -34,15 +34,25 @@ pub fn link(env: &Env, cfg: &Config) -> Option<Result<Link>> {
 }
 
 /// Where a project's memories live on the server: the configured bank, or the team bank derived
-/// from the project's git remote (so every clone, on every machine, shares it), or for the
+/// from the project's git remote (so every clone, on every machine, shares it), or for a project
+/// without a remote a bank private to this machine ([`backend::private_bank`]); for the
 /// per-agent, per-session and per-user modes a bank named after the local one.
-pub fn target(settings: &Settings, mode: BankMode, local_bank: &str, cwd: &std::path::Path) -> (String, String) {
+pub fn target(
+    settings: &Settings,
+    mode: BankMode,
+    local_bank: &str,
+    cwd: &std::path::Path,
+    home: &std::path::Path,
+) -> (String, String) {
     let identity = crate::project::identity(cwd);
     let project = identity.team().to_string();
-    let bank = match (&settings.bank, mode) {
-        (Some(b), _) => b.value.clone(),
-        (None, BankMode::Project) => backend::team_bank(identity.remote.as_deref().unwrap_or(""), &identity.root),
-        (None, _) => backend::bank_id(local_bank),
+    let bank = match (&settings.bank, mode, &identity.remote) {
+        (Some(b), _, _) => b.value.clone(),
+        (None, BankMode::Project, Some(remote)) => backend::team_bank(remote),
+        (None, BankMode::Project, None) => {
+            backend::private_bank(&identity.name, local_bank, &backend::machine_id(home))
+        }
+        (None, _, _) => backend::bank_id(local_bank),
     };
     (bank, project)
 }

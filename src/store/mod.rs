@@ -5,8 +5,11 @@
 //! a captured turn and the prompts it consumes are one transaction, so a turn is stored exactly
 //! once with its prompt or not at all. Schema versions are kept in `PRAGMA user_version`.
 
+pub mod browse;
+pub mod curate;
 pub mod index;
 mod outbox;
+pub mod injections;
 pub mod rank;
 pub mod text;
 
@@ -17,6 +20,8 @@ use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+pub use injections::Injection;
 
 use index::{doc_terms, Batch, Posting};
 use rank::{Candidate, Query};
@@ -658,8 +663,15 @@ impl Store {
         Ok(self.conn.prepare_cached(&sql)?.query_row([id], Self::row_memory).optional()?)
     }
 
-    /// The memories of `bank` most relevant to `query`, best first, at most `limit`.
+    /// The memories of `bank` most relevant to `query`, best first, at most `limit`; the bank's
+    /// pinned memories come first (`curate.rs`).
     pub fn recall(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Hit>> {
+        let ranked = self.ranked(bank, query, limit)?;
+        self.pins_first(bank, query, ranked, limit)
+    }
+
+    /// The ranking itself: BM25 candidates, reranked.
+    fn ranked(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Hit>> {
         let c = &*self.conn;
         let bank_row: Option<(i64, i64, i64)> = c
             .prepare_cached("SELECT id, docs, len FROM banks WHERE name = ?1")?
@@ -750,7 +762,7 @@ impl Store {
             .collect())
     }
 
-    /// The newest memories of `bank`.
+    /// The newest memories of `bank` (its pinned ones first).
     pub fn recent(&self, bank: &str, limit: usize) -> Result<Vec<Memory>> {
         let sql = format!(
             "SELECT {} FROM {} WHERE b.name = ?1 ORDER BY m.created_at DESC, m.id DESC LIMIT ?2",
@@ -759,7 +771,8 @@ impl Store {
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(params![bank, limit as i64], Self::row_memory)?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let newest = rows.collect::<rusqlite::Result<_>>()?;
+        self.pinned_then(bank, newest, limit)
     }
 
     /// Every memory (of one bank, or all), newest first.
@@ -774,20 +787,191 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Deletes a memory and its postings; false when there is none with that id.
+    /// Deletes a memory and every trace of it; false when there is none with that id. See
+    /// [`Store::forget_many`].
     pub fn forget(&self, id: i64) -> Result<bool> {
-        self.write(|c| {
-            let row: Option<(i64, String, String, String)> = c
-                .query_row("SELECT bank_id, prompt, reply, topic FROM memories WHERE id = ?1", [id], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-                })
-                .optional()?;
-            let Some((bank, prompt, reply, topic)) = row else { return Ok(false) };
-            index::remove(c, bank, id, &doc_terms(&prompt, &reply, &topic))?;
-            c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
-            c.execute("DELETE FROM outbox WHERE memory_id = ?1", [id])?;
-            Ok(true)
-        })
+        Ok(self.forget_many(&[id])?.missing.is_empty())
+    }
+
+    /// Deletes memories and every trace of them; returns the ids there was no memory for. Gone
+    /// with each: its postings (document frequencies decremented, blocks rewritten), the index
+    /// terms and vocabulary only it used, its vectors, its outbox entry, its session's topic and
+    /// the parts of its session's other memories' topics taken from its prompt (those are indexed
+    /// anew). Then its bytes: the database is rewritten without free space (`VACUUM`, with
+    /// `secure_delete` on) and the WAL checkpointed and truncated, so the text survives neither in
+    /// free pages, nor in the slack of live ones, nor in old WAL frames.
+    pub fn forget_many(&self, ids: &[i64]) -> Result<Forgot> {
+        self.conn.pragma_update(None, "secure_delete", "ON")?;
+        let missing = self.write(|c| {
+            let mut missing = Vec::new();
+            for &id in ids {
+                if !Self::forget_in(c, id)? {
+                    missing.push(id);
+                }
+            }
+            Ok(missing)
+        });
+        let scrub = match &missing {
+            // Also when nothing was found: forgetting again finishes a rewrite that failed before.
+            Ok(_) if !ids.is_empty() => self.vacuum().err().map(|e| format!("{e:#}")),
+            _ => None,
+        };
+        let _ = self.conn.pragma_update(None, "secure_delete", "OFF");
+        Ok(Forgot { missing: missing?, not_scrubbed: scrub })
+    }
+
+    fn forget_in(c: &Connection, id: i64) -> Result<bool> {
+        type Row = (i64, String, String, String, String, Option<String>);
+        let row: Option<Row> = c
+            .query_row(
+                "SELECT m.bank_id, b.name, m.prompt, m.reply, m.topic, m.session FROM memories m
+                 JOIN banks b ON b.id = m.bank_id WHERE m.id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            )
+            .optional()?;
+        let Some((bank, bank_name, prompt, reply, topic, session)) = row else { return Ok(false) };
+        let terms = doc_terms(&prompt, &reply, &topic);
+        index::remove(c, bank, id, &terms)?;
+        c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
+        c.execute("DELETE FROM outbox WHERE memory_id = ?1", [id])?;
+        purge_vectors(c, &[id])?;
+        if let Some(session) = &session {
+            c.execute("DELETE FROM sessions WHERE session = ?1 AND bank = ?2", params![session, bank_name])?;
+            if strip_topics(c, bank, session, &prompt)? {
+                Self::reindex(c, bank)?;
+            }
+        }
+        drop_unused_terms(c, terms.terms.iter().map(|(t, _)| t.as_str()))?;
+        Ok(true)
+    }
+
+    /// Rewrites the database without free space, then truncates the WAL (see [`Store::forget_many`]).
+    /// Best effort: a reader holding the store at that moment keeps old frames until it is done,
+    /// so the checkpoint is retried within the store's budget.
+    fn vacuum(&self) -> Result<()> {
+        let deadline = Instant::now() + self.busy;
+        while let Err(e) = self.conn.execute_batch("VACUUM") {
+            let e = anyhow::Error::from(e);
+            if !is_busy(&e) || Instant::now() >= deadline {
+                return Err(e.context("could not rewrite the store without the deleted text (VACUUM)"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.truncate_wal()
+    }
+
+    /// Folds the WAL into the database and truncates it, waiting for readers within the store's
+    /// budget (a hook reading at that moment holds old frames).
+    fn truncate_wal(&self) -> Result<()> {
+        let deadline = Instant::now() + self.busy;
+        loop {
+            let busy: i64 = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+            if busy == 0 {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                anyhow::bail!("another process kept the store's WAL busy, so it could not be truncated");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Indexes a bank anew from its memories (after memories moved in, or a topic was rewritten).
+    fn reindex(c: &Connection, bank: i64) -> Result<()> {
+        let old: Vec<i64> = {
+            let mut stmt = c.prepare("SELECT term_id FROM terms WHERE bank_id = ?1")?;
+            let rows = stmt.query_map([bank], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        c.execute("DELETE FROM postings WHERE bank_id = ?1", [bank])?;
+        c.execute("DELETE FROM terms WHERE bank_id = ?1", [bank])?;
+        c.execute("UPDATE banks SET docs = 0, len = 0 WHERE id = ?1", [bank])?;
+        let mut batch = Batch::default();
+        {
+            let mut stmt = c.prepare("SELECT id, prompt, reply, topic FROM memories WHERE bank_id = ?1 ORDER BY id")?;
+            let mut rows = stmt.query([bank])?;
+            while let Some(r) = rows.next()? {
+                let (prompt, reply, topic): (String, String, String) = (r.get(1)?, r.get(2)?, r.get(3)?);
+                batch.add(c, bank, r.get(0)?, &doc_terms(&prompt, &reply, &topic))?;
+            }
+        }
+        batch.flush(c)?;
+        let mut unused = c.prepare_cached(
+            "DELETE FROM vocab WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM terms WHERE term_id = ?1)",
+        )?;
+        for t in old {
+            unused.execute([t])?;
+        }
+        Ok(())
+    }
+
+    /// Moves every memory of bank `from` into bank `into` (prompt buffers and session topics
+    /// too) and removes `from`; a memory already in `into` is kept once. Returns how many
+    /// memories `from` had. Idempotent: a bank that is gone has nothing to move.
+    pub fn merge(&self, from: &str, into: &str) -> Result<usize> {
+        if from == into {
+            return Ok(0);
+        }
+        self.write(|c| Self::merge_in(c, from, into))
+    }
+
+    fn merge_in(c: &Connection, from: &str, into: &str) -> Result<usize> {
+        let Some(src) = Self::bank_id(c, from, false)? else { return Ok(0) };
+        let moved: i64 = c.query_row("SELECT count(*) FROM memories WHERE bank_id = ?1", [src], |r| r.get(0))?;
+        c.execute("UPDATE session_prompts SET bank = ?2 WHERE bank = ?1", params![from, into])?;
+        c.execute("UPDATE OR IGNORE sessions SET bank = ?2 WHERE bank = ?1", params![from, into])?;
+        c.execute("DELETE FROM sessions WHERE bank = ?1", [from])?;
+        match Self::bank_id(c, into, false)? {
+            // The usual first use: the bank only changes its name; its index stays valid.
+            None => {
+                c.execute("UPDATE banks SET name = ?2 WHERE id = ?1", params![src, into])?;
+            }
+            Some(dst) => {
+                let dups: Vec<i64> = {
+                    let mut stmt = c.prepare(
+                        "SELECT id FROM memories WHERE bank_id = ?1
+                         AND hash IN (SELECT hash FROM memories WHERE bank_id = ?2)",
+                    )?;
+                    let rows = stmt.query_map(params![src, dst], |r| r.get(0))?;
+                    rows.collect::<rusqlite::Result<_>>()?
+                };
+                for d in &dups {
+                    c.execute("DELETE FROM memories WHERE id = ?1", [d])?;
+                    c.execute("DELETE FROM outbox WHERE memory_id = ?1", [d])?;
+                }
+                purge_vectors(c, &dups)?;
+                c.execute("UPDATE memories SET bank_id = ?2 WHERE bank_id = ?1", params![src, dst])?;
+                c.execute("DELETE FROM postings WHERE bank_id = ?1", [src])?;
+                c.execute("DELETE FROM terms WHERE bank_id = ?1", [src])?;
+                c.execute("DELETE FROM banks WHERE id = ?1", [src])?;
+                Self::reindex(c, dst)?;
+            }
+        }
+        Ok(moved as usize)
+    }
+
+    /// Carries a project's older banks (`from`, see [`crate::project::Bank`]) over into its bank
+    /// on first use: one lookup by name each, a merge only for one that exists. Hooks racing
+    /// here are safe: each merge is one write transaction, and a bank already moved is gone.
+    pub fn carry_over(&self, into: &str, from: &[String]) -> Result<usize> {
+        let mut n = 0;
+        for f in from {
+            if f != into && Self::bank_id(&self.conn, f, false)?.is_some() {
+                n += self.merge(f, into)?;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Every bank with how many memories it holds, the largest first.
+    pub fn banks(&self) -> Result<Vec<(String, i64)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT b.name, (SELECT count(*) FROM memories m WHERE m.bank_id = b.id) AS n FROM banks b
+             ORDER BY n DESC, b.name",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// The memories of `bank` whose own text (what the user said and the agent answered, not the
@@ -953,6 +1137,16 @@ impl Store {
     }
 }
 
+/// What [`Store::forget_many`] did.
+#[derive(Debug)]
+pub struct Forgot {
+    /// The ids there was no memory for.
+    pub missing: Vec<i64>,
+    /// Why the deleted text may still be in the file's free space (the rewrite or the WAL
+    /// truncate could not be done); `None` when it is gone from the files too.
+    pub not_scrubbed: Option<String>,
+}
+
 /// A finished turn, as the stop hook (or a replayed spool file) hands it to the store.
 #[derive(Debug, Clone)]
 pub struct Turn<'a> {
@@ -983,6 +1177,67 @@ pub struct Outbound<'a> {
 }
 
 pub use outbox::{Depth, Parked, Queued, SessionToEnd, PARK_AFTER};
+
+/// Deletes the vectors of `ids`, where a store has a vectors table (semantic recall keeps one
+/// row per memory id); nothing otherwise.
+fn purge_vectors(c: &Connection, ids: &[i64]) -> Result<()> {
+    let columns: Vec<String> = {
+        let mut stmt = c.prepare("SELECT name FROM pragma_table_info('vectors')")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let Some(col) = ["memory_id", "memory", "id"].into_iter().find(|k| columns.iter().any(|c| c == k)) else {
+        return Ok(());
+    };
+    let mut del = c.prepare(&format!("DELETE FROM vectors WHERE {col} = ?1"))?;
+    for id in ids {
+        del.execute([id])?;
+    }
+    Ok(())
+}
+
+/// Removes from the topics of `session`'s other memories in `bank` every part taken from
+/// `prompt` (a topic is ` / `-joined clips of earlier prompts); true when one changed.
+fn strip_topics(c: &Connection, bank: i64, session: &str, prompt: &str) -> Result<bool> {
+    let prompt = normalise(prompt);
+    let rows: Vec<(i64, String)> = {
+        let mut stmt =
+            c.prepare("SELECT id, topic FROM memories WHERE bank_id = ?1 AND session = ?2 AND topic != ''")?;
+        let rows = stmt.query_map(params![bank, session], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut changed = false;
+    for (id, topic) in rows {
+        let parts: Vec<&str> = topic.split(" / ").collect();
+        let kept: Vec<&str> = parts
+            .iter()
+            .copied()
+            .filter(|p| {
+                let p = normalise(p.trim_end_matches('…'));
+                p.is_empty() || !prompt.contains(&p)
+            })
+            .collect();
+        if kept.len() != parts.len() {
+            c.execute("UPDATE memories SET topic = ?2 WHERE id = ?1", params![id, kept.join(" / ")])?;
+            changed = true;
+        }
+    }
+    Ok(changed)
+}
+
+/// Drops the index terms no document uses any more (a document frequency of 0, with their empty
+/// posting blocks) and the vocabulary no bank uses: their text came from what was deleted.
+fn drop_unused_terms<'a>(c: &Connection, terms: impl Iterator<Item = &'a str>) -> Result<()> {
+    for t in terms {
+        let Some(id) = index::term_id(c, t, false)? else { continue };
+        c.prepare_cached("DELETE FROM postings WHERE term_id = ?1 AND bank_id IN (SELECT bank_id FROM terms WHERE term_id = ?1 AND df <= 0)")?
+            .execute([id])?;
+        c.prepare_cached("DELETE FROM terms WHERE term_id = ?1 AND df <= 0")?.execute([id])?;
+        c.prepare_cached("DELETE FROM vocab WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM terms WHERE term_id = ?1)")?
+            .execute([id])?;
+    }
+    Ok(())
+}
 
 /// Schema 1 (one FTS5 table over `User: … / Assistant: …` texts) to 2: every memory is split back
 /// into prompt and reply and indexed anew; prompt buffers and flags are kept.

@@ -1,0 +1,179 @@
+//! Who may talk to the viewer: a request must name a loopback `Host` (no DNS rebinding), carry
+//! the per-run token (`?token=`, the cookie the first page load sets, or `Authorization:
+//! Bearer`), and a change (DELETE, POST, PUT) must carry the token as a Bearer header, which a
+//! cross-site page cannot send, with a loopback `Origin` when the browser sends one.
+
+use std::io::Read;
+
+/// Why a request is refused, with the status it gets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("the Host header must be 127.0.0.1:{0}, localhost:{0} or [::1]:{0}")]
+    Host(u16),
+    #[error("the token is missing or wrong: open the URL `ovmem ui` printed (it carries ?token=)")]
+    Token,
+    #[error("changes need `Authorization: Bearer <token>`")]
+    Bearer,
+    #[error("changes are accepted only from the viewer's own page (Origin {0:?} is not it)")]
+    Origin(String),
+}
+
+impl Refused {
+    pub fn status(&self) -> u16 {
+        match self {
+            Refused::Token => 401,
+            _ => 403,
+        }
+    }
+}
+
+/// How the request proved it knows the token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proof {
+    Query,
+    Cookie,
+    Bearer,
+}
+
+/// What the guard reads of a request.
+pub struct Seen<'a> {
+    pub method: &'a str,
+    pub host: Option<&'a str>,
+    pub origin: Option<&'a str>,
+    pub authorization: Option<&'a str>,
+    pub cookie: Option<&'a str>,
+    /// The `token` query parameter, decoded.
+    pub query_token: Option<&'a str>,
+}
+
+/// The per-run secret and the port it guards.
+pub struct Guard {
+    token: String,
+    port: u16,
+}
+
+impl Guard {
+    pub fn new(token: String, port: u16) -> Self {
+        Self { token, port }
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The cookie's name: one per port, so two viewers do not overwrite each other's.
+    pub fn cookie_name(&self) -> String {
+        format!("ovmem_ui_{}", self.port)
+    }
+
+    /// The `Set-Cookie` value the first page load gets.
+    pub fn set_cookie(&self) -> String {
+        format!("{}={}; HttpOnly; SameSite=Strict; Path=/", self.cookie_name(), self.token)
+    }
+
+    fn loopback(&self, authority: &str) -> bool {
+        let a = authority.to_ascii_lowercase();
+        let port = self.port;
+        a == format!("127.0.0.1:{port}") || a == format!("localhost:{port}") || a == format!("[::1]:{port}")
+    }
+
+    fn same(&self, candidate: &str) -> bool {
+        // Constant time in the candidate's bytes: no early exit on the first difference.
+        let (a, b) = (candidate.as_bytes(), self.token.as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+
+    /// Lets the request through (saying how it proved the token) or says why not.
+    pub fn check(&self, r: &Seen) -> Result<Proof, Refused> {
+        if !r.host.is_some_and(|h| self.loopback(h.trim())) {
+            return Err(Refused::Host(self.port));
+        }
+        let bearer = r.authorization.and_then(|a| a.trim().strip_prefix("Bearer ")).map(str::trim);
+        let cookie = r.cookie.and_then(|c| {
+            let name = self.cookie_name();
+            c.split(';').filter_map(|kv| kv.trim().split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
+        });
+        let proof = if bearer.is_some_and(|t| self.same(t)) {
+            Proof::Bearer
+        } else if r.query_token.is_some_and(|t| self.same(t)) {
+            Proof::Query
+        } else if cookie.is_some_and(|t| self.same(t)) {
+            Proof::Cookie
+        } else {
+            return Err(Refused::Token);
+        };
+        if !matches!(r.method, "GET" | "HEAD") {
+            if proof != Proof::Bearer {
+                return Err(Refused::Bearer);
+            }
+            if let Some(o) = r.origin {
+                let authority = o.strip_prefix("http://").unwrap_or("");
+                if !self.loopback(authority) {
+                    return Err(Refused::Origin(o.to_string()));
+                }
+            }
+        }
+        Ok(proof)
+    }
+}
+
+/// A new random token: 32 bytes of the kernel's randomness, as hex.
+pub fn new_token() -> std::io::Result<String> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen<'a>(method: &'a str, host: &'a str) -> Seen<'a> {
+        Seen { method, host: Some(host), origin: None, authorization: None, cookie: None, query_token: None }
+    }
+
+    #[test]
+    fn every_rule() {
+        let g = Guard::new("abc123".into(), 4100);
+        let ok_host = "127.0.0.1:4100";
+        assert_eq!(g.check(&Seen { query_token: Some("abc123"), ..seen("GET", ok_host) }), Ok(Proof::Query));
+        for host in ["localhost:4100", "LOCALHOST:4100", "[::1]:4100"] {
+            assert!(g.check(&Seen { query_token: Some("abc123"), ..seen("GET", host) }).is_ok(), "{host}");
+        }
+        for host in ["evil.example:4100", "127.0.0.1:4101", "127.0.0.1", "localhost.evil:4100"] {
+            assert_eq!(g.check(&Seen { query_token: Some("abc123"), ..seen("GET", host) }), Err(Refused::Host(4100)));
+        }
+        assert_eq!(g.check(&seen("GET", ok_host)), Err(Refused::Token));
+        assert_eq!(g.check(&Seen { query_token: Some("abc124"), ..seen("GET", ok_host) }), Err(Refused::Token));
+        assert_eq!(g.check(&Seen { query_token: Some("abc12"), ..seen("GET", ok_host) }), Err(Refused::Token));
+        let cookie = "a=b; ovmem_ui_4100=abc123";
+        assert_eq!(g.check(&Seen { cookie: Some(cookie), ..seen("GET", ok_host) }), Ok(Proof::Cookie));
+        assert_eq!(
+            g.check(&Seen { cookie: Some("ovmem_ui_4999=abc123"), ..seen("GET", ok_host) }),
+            Err(Refused::Token),
+            "another viewer's cookie"
+        );
+        // Changes: Bearer only, and a loopback Origin when one is sent.
+        assert_eq!(g.check(&Seen { cookie: Some(cookie), ..seen("DELETE", ok_host) }), Err(Refused::Bearer));
+        assert_eq!(g.check(&Seen { query_token: Some("abc123"), ..seen("POST", ok_host) }), Err(Refused::Bearer));
+        let bearer = Some("Bearer abc123");
+        assert_eq!(g.check(&Seen { authorization: bearer, ..seen("DELETE", ok_host) }), Ok(Proof::Bearer));
+        let origin = Some("http://localhost:4100");
+        assert!(g.check(&Seen { authorization: bearer, origin, ..seen("PUT", ok_host) }).is_ok());
+        for o in ["http://evil.example", "null", "https://127.0.0.1:4100", "http://127.0.0.1:4100.evil"] {
+            assert_eq!(
+                g.check(&Seen { authorization: bearer, origin: Some(o), ..seen("DELETE", ok_host) }),
+                Err(Refused::Origin(o.into()))
+            );
+        }
+        assert_eq!(Refused::Token.status(), 401);
+        assert_eq!(Refused::Host(1).status(), 403);
+    }
+
+    #[test]
+    fn tokens_are_random_and_long() {
+        let (a, b) = (new_token().unwrap(), new_token().unwrap());
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,290 @@
+//! Which bank a project's memory lives in, with real git repositories and the built binary: a
+//! moved or renamed checkout, a second clone and a worktree recall the project's memory; an
+//! unrelated repository with the same directory name does not; banks an older ovmem named by path
+//! are carried over on first use; `memory banks` and `memory merge`; hostile `.git` files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+const FACT: &str = "The shop checkout service retries payment webhooks with exponential backoff capped at 90 seconds";
+const QUESTION: &str = "How does the checkout service retry payment webhooks?";
+
+/// `PATH` for everything the tests start: the system's, plus wherever `git` is.
+fn path() -> String {
+    let mut dirs = vec!["/usr/bin".to_string(), "/bin".to_string()];
+    let out = Command::new("sh").args(["-c", "command -v git"]).output().unwrap();
+    let git = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(!git.is_empty(), "these tests need git");
+    dirs.insert(0, Path::new(&git).parent().unwrap().display().to_string());
+    dirs.join(":")
+}
+
+struct Lab {
+    tmp: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Self {
+        Self { tmp: tempfile::tempdir().unwrap() }
+    }
+
+    fn base(&self) -> PathBuf {
+        std::fs::canonicalize(self.tmp.path()).unwrap()
+    }
+
+    fn home(&self) -> PathBuf {
+        self.base().join("home")
+    }
+
+    fn git(&self, dir: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("PATH", path())
+            .env("HOME", self.home())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.com")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.com")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// A repository with one commit (`marker` makes its root commit its own), and `remote` as
+    /// its origin when given.
+    fn repo(&self, rel: &str, marker: &str, remote: Option<&str>) -> PathBuf {
+        let dir = self.base().join(rel);
+        std::fs::create_dir_all(&dir).unwrap();
+        self.git(&dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("README"), marker).unwrap();
+        self.git(&dir, &["add", "README"]);
+        self.git(&dir, &["commit", "-q", "-m", marker]);
+        if let Some(r) = remote {
+            self.git(&dir, &["remote", "add", "origin", r]);
+        }
+        dir
+    }
+
+    fn ovmem(&self, cwd: &Path, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = Command::new(OVMEM)
+            .args(args)
+            .env_clear()
+            .env("HOME", self.home())
+            .env("PATH", path())
+            .env("NO_COLOR", "1")
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    fn ok(&self, cwd: &Path, args: &[&str]) -> String {
+        let out = self.ovmem(cwd, args, b"");
+        assert!(out.status.success(), "ovmem {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// What a Claude Code prompt hook in `dir` injects for `prompt`.
+    fn recall(&self, dir: &Path, prompt: &str) -> String {
+        let stdin =
+            json!({"session_id": "s-recall", "cwd": dir, "hook_event_name": "UserPromptSubmit", "prompt": prompt});
+        let out = self.ovmem(dir, &["hook", "claude-code", "UserPromptSubmit"], stdin.to_string().as_bytes());
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&out.stdout);
+        if text.trim().is_empty() {
+            return String::new();
+        }
+        let v: Value = serde_json::from_str(&text).unwrap();
+        v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default().to_string()
+    }
+
+    fn banks(&self) -> Vec<Value> {
+        serde_json::from_str::<Vec<Value>>(&self.ok(&self.base(), &["memory", "banks", "--json"])).unwrap()
+    }
+
+    fn bank_of(&self, dir: &Path) -> String {
+        let v: Vec<Value> = serde_json::from_str(&self.ok(dir, &["memory", "list", "--json"])).unwrap();
+        v[0]["bank"].as_str().unwrap().to_string()
+    }
+}
+
+#[test]
+fn moved_renamed_cloned_and_worktree_checkouts_recall_the_project_memory() {
+    let lab = Lab::new();
+    let shop = lab.repo("old/shop", "shop", Some("git@github.com:acme/shop.git"));
+    lab.ok(&shop, &["memory", "add", FACT]);
+    assert_eq!(lab.bank_of(&shop), "project:github.com/acme/shop");
+    assert!(lab.recall(&shop, QUESTION).contains("exponential backoff"));
+
+    // Moved and renamed.
+    std::fs::create_dir_all(lab.base().join("new")).unwrap();
+    let moved = lab.base().join("new/shop-renamed");
+    std::fs::rename(&shop, &moved).unwrap();
+    assert!(lab.recall(&moved.join("."), QUESTION).contains("exponential backoff"), "after a move and a rename");
+
+    // A second clone, by another URL spelling of the same remote.
+    let clone = lab.repo("elsewhere/second-clone", "another history", Some("https://github.com/Acme/shop"));
+    assert!(lab.recall(&clone, QUESTION).contains("exponential backoff"), "a second clone");
+
+    // A linked worktree.
+    let wt = lab.base().join("wt-feature");
+    lab.git(&moved, &["worktree", "add", "-q", wt.to_str().unwrap()]);
+    assert!(lab.recall(&wt, QUESTION).contains("exponential backoff"), "a worktree");
+
+    // Same directory name, unrelated repository.
+    let other = lab.repo("other/shop", "unrelated", Some("git@github.com:someone/shop.git"));
+    assert_eq!(lab.recall(&other, QUESTION), "", "an unrelated `shop` shares nothing");
+}
+
+#[test]
+fn a_repository_without_a_remote_is_known_by_its_root_commit() {
+    let lab = Lab::new();
+    let app = lab.repo("a/app", "first app", None);
+    lab.ok(&app, &["memory", "add", FACT]);
+    let bank = lab.bank_of(&app);
+    assert!(bank.starts_with("project:git-root:"), "{bank}");
+    let moved = lab.base().join("b/app-moved");
+    std::fs::create_dir_all(lab.base().join("b")).unwrap();
+    std::fs::rename(&app, &moved).unwrap();
+    assert!(lab.recall(&moved, QUESTION).contains("exponential backoff"), "moved");
+    let other = lab.repo("c/app", "second app", None);
+    assert_eq!(lab.recall(&other, QUESTION), "", "another `app` with its own history");
+
+    // A remote added later: the root-commit bank is carried over into the remote's.
+    lab.git(&moved, &["remote", "add", "origin", "https://gitlab.com/acme/app.git"]);
+    assert!(lab.recall(&moved, QUESTION).contains("exponential backoff"), "after a remote was added");
+    let names: Vec<String> = lab.banks().iter().map(|b| b["bank"].as_str().unwrap().to_string()).collect();
+    assert!(names.contains(&"project:gitlab.com/acme/app".to_string()), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("project:git-root:")), "carried over, not left behind: {names:?}");
+
+    // A directory outside git keeps its path.
+    let plain = lab.base().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    lab.ok(&plain, &["memory", "add", "a note about the plain directory"]);
+    assert_eq!(lab.bank_of(&plain), format!("project:{}", plain.display()));
+}
+
+/// An export line in a bank an older ovmem named after the checkout's path.
+fn old_line(bank: &str, text: &str, at: i64) -> String {
+    json!({"bank": bank, "kind": "fact", "prompt": text, "reply": "", "created_at": at}).to_string() + "\n"
+}
+
+#[test]
+fn path_banks_of_an_older_ovmem_are_carried_over_once_even_by_racing_hooks() {
+    let lab = Lab::new();
+    let shop = lab.repo("src/shop", "shop", Some("git@github.com:acme/shop.git"));
+    let mut lines = old_line(&format!("project:{}", shop.display()), FACT, 1_700_000_000);
+    for i in 0..50 {
+        lines += &old_line(
+            &format!("project:{}", shop.display()),
+            &format!("older note number {i} about invoices"),
+            1_700_000_000 + i,
+        );
+    }
+    std::fs::write(lab.base().join("old.jsonl"), &lines).unwrap();
+    lab.ok(&lab.base(), &["memory", "import", lab.base().join("old.jsonl").to_str().unwrap()]);
+
+    // Six hooks at once, on first use.
+    let handles: Vec<_> = (0..6)
+        .map(|_| {
+            let (exe, home, dir, path) = (OVMEM, lab.home(), shop.clone(), path());
+            std::thread::spawn(move || {
+                let stdin = json!({"session_id": "race", "cwd": dir, "hook_event_name": "UserPromptSubmit", "prompt": QUESTION});
+                let mut c = Command::new(exe)
+                    .args(["hook", "claude-code", "UserPromptSubmit"])
+                    .env_clear()
+                    .env("HOME", home)
+                    .env("PATH", path)
+                    .current_dir(&dir)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                c.stdin.take().unwrap().write_all(stdin.to_string().as_bytes()).unwrap();
+                let out = c.wait_with_output().unwrap();
+                assert_eq!(out.status.code(), Some(0));
+                String::from_utf8_lossy(&out.stdout).into_owned()
+            })
+        })
+        .collect();
+    let outs: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(outs.iter().any(|o| o.contains("exponential backoff")), "{outs:?}");
+    let banks = lab.banks();
+    assert_eq!(banks.len(), 1, "{banks:?}");
+    assert_eq!(banks[0]["bank"], "project:github.com/acme/shop");
+    assert_eq!(banks[0]["memories"], 51, "every memory once");
+    assert!(lab.recall(&shop, "which older note is about invoices number 7").contains("number 7"));
+}
+
+#[test]
+fn banks_are_listed_and_merged_by_hand() {
+    let lab = Lab::new();
+    let shop = lab.repo("shop", "shop", Some("git@github.com:acme/shop.git"));
+    lab.ok(&shop, &["memory", "add", "a memory the project has already"]);
+    lab.ok(&shop, &["memory", "add", "a memory both banks hold"]);
+    // A checkout moved before this ovmem: its path bank cannot be found by the new location.
+    let gone = lab.base().join("gone/shop");
+    let mut lines = old_line(&format!("project:{}", gone.display()), FACT, 1_700_000_000);
+    lines += &old_line(&format!("project:{}", gone.display()), "a memory both banks hold", 1_700_000_001);
+    std::fs::write(lab.base().join("old.jsonl"), &lines).unwrap();
+    lab.ok(&lab.base(), &["memory", "import", lab.base().join("old.jsonl").to_str().unwrap()]);
+    assert_eq!(lab.recall(&shop, QUESTION), "");
+
+    let text = lab.ok(&shop, &["memory", "banks"]);
+    assert!(text.contains("* ") && text.contains("project:github.com/acme/shop"), "{text}");
+    assert!(text.contains(&format!("project:{}  (that directory is gone", gone.display())), "{text}");
+
+    let missing = lab.ovmem(&shop, &["memory", "merge", "project:/no/such/bank"], b"");
+    assert_eq!(missing.status.code(), Some(2), "{}", String::from_utf8_lossy(&missing.stderr));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("`ovmem memory banks`"));
+
+    let out = lab.ovmem(&shop, &["memory", "merge", &format!("project:{}", gone.display())], b"");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("merged 2 memory(ies)"));
+    assert!(lab.recall(&shop, QUESTION).contains("exponential backoff"));
+    let banks = lab.banks();
+    assert_eq!(banks.len(), 1, "{banks:?}");
+    assert_eq!(banks[0]["memories"], 3, "the memory both held is kept once: {banks:?}");
+    assert!(lab.recall(&shop, "which memory does the project have already").contains("already"));
+}
+
+#[test]
+fn a_git_file_pointing_at_dev_zero_costs_nothing() {
+    let lab = Lab::new();
+    let proj = lab.base().join("hostile");
+    let gd = lab.base().join("gd");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::create_dir_all(&gd).unwrap();
+    for f in ["commondir", "HEAD", "config", "packed-refs"] {
+        std::os::unix::fs::symlink("/dev/zero", gd.join(f)).unwrap();
+    }
+    std::fs::write(proj.join(".git"), format!("gitdir: {}\n", gd.display())).unwrap();
+    let other = lab.base().join("hostile2");
+    std::fs::create_dir_all(&other).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", other.join(".git")).unwrap();
+    let third = lab.base().join("hostile3");
+    std::fs::create_dir_all(&third).unwrap();
+    std::fs::write(third.join(".git"), "gitdir: /dev/zero\n").unwrap();
+    for dir in [&proj, &other, &third] {
+        lab.ok(dir, &["memory", "add", FACT]);
+        let started = Instant::now();
+        assert!(lab.recall(dir, QUESTION).contains("exponential backoff"));
+        assert!(started.elapsed() < Duration::from_secs(2), "{}: {:?}", dir.display(), started.elapsed());
+        assert_eq!(lab.bank_of(dir), format!("project:{}", dir.display()));
+        // `ovmem mcp` works out the same bank, and answers.
+        let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+        let out = lab.ovmem(dir, &["mcp"], format!("{init}\n").as_bytes());
+        assert!(String::from_utf8_lossy(&out.stdout).contains("\"id\":1"), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
