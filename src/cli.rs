@@ -65,6 +65,9 @@ pub enum Command {
         /// Give up after this many seconds
         #[arg(long, default_value_t = 60)]
         timeout: u64,
+        /// Put memories the server refused (parked) back in the queue first
+        #[arg(long)]
+        retry_parked: bool,
         #[arg(long)]
         json: bool,
     },
@@ -187,7 +190,7 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
             cmd::ui::run(a, &env)
         }
         Command::Backend(c) => cmd::backend::run(c),
-        Command::Sync { timeout, json } => cmd::sync::run(timeout, json),
+        Command::Sync { timeout, retry_parked, json } => cmd::sync::run(timeout, retry_parked, json),
         Command::Harnesses(a) => cmd::harnesses::run(a),
         Command::Completions { shell } => {
             clap_complete::generate(

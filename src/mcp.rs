@@ -119,12 +119,17 @@ impl Server {
                 Ok(render(&items, 40_000).unwrap_or_else(|| "No memories yet in this project.".into()))
             }
             "memory_add" => {
-                let text = crate::redact::scrub(&runtime::capture::strip_injected(
-                    args.get("text").and_then(Value::as_str).unwrap_or_default(),
-                ))
-                .trim()
-                .to_string();
+                // The limit the hooks store a prompt or a reply with: one huge fact must not slow
+                // every prompt of the project.
+                let raw = args.get("text").and_then(Value::as_str).unwrap_or_default();
+                let max = self.cfg.max_memory_chars;
+                let text = runtime::capture::clean(raw, max);
                 anyhow::ensure!(!text.is_empty(), "`text` is empty");
+                let cut = if raw.chars().count() > max {
+                    format!(" It was cut to its first {max} characters (the limit of every stored memory).")
+                } else {
+                    String::new()
+                };
                 let store = self.store()?;
                 let fact = store::NewMemory {
                     bank: &self.bank,
@@ -144,13 +149,19 @@ impl Server {
                             &self.env.ovmem_home(),
                         );
                         let id = store.add_queued(&fact, &remote::outbound(&bank, &project, "completed"))?;
-                        remote::flush(&store, link, link.settings.send_budget);
+                        remote::flush(
+                            &store,
+                            link,
+                            &self.env.ovmem_home(),
+                            link.settings.send_budget,
+                            remote::Wait::Never,
+                        );
                         id
                     }
                     None => store.add(&fact)?,
                 };
                 Ok(match added {
-                    Some(id) => format!("Remembered (memory #{id})."),
+                    Some(id) => format!("Remembered (memory #{id}).{cut}"),
                     None => "Already remembered.".into(),
                 })
             }

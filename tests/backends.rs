@@ -747,6 +747,12 @@ impl Dev {
     /// Runs one hook as the harness would; returns (stdout, exit code, time taken).
     fn hook(&self, harness: &str, event: &str, stdin: &Value) -> (String, i32, Duration) {
         let t = Instant::now();
+        let out = self.spawn_hook(harness, event, stdin).wait_with_output().unwrap();
+        (String::from_utf8_lossy(&out.stdout).trim().to_string(), out.status.code().unwrap_or(-1), t.elapsed())
+    }
+
+    /// Starts one hook as the harness would, its stdin written and closed.
+    fn spawn_hook(&self, harness: &str, event: &str, stdin: &Value) -> std::process::Child {
         let mut child = Command::new(OVMEM)
             .args(["hook", harness, event])
             .env_clear()
@@ -759,8 +765,7 @@ impl Dev {
             .spawn()
             .unwrap();
         child.stdin.take().unwrap().write_all(stdin.to_string().as_bytes()).unwrap();
-        let out = child.wait_with_output().unwrap();
-        (String::from_utf8_lossy(&out.stdout).trim().to_string(), out.status.code().unwrap_or(-1), t.elapsed())
+        child
     }
 
     /// A turn through Claude Code's hooks: the prompt, then the stop with the reply.
@@ -1101,4 +1106,309 @@ fn a_hindsight_cline_user_migrates_and_still_recalls_their_old_memories() {
     let (_, status) = ovmem(&["status", "--json"]);
     let v: Value = serde_json::from_str(status.trim_start_matches(|c| c != '{')).unwrap();
     assert_eq!(v["queue"]["outbox"], 0, "nothing is left waiting: {}", v["queue"]);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Delivery: every captured turn reaches the team exactly once, through outages, killed sends,
+// concurrent flushers and a memory the server refuses.
+
+/// What the fault-injecting proxy does with a request.
+#[derive(Clone)]
+enum Fault {
+    /// Forward it and answer with the server's answer.
+    Pass,
+    /// Forward a request whose path contains this, then never answer (the server has it; the
+    /// client cannot know).
+    HoldAfter(&'static str),
+    /// Answer HTTP 500 to a request whose body contains this, without forwarding it.
+    FailWhen(String),
+}
+
+/// A proxy in front of a real server on 127.0.0.1 that can lose answers or refuse one payload.
+struct Proxy {
+    url: String,
+    fault: std::sync::Arc<std::sync::Mutex<Fault>>,
+    /// Requests forwarded and then held (their path).
+    held: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Proxy {
+    fn new(upstream: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let fault = std::sync::Arc::new(std::sync::Mutex::new(Fault::Pass));
+        let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (f, h, upstream) = (fault.clone(), held.clone(), upstream.to_string());
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let (f, h, upstream) = (f.clone(), h.clone(), upstream.clone());
+                std::thread::spawn(move || Self::serve(conn, &upstream, &f, &h));
+            }
+        });
+        Proxy { url, fault, held }
+    }
+
+    fn set(&self, fault: Fault) {
+        *self.fault.lock().unwrap() = fault;
+    }
+
+    fn serve(
+        mut conn: std::net::TcpStream,
+        upstream: &str,
+        fault: &std::sync::Mutex<Fault>,
+        held: &std::sync::Mutex<Vec<String>>,
+    ) {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 8192];
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match conn.read(&mut chunk) {
+                Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                _ => return,
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+        let mut lines = head.split("\r\n");
+        let mut first = lines.next().unwrap_or_default().split(' ');
+        let (method, path) = (first.next().unwrap_or("GET").to_string(), first.next().unwrap_or("/").to_string());
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let len: usize =
+            headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+        while buf.len() < head_end + len {
+            match conn.read(&mut chunk) {
+                Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                _ => return,
+            }
+        }
+        let body = buf[head_end..head_end + len].to_vec();
+        let answer = |conn: &mut std::net::TcpStream, status: u16, body: &str| {
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        };
+        let fault = fault.lock().unwrap().clone();
+        if let Fault::FailWhen(marker) = &fault {
+            if String::from_utf8_lossy(&body).contains(marker.as_str()) {
+                return answer(&mut conn, 500, r#"{"detail":"poisoned payload (injected by the test proxy)"}"#);
+            }
+        }
+        let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
+        let mut req = ureq::http::Request::builder().method(method.as_str()).uri(format!("{upstream}{path}"));
+        for (k, v) in &headers {
+            if matches!(k.as_str(), "content-type" | "authorization" | "x-api-key") || k.starts_with("x-openviking") {
+                req = req.header(k.as_str(), v.as_str());
+            }
+        }
+        let Ok(mut resp) = agent.run(req.body(body).unwrap()) else { return answer(&mut conn, 502, "{}") };
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        if let Fault::HoldAfter(part) = fault {
+            if path.contains(part) {
+                held.lock().unwrap().push(path);
+                std::thread::sleep(Duration::from_secs(600));
+                return;
+            }
+        }
+        answer(&mut conn, status, &text);
+    }
+}
+
+fn openviking_choice(url: String, user: &str) -> Choice {
+    Choice::Openviking { url, api_key: None, user: Some(user.to_string()), account: None }
+}
+
+/// How many times the turn `turn_id` is on an OpenViking dev-mode session (its user messages,
+/// pending and archived, by message id: a committed message shows in both for a while), and how
+/// often the session was committed.
+fn ov_copies(base: &str, user: &str, sid: &str, turn_id: &str) -> (usize, u64) {
+    let h = [("X-OpenViking-User", user)];
+    let mut ids = std::collections::HashSet::new();
+    let mut take = |m: &Value| {
+        if m["turn_id"].as_str() == Some(turn_id) && m["role"].as_str() == Some("user") {
+            ids.insert(m["id"].as_str().unwrap_or_default().to_string());
+        }
+    };
+    let pending = get_json(&format!("{base}/api/v1/sessions/{sid}/context?token_budget=100000000"), &h);
+    pending["result"]["messages"].as_array().into_iter().flatten().for_each(&mut take);
+    let meta = get_json(&format!("{base}/api/v1/sessions/{sid}?auto_create=false"), &h);
+    let commits = meta["result"]["commit_count"].as_u64().unwrap_or(0);
+    if let Some(uri) = meta["result"]["uri"].as_str().filter(|_| commits > 0) {
+        let history = format!("{uri}/history");
+        let enc = |s: &str| s.replace(':', "%3A").replace('/', "%2F");
+        let listing = get_json(&format!("{base}/api/v1/fs/ls?uri={}&output=original", enc(&history)), &h);
+        for e in listing["result"].as_array().into_iter().flatten() {
+            let Some(name) = e["name"].as_str().filter(|n| n.starts_with("archive_")) else { continue };
+            let file = format!("{history}/{name}/messages.jsonl");
+            let text = get_json(&format!("{base}/api/v1/content/read?uri={}", enc(&file)), &h);
+            for line in text["result"].as_str().unwrap_or_default().lines() {
+                if let Ok(m) = serde_json::from_str::<Value>(line) {
+                    take(&m);
+                }
+            }
+        }
+    }
+    (ids.len(), commits)
+}
+
+/// The turn ids of a home's memories whose prompt contains `marker`.
+fn turn_ids(dev: &Dev, marker: &str) -> Vec<(String, String)> {
+    let c = rusqlite::Connection::open(dev.ovmem_home().join("memory.db")).unwrap();
+    let mut stmt = c.prepare("SELECT turn_id, session FROM memories WHERE prompt LIKE ?1 ORDER BY id").unwrap();
+    let rows = stmt.query_map([format!("%{marker}%")], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+fn ovmem_in(dev: &Dev, args: &[&str]) -> Command {
+    let mut c = Command::new(OVMEM);
+    c.args(args)
+        .env_clear()
+        .env("HOME", dev.home.path())
+        .env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .current_dir(&dev.repo)
+        .stdin(Stdio::null());
+    c
+}
+
+#[test]
+fn openviking_turns_captured_in_an_outage_reach_a_teammate_once_through_concurrent_flushers() {
+    let Some(lab) = lab() else { return };
+    let user = unique("team");
+    let repo = unique("atlas");
+    // The server is down while four turns of two sessions are captured.
+    let dev = Dev::new(
+        &format!("git@github.com:acme/{repo}.git"),
+        "src/atlas",
+        openviking_choice("http://127.0.0.1:9".into(), &user),
+    );
+    let marker = unique("PELICAN");
+    for (session, i) in [("out-1", 1), ("out-2", 2), ("out-1", 3), ("out-2", 4)] {
+        dev.claude_turn(
+            session,
+            &format!("Remember: the atlas service's job number {i} runs on the {marker}-{i} queue"),
+            &format!("Noted: job {i} on {marker}-{i}."),
+        );
+    }
+    assert_eq!(dev.stats()["queued"], 4, "{}", dev.stats());
+    // The server is back; two `ovmem sync` and two session starts flush at the same moment.
+    configure(&Dev::env_of(dev.home.path()), &openviking_choice(lab.ov_dev(), &user)).unwrap();
+    let start = serde_json::json!({"session_id": "back", "cwd": dev.repo, "hook_event_name": "SessionStart", "source": "startup"});
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| ovmem_in(&dev, &["sync"]).output().unwrap());
+            s.spawn(|| dev.hook("claude-code", "SessionStart", &start));
+        }
+    });
+    assert_eq!(dev.stats()["queued"], 0, "{}", dev.stats());
+    let turns = turn_ids(&dev, &marker);
+    assert_eq!(turns.len(), 4);
+    for (turn, session) in &turns {
+        let sid = OpenViking::session_id("claude-code", session);
+        let (n, commits) = ov_copies(&lab.ov_dev(), &user, &sid, turn);
+        assert_eq!(n, 1, "turn {turn} of {sid} is on the server exactly once");
+        assert!(commits >= 1, "session {sid} was committed after its replayed turns, so extraction runs");
+    }
+    // A teammate's fresh home (same server user, another checkout) recalls a turn of the outage,
+    // with its real date.
+    let mate =
+        Dev::new(&format!("https://github.com/acme/{repo}"), "work/atlas", openviking_choice(lab.ov_dev(), &user));
+    let (ctx, took) = poll(60 * SECOND, || {
+        let c = mate.ask("claude-code", "Which queue does atlas job number 3 run on?");
+        c.contains(&format!("{marker}-3")).then_some(c)
+    })
+    .expect("a turn captured while OpenViking was down is recalled by a teammate once it is back");
+    note(&format!("delivery: outage turn recalled by a teammate {} ms after the flush", took.as_millis()));
+    assert!(!ctx.contains("1970-01-01"), "recalled items carry their real dates: {ctx}");
+    assert!(ctx.contains(&ovmem::runtime::format_date(ovmem::store::now())), "dated today (extracted today): {ctx}");
+}
+
+#[test]
+fn openviking_a_send_killed_mid_flight_is_retried_without_a_duplicate() {
+    let Some(lab) = lab() else { return };
+    let user = unique("kill");
+    let proxy = Proxy::new(&lab.ov_dev());
+    let dev = Dev::new("git@github.com:acme/kite.git", "src/kite", openviking_choice(proxy.url.clone(), &user));
+    let marker = unique("OSPREY");
+    let ups = serde_json::json!({"session_id": "k-1", "cwd": dev.repo, "hook_event_name": "UserPromptSubmit",
+        "prompt": format!("The kite deploy key rotates through the {marker} vault")});
+    assert_eq!(dev.hook("claude-code", "UserPromptSubmit", &ups).1, 0);
+    // The server receives the turn, its answer never comes back, and the Stop hook is killed while
+    // it waits (the harness giving up, a closed terminal).
+    proxy.set(Fault::HoldAfter("/messages"));
+    let stop = serde_json::json!({"session_id": "k-1", "cwd": dev.repo, "hook_event_name": "Stop",
+        "last_assistant_message": format!("Noted: {marker} vault.")});
+    let mut child = dev.spawn_hook("claude-code", "Stop", &stop);
+    poll(10 * SECOND, || (!proxy.held.lock().unwrap().is_empty()).then_some(())).expect("the turn reached the server");
+    // SAFETY: killing the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    assert_eq!(child.wait().unwrap().code(), None, "killed mid-send");
+    let turns = turn_ids(&dev, &marker);
+    let (turn, session) = &turns[0];
+    let sid = OpenViking::session_id("claude-code", session);
+    assert_eq!(ov_copies(&lab.ov_dev(), &user, &sid, turn).0, 1, "the server has it once already");
+    assert_eq!(dev.stats()["queued"], 1, "the local store does not know it arrived: {}", dev.stats());
+    // The next flush retries it as a retry: found on the server, not sent again, and committed.
+    proxy.set(Fault::Pass);
+    let (code, text) = dev.sync();
+    assert_eq!(code, 0, "{text}");
+    let (n, commits) = ov_copies(&lab.ov_dev(), &user, &sid, turn);
+    assert_eq!((n, commits >= 1), (1, true), "once on the server, and the session committed");
+    assert_eq!(dev.stats()["queued"], 0);
+}
+
+#[test]
+fn hindsight_one_refused_memory_is_parked_and_the_others_arrive() {
+    let Some(lab) = lab() else { return };
+    let proxy = Proxy::new(&lab.hs_a());
+    let repo = unique("harbor");
+    let dev = Dev::new(&format!("git@github.com:acme/{repo}.git"), "src/harbor", hindsight_choice(proxy.url.clone()));
+    let poison = unique("POISON");
+    proxy.set(Fault::FailWhen(poison.clone()));
+    let marker = unique("TERN");
+    for i in 1..=4 {
+        let extra = if i == 2 { format!(" ({poison})") } else { String::new() };
+        dev.claude_turn(
+            &format!("h-{i}"),
+            &format!("Remember: harbor batch {i} ships through dock {marker}-{i}{extra}"),
+            &format!("Noted: dock {marker}-{i}."),
+        );
+    }
+    let (code, text) = dev.sync();
+    assert_eq!(code, 1, "a parked memory is not a clean sync: {text}");
+    assert!(text.contains("parked") && text.contains("poisoned payload"), "{text}");
+    let stats = dev.stats();
+    assert_eq!((stats["queued"].as_i64(), stats["parked"].as_i64()), (Some(0), Some(1)), "{stats}");
+    // Every other turn arrives.
+    let bank = team_bank(&format!("github.com/acme/{repo}"));
+    for i in [1, 3, 4] {
+        let token = format!("{marker}-{i}");
+        poll(30 * SECOND, || {
+            let listed = hs_get(&lab.hs_a(), &format!("/v1/default/banks/{bank}/memories/list?limit=200"));
+            listed["items"]
+                .as_array()?
+                .iter()
+                .any(|m| m["text"].as_str().is_some_and(|t| t.contains(&token)))
+                .then_some(())
+        })
+        .unwrap_or_else(|| panic!("turn {i} arrives although turn 2 is refused"));
+    }
+    // status and check say what is parked and why.
+    let out = ovmem_in(&dev, &["status"]).output().unwrap();
+    let status = String::from_utf8_lossy(&out.stdout);
+    assert!(status.contains("1 memory parked") && status.contains("poisoned payload"), "{status}");
+    let out = ovmem_in(&dev, &["check"]).output().unwrap();
+    let check = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(check.contains("parked") && check.contains("--retry-parked"), "{check}");
+    // Once the server takes it, `--retry-parked` sends it.
+    proxy.set(Fault::Pass);
+    let out = ovmem_in(&dev, &["sync", "--retry-parked"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(dev.stats()["parked"], 0);
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{stderr, tree_diff, Entry, Home, Rng, Tree};
+use common::{copy_tree, stderr, tree_diff, Entry, Home, Rng, Tree, FIXTURES};
 
 const ALL: &str = "claude-code,codex,cursor,cline,gemini-cli";
 
@@ -291,4 +291,57 @@ fn temp_files_of_dead_processes_are_swept_by_the_next_command() {
     }
     assert!(home.path().join(&live).exists());
     assert!(matches!(home.tree().get(&home.path().join(".claude/settings.json")), Some(Entry::File(..))));
+}
+
+/// The harnesses ovmem is installed in (any scope), by `ovmem status`.
+fn installed(home: &Home) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_slice(&home.run(&["status", "--json"]).stdout).unwrap();
+    v["harnesses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["scopes"].as_array().is_some_and(|s| s.iter().any(|s| s["installed"] == true)))
+        .map(|h| h["harness"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn migrate_killed_at_any_moment_is_finished_by_the_next_run() {
+    let legacy = Path::new(FIXTURES).join("legacy-home");
+    // An uninterrupted migrate: what every killed one must end as, and how long it takes.
+    let reference = Home::new();
+    copy_tree(&legacy, reference.path());
+    let t = Instant::now();
+    reference.ok(&["migrate", "--yes"]);
+    let span = t.elapsed().as_micros() as u64;
+    let want = installed(&reference);
+    assert!(want.len() >= 5, "{want:?}");
+    let mut rng = Rng::from_time();
+    let seed = rng.0;
+    let rounds: usize = std::env::var("OVMEM_KILL_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(30);
+    let mut killed = 0;
+    for round in 0..rounds {
+        let home = Home::new();
+        copy_tree(&legacy, home.path());
+        let child = home.cmd(&["migrate", "--yes"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(rng.below(span + span / 10)));
+        signal(child.id(), libc::SIGKILL);
+        if child.wait_with_output().unwrap().status.code().is_none() {
+            killed += 1;
+        }
+        // The next run finishes the job: ovmem in every harness, no legacy entry left.
+        let out = home.run(&["migrate", "--yes"]);
+        assert!(out.status.success(), "seed {seed} round {round}: {}", stderr(&out));
+        assert_eq!(installed(&home), want, "seed {seed} round {round}: {}", stderr(&out));
+        let check = home.run(&["check"]);
+        assert_eq!(
+            check.status.code(),
+            Some(0),
+            "seed {seed} round {round}: legacy entries left:\n{}{}",
+            String::from_utf8_lossy(&check.stdout),
+            stderr(&check)
+        );
+        assert!(!home.path().join(".ovmem/state/migrate-plan.json").exists(), "seed {seed} round {round}");
+    }
+    assert!(killed >= rounds / 3, "only {killed} of {rounds} runs were killed before they finished (seed {seed})");
 }

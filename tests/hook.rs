@@ -989,3 +989,128 @@ fn the_wal_stays_small_across_many_hooks() {
     assert!(lab.memories().len() >= 150, "every turn is stored");
     assert!(largest < 1 << 20, "the WAL grew to {largest} bytes");
 }
+
+/// Transcript-only harnesses (the stop hook carries no reply: the turn is read from the
+/// transcript): two sessions at once, every hook spooled (the store locked), replayed after both
+/// sessions went on. Each question is stored with its own answer, never the next turn's.
+#[test]
+fn spooled_turns_of_transcript_only_harnesses_keep_their_own_answers() {
+    // (harness, session field, prompt event, stop event, user line, assistant line)
+    type Line = fn(&str) -> Value;
+    type Case = (&'static str, &'static str, Option<&'static str>, &'static str, Line, Line);
+    let cases: [Case; 5] = [
+        (
+            "cursor",
+            "conversation_id",
+            Some("beforeSubmitPrompt"),
+            "stop",
+            |t| json!({"role": "user", "message": {"content": [{"type": "text", "text": t}]}}),
+            |t| json!({"role": "assistant", "message": {"content": [{"type": "text", "text": t}]}}),
+        ),
+        (
+            "factory-droid",
+            "session_id",
+            Some("UserPromptSubmit"),
+            "Stop",
+            |t| json!({"type": "message", "message": {"role": "user", "content": [{"type": "text", "text": t}]}}),
+            |t| json!({"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": t}]}}),
+        ),
+        (
+            "copilot-cli",
+            "sessionId",
+            Some("userPromptSubmitted"),
+            "agentStop",
+            |t| json!({"type": "user.message", "data": {"content": t}}),
+            |t| json!({"type": "assistant.message", "data": {"content": t}}),
+        ),
+        (
+            "antigravity-cli",
+            "conversationId",
+            None,
+            "Stop",
+            |t| json!({"role": "USER_INPUT", "content": t}),
+            |t| json!({"role": "PLANNER_RESPONSE", "content": t}),
+        ),
+        (
+            "kimi-code",
+            "session_id",
+            Some("UserPromptSubmit"),
+            "Stop",
+            |t| json!({"type": "turn.prompt", "origin": {"kind": "user"}, "input": t}),
+            |t| json!({"type": "context.append_loop_event", "event": {"type": "content.part", "part": {"type": "text", "text": t}}}),
+        ),
+    ];
+    for (h, session_key, prompt_event, stop_event, user_line, assistant_line) in cases {
+        let lab = Lab::new();
+        let p = lab.proj.to_str().unwrap().to_string();
+        let kimi = lab.tmp.path().join("kimi");
+        let kimi_env = kimi.to_str().unwrap().to_string();
+        let env = [("OVMEM_DEADLINE_MS", "600"), ("KIMI_CODE_HOME", kimi_env.as_str())];
+        lab.memories(); // creates the store, so it can be locked
+        let lock = rusqlite_lock(&lab.home().join(".ovmem/memory.db"));
+        let text = |s: &str, i: u32| {
+            (
+                format!("{h} session {s} question {i}: which port does service {s}{i} listen on?"),
+                format!("Service {s}{i} listens on port 70{i}{}.", if s == "a" { 1 } else { 2 }),
+            )
+        };
+        std::thread::scope(|scope| {
+            for s in ["a", "b"] {
+                let (lab, p, env, kimi) = (&lab, &p, &env, &kimi);
+                scope.spawn(move || {
+                    let session = format!("{h}-sess-{s}");
+                    let transcript = if h == "kimi-code" {
+                        kimi.join(format!("sessions/ws1/session_{session}/agents/main/wire.jsonl"))
+                    } else {
+                        lab.tmp.path().join(format!("{session}.jsonl"))
+                    };
+                    std::fs::create_dir_all(transcript.parent().unwrap()).unwrap();
+                    let append = |v: Value| {
+                        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&transcript).unwrap();
+                        writeln!(f, "{v}").unwrap();
+                    };
+                    let t = transcript.to_str().unwrap();
+                    let fill = |event: &str, prompt: &str| {
+                        let mut v: Value = serde_json::from_str(&payload(
+                            h,
+                            event,
+                            &[("P", p), ("PROMPT", prompt), ("TRANSCRIPT", t)],
+                        ))
+                        .unwrap();
+                        v[session_key] = json!(session);
+                        v.to_string()
+                    };
+                    for i in 1..=2 {
+                        let (q, a) = text(s, i);
+                        append(user_line(&q));
+                        if let Some(ev) = prompt_event {
+                            let (out, code) = lab.hook_with(h, ev, fill(ev, &q).as_bytes(), env);
+                            assert_eq!(code, 0, "{h} {ev}: {out}");
+                        }
+                        append(assistant_line(&a));
+                        let (out, code) = lab.hook_with(h, stop_event, fill(stop_event, "").as_bytes(), env);
+                        assert_eq!(code, 0, "{h} {stop_event}: {out}");
+                    }
+                });
+            }
+        });
+        let spooled = std::fs::read_dir(lab.home().join(".ovmem/spool")).map(|d| d.count()).unwrap_or(0);
+        assert!(spooled >= 4, "{h}: every turn was spooled ({spooled} files): {}", lab.log());
+        drop(lock);
+        let out = Command::new(OVMEM).arg("sync").env_clear().env("HOME", lab.home()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{h}: {}", String::from_utf8_lossy(&out.stderr));
+        let memories = lab.memories();
+        assert_eq!(memories.len(), 4, "{h}: {memories:?}");
+        for s in ["a", "b"] {
+            for i in 1..=2 {
+                let (q, a) = text(s, i);
+                let m = memories
+                    .iter()
+                    .find(|m| m["prompt"].as_str().is_some_and(|x| x.contains(&q)))
+                    .unwrap_or_else(|| panic!("{h}: no memory of `{q}`: {memories:?}"));
+                assert_eq!(m["prompt"].as_str(), Some(q.as_str()), "{h}: one question per turn: {m}");
+                assert_eq!(m["reply"].as_str(), Some(a.as_str()), "{h}: `{q}` keeps its own answer: {m}");
+            }
+        }
+    }
+}

@@ -262,6 +262,15 @@ impl OpenViking {
     }
 }
 
+impl OpenViking {
+    /// When the file at a `viking://` URI was last written (`fs/stat`'s `modTime`).
+    fn modified(&self, uri: &str, deadline: &Deadline) -> Option<i64> {
+        let path = format!("/api/v1/fs/stat?uri={}", encode(uri));
+        let v = self.request(Method::GET, &path, None, "reading a memory's date", deadline).ok()?;
+        v.get("modTime").and_then(Value::as_str).and_then(super::parse_iso8601)
+    }
+}
+
 /// The HTTP status OpenViking's error codes stand for (for an error inside a 2xx answer).
 fn status_of(code: &str) -> u16 {
     match code {
@@ -345,9 +354,10 @@ impl Remote for OpenViking {
         }
         // Directory overviews come back too; ask for a few more and drop them.
         let body = json!({ "query": query, "target_uri": "viking://~/memories", "limit": limit + 4 });
-        let v = self.request(Method::POST, "/api/v1/search/find", Some(&body), "a search", &Deadline::after(budget))?;
+        let deadline = Deadline::after(budget);
+        let v = self.request(Method::POST, "/api/v1/search/find", Some(&body), "a search", &deadline)?;
         let memories = v.get("memories").and_then(Value::as_array).cloned().unwrap_or_default();
-        Ok(memories
+        let mut hits: Vec<RemoteHit> = memories
             .iter()
             .filter_map(|m| {
                 let uri = m.get("uri").and_then(Value::as_str)?;
@@ -377,7 +387,16 @@ impl Remote for OpenViking {
                 })
             })
             .take(limit)
-            .collect())
+            .collect();
+        // A search answer carries no dates: each memory's own is its file's modification time
+        // (when it was extracted or last updated), asked within what is left of the budget.
+        for h in &mut hits {
+            if deadline.remaining() < Duration::from_millis(30) {
+                break;
+            }
+            h.at = self.modified(&h.id, &deadline);
+        }
+        Ok(hits)
     }
 
     fn end_session(&self, _bank: &str, harness: &str, session: &str, budget: Duration) -> Result<()> {

@@ -125,12 +125,32 @@ fn queue_findings(env: &Env) -> Vec<legacy::Finding> {
         crate::home::private_umask();
         let depth =
             crate::store::Store::open(&db, std::time::Duration::from_millis(500)).and_then(|s| s.outbox_depth());
-        if let Ok((n, Some(since), err)) = depth {
+        let backend = || {
+            crate::backend::Settings::load(env)
+                .ok()
+                .and_then(|s| {
+                    s.url.map(|u| format!("{} at {}", s.kind.value.name(), crate::backend::redact_url(&u.value)))
+                })
+                .unwrap_or_else(|| "the memory server".into())
+        };
+        if let Ok(d) = &depth {
+            if d.parked > 0 {
+                out.push(finding(
+                    db.clone(),
+                    "outbox",
+                    format!(
+                        "{} refused by {} and parked (kept in the local store, no longer sent); last reason: {}",
+                        if d.parked == 1 { "1 memory was".to_string() } else { format!("{} memories were", d.parked) },
+                        backend(),
+                        d.parked_error.as_deref().unwrap_or("none given")
+                    ),
+                    "see why with `ovmem status`; once the cause is fixed, `ovmem sync --retry-parked` sends them again",
+                ));
+            }
+        }
+        if let Ok(crate::store::Depth { queued: n, since: Some(since), last_error: err, .. }) = depth {
             if n > 0 && now - since > STALE_AFTER {
-                let backend = crate::backend::Settings::load(env)
-                    .ok()
-                    .and_then(|s| s.url.map(|u| format!("{} at {}", s.kind.value.name(), u.value)))
-                    .unwrap_or_else(|| "the memory server".into());
+                let backend = backend();
                 out.push(finding(
                     db.clone(),
                     "outbox",

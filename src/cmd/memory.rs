@@ -141,6 +141,13 @@ fn print_memories(ms: &[Memory]) {
     }
 }
 
+/// Line numbers for a message: the first ten, and how many more.
+fn line_list(lines: &[usize]) -> String {
+    let shown: Vec<String> = lines.iter().take(10).map(|n| n.to_string()).collect();
+    let more = if lines.len() > 10 { format!(" and {} more", lines.len() - 10) } else { String::new() };
+    format!("{}{more}", shown.join(", "))
+}
+
 fn confirm(question: &str) -> Result<bool> {
     if !super::interactive() {
         return Err(
@@ -192,7 +199,14 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
         }
         MemoryCommand::Add { text, bank: b } => {
             let bank = bank(&env, &b)?;
-            let text = crate::redact::scrub(&text).trim().to_string();
+            let max = Config::load(&env)?.max_memory_chars;
+            if text.chars().count() > max {
+                Printer::new().warn(&format!(
+                    "the text has {} characters; only the first {max} are stored (max_memory_chars)",
+                    text.chars().count()
+                ));
+            }
+            let text = crate::runtime::capture::clip(crate::redact::scrub(&text).trim(), max);
             let text = text.as_str();
             if text.is_empty() {
                 return Err(super::Refusal("nothing to add: the text is empty".into()).into());
@@ -214,7 +228,9 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                         crate::runtime::remote::target(&link.settings, cfg.bank, &bank, &dir, &env.ovmem_home());
                     let id =
                         store.add_queued(&fact, &crate::runtime::remote::outbound(&rbank, &project, "completed"))?;
-                    let f = crate::runtime::remote::flush(&store, &link, std::time::Duration::from_secs(5));
+                    let budget = std::time::Duration::from_secs(5);
+                    let wait = crate::runtime::remote::Wait::Upto(budget);
+                    let f = crate::runtime::remote::flush(&store, &link, &env.ovmem_home(), budget, wait);
                     if let Some(e) = f.error {
                         Printer::new().warn(&format!("{e}; it stays queued (`ovmem sync` sends it)"));
                     }
@@ -322,6 +338,11 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             let store = open(&env)?;
             let started = std::time::Instant::now();
             let name = file.display().to_string();
+            let max = Config::load(&env)?.max_memory_chars;
+            // Lines left out (line number, why) and lines cut to the size limit.
+            let refused = std::sync::Mutex::new(Vec::<(usize, String)>::new());
+            let cut = std::sync::Mutex::new(Vec::<usize>::new());
+            let (refused_ref, cut_ref) = (&refused, &cut);
             let lines = reader.lines().enumerate().filter_map(move |(i, line)| {
                 let parsed = line.map_err(anyhow::Error::from).and_then(|l| {
                     if l.trim().is_empty() {
@@ -336,6 +357,21 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                     if m.bank.is_empty() {
                         anyhow::bail!("line {} of `{name}` names no bank; import it with --project DIR", i + 1);
                     }
+                    if let Some(why) = store::implausible_date(m.created_at) {
+                        refused_ref.lock().unwrap_or_else(|e| e.into_inner()).push((i + 1, why));
+                        return Ok(None);
+                    }
+                    // The limit the hooks store a prompt or a reply with.
+                    let mut was_cut = false;
+                    for field in [&mut m.prompt, &mut m.reply, &mut m.topic] {
+                        if field.chars().count() > max {
+                            *field = crate::runtime::capture::clip(field, max);
+                            was_cut = true;
+                        }
+                    }
+                    if was_cut {
+                        cut_ref.lock().unwrap_or_else(|e| e.into_inner()).push(i + 1);
+                    }
                     Ok(Some(m))
                 });
                 parsed.transpose()
@@ -346,6 +382,28 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 "imported {added} memories ({dup} already present) in {secs:.1} s ({:.0}/s)",
                 (added + dup) as f64 / secs.max(1e-6)
             );
+            let p = Printer::new();
+            let cut = cut.into_inner().unwrap_or_else(|e| e.into_inner());
+            if !cut.is_empty() {
+                p.warn(&format!(
+                    "{} memory(ies) were cut to {max} characters per field (max_memory_chars): line(s) {}",
+                    cut.len(),
+                    line_list(&cut)
+                ));
+            }
+            let refused = refused.into_inner().unwrap_or_else(|e| e.into_inner());
+            if !refused.is_empty() {
+                let shown: Vec<String> = refused.iter().take(10).map(|(n, why)| format!("line {n}: {why}")).collect();
+                let more =
+                    if refused.len() > 10 { format!("; and {} more", refused.len() - 10) } else { String::new() };
+                p.warn(&format!(
+                    "refused {} line(s) whose date cannot be right ({}{more}); fix their `created_at` and import \
+                     them again",
+                    refused.len(),
+                    shown.join("; ")
+                ));
+                return Ok(1);
+            }
         }
         MemoryCommand::Banks { json } => {
             let here = bank(&env, &BankArgs { project: None, bank: None }).ok();

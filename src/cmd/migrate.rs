@@ -2,7 +2,9 @@
 //! recognises, and only those, through the same pipeline as install (diff preview, backups, one
 //! journaled transaction, refusal on unparseable files); hook scripts and runtime directories are
 //! then moved to `$OVMEM_HOME/backups/<time>/`, never deleted, never followed through a symlink.
-//! Then install ovmem in their place.
+//! Then install ovmem in their place. The harnesses to install are written down (a plan in
+//! `$OVMEM_HOME/state/migrate-plan.json`) before anything is removed and crossed out once ovmem
+//! is installed in all of them, so a migrate killed in between is finished by the next one.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -28,7 +30,92 @@ pub struct MigrateArgs {
     pub sel: Selection,
 }
 
+/// What a migrate has still to install: written before the first legacy entry is removed.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Plan {
+    harnesses: Vec<String>,
+    scope: crate::harness::Scope,
+    project: Option<PathBuf>,
+    force: bool,
+    started_at: i64,
+}
+
+fn plan_path(env: &Env) -> PathBuf {
+    env.ovmem_home().join("state").join("migrate-plan.json")
+}
+
+/// A plan left by a migrate that did not finish: the harnesses it had still to install.
+pub fn unfinished(env: &Env) -> Option<Vec<String>> {
+    let bytes = std::fs::read(plan_path(env)).ok()?;
+    serde_json::from_slice::<Plan>(&bytes).ok().map(|p| p.harnesses)
+}
+
+fn write_plan(env: &Env, plan: &Plan) -> Result<()> {
+    let path = plan_path(env);
+    let dir = path.parent().expect("state dir");
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| anyhow::anyhow!("could not create `{}`: {e}", dir.display()))?;
+    }
+    fsx::write_atomic(&path, &serde_json::to_vec_pretty(plan)?, Some(0o600))
+}
+
+fn cross_out(env: &Env) -> Result<()> {
+    match std::fs::remove_file(plan_path(env)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(anyhow::anyhow!("could not remove `{}`: {e}", plan_path(env).display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Finishes a migrate that was killed after it removed legacy integrations: installs ovmem into
+/// the harnesses its plan names (installing is idempotent: what is there already stays), then
+/// crosses the plan out. Returns the install's exit code, or `None` without a plan.
+fn resume(env: &Env, json: bool) -> Result<Option<i32>> {
+    let Ok(bytes) = std::fs::read(plan_path(env)) else { return Ok(None) };
+    let plan: Plan = match serde_json::from_slice(&bytes) {
+        Ok(p) => p,
+        Err(e) => {
+            Printer::new().warn(&format!(
+                "`{}` is not a migrate plan ({e}); it is ignored and removed",
+                tilde(env, &plan_path(env))
+            ));
+            cross_out(env)?;
+            return Ok(None);
+        }
+    };
+    let targets: Vec<&'static Harness> = plan.harnesses.iter().filter_map(|h| harness::find(h)).collect();
+    if !json {
+        eprintln!(
+            "{} an interrupted migrate: installing ovmem for {}",
+            Printer::new().bold("finishing"),
+            plan.harnesses.join(", ")
+        );
+    }
+    let done = super::install::install_harnesses(
+        env,
+        &targets,
+        plan.scope,
+        plan.project.as_deref(),
+        Options { dry_run: false, force: plan.force, no_trust: false },
+        json,
+    )?;
+    cross_out(env)?;
+    Ok(Some(done.code))
+}
+
 pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
+    let resumed = if install_after && !sel.dry_run { resume(env, sel.json)? } else { None };
+    let code = run_once(sel, install_after, env)?;
+    Ok(if code == 0 { resumed.unwrap_or(0) } else { code })
+}
+
+fn run_once(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
     let (scope, project) = scope_and_project(sel)?;
     let scan = Scan { env, project: project.as_deref() };
     let report = legacy::scan(&scan, false);
@@ -123,6 +210,17 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
             return Ok(2);
         }
     }
+    // The plan before any change: a migrate killed from here on is finished by the next one.
+    if install_after && !targets.is_empty() {
+        let plan = Plan {
+            harnesses: targets.iter().map(|h| h.id().to_string()).collect(),
+            scope,
+            project: project.clone(),
+            force: sel.force,
+            started_at: crate::store::now(),
+        };
+        write_plan(env, &plan)?;
+    }
     // The backend first: if anything after it fails, the old hooks and ovmem use the same server,
     // and running migrate again finds it configured already.
     let adopted = match carry.adopt() {
@@ -186,6 +284,7 @@ pub fn run(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
         )?;
         code = done.code;
         installed = done.json.unwrap_or_default();
+        cross_out(env)?;
     }
     if sel.json {
         output::json(

@@ -227,6 +227,12 @@ pub fn startup(env: &Env, mutating: bool, project: Option<&Path>) {
             }
         }
     }
+    if let Some(left) = crate::cmd::migrate::unfinished(env) {
+        p.warn(&format!(
+            "a migrate was interrupted before ovmem was installed for {}; `ovmem migrate` finishes it",
+            left.join(", ")
+        ));
+    }
     let mut dirs = vec![home.clone(), home.join("bin"), home.join("receipts"), home.join("spool"), home.join("locks")];
     dirs.extend(harness_dirs(env, if mutating { project } else { None }));
     for d in dirs {

@@ -97,6 +97,10 @@ pub(crate) struct QueueStatus {
     outbox_oldest: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     last_send_error: Option<String>,
+    /// Memories the server refused again and again: kept locally, no longer sent.
+    parked: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parked_error: Option<String>,
     /// Turns a hook could not store (the store was locked or broken), stored at the next session
     /// start.
     spooled: usize,
@@ -145,6 +149,8 @@ pub(crate) fn queue_status(env: &Env) -> QueueStatus {
             q.outbox_oldest = stats.queued_since;
             // Stored by an older ovmem, maybe with a server's escape sequences in it.
             q.last_send_error = stats.last_send_error.map(|e| crate::termsafe::clean(&e).into_owned());
+            q.parked = stats.parked;
+            q.parked_error = stats.parked_error.map(|e| crate::termsafe::clean(&e).into_owned());
             q.memories = stats.memories;
         }
     }
@@ -414,6 +420,13 @@ fn print_backend(p: &Printer, b: &BackendStatus, q: &QueueStatus) {
         waiting.push(format!(
             "{} waiting to be sent{age}{why} (`ovmem sync` sends them)",
             output::count(q.outbox, "memory", "memories")
+        ));
+    }
+    if q.parked > 0 {
+        let why = q.parked_error.as_deref().map(|e| format!(" (last reason: {e})")).unwrap_or_default();
+        waiting.push(format!(
+            "{} parked: refused by the server{why}; kept locally, `ovmem sync --retry-parked` sends them again",
+            output::count(q.parked, "memory", "memories")
         ));
     }
     if q.spooled > 0 {

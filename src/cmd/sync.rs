@@ -1,5 +1,6 @@
 //! `ovmem sync`: stores what hooks spooled, then sends every memory waiting for the remote
-//! backend, with a longer budget than a hook has. Exit 0 when nothing is left waiting.
+//! backend, with a longer budget than a hook has (waiting for a hook that is sending, rather than
+//! racing it). Exit 0 when nothing is left waiting and nothing is parked.
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use crate::output::{self, Printer};
 use crate::runtime::{remote, spool};
 use crate::store::Store;
 
-pub fn run(timeout_s: u64, json: bool) -> Result<i32> {
+pub fn run(timeout_s: u64, retry_parked: bool, json: bool) -> Result<i32> {
     let env = Env::from_process()?;
     crate::home::private_umask();
     crate::home::prepare(&env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
@@ -19,21 +20,24 @@ pub fn run(timeout_s: u64, json: bool) -> Result<i32> {
     let store = Store::open(&env.ovmem_home().join("memory.db"), Duration::from_secs(10))?;
     let spooled = spool::replay(&env, &store, None);
     let embedded = store.backfill_vectors(Duration::from_secs(timeout_s))?;
+    let requeued = if retry_parked { store.requeue_parked()? } else { 0 };
     let p = Printer::new();
-    let (sent, dropped, error, kind) = match remote::link(&env, &cfg) {
-        None => (0, 0, None, None),
-        Some(Err(e)) => (0, 0, Some(format!("{e:#}")), None),
+    let budget = Duration::from_secs(timeout_s);
+    let (f, kind) = match remote::link(&env, &cfg) {
+        None => (remote::Flushed::default(), None),
+        Some(Err(e)) => (remote::Flushed { error: Some(format!("{e:#}")), ..Default::default() }, None),
         Some(Ok(link)) => {
-            let f = remote::flush(&store, &link, Duration::from_secs(timeout_s));
-            (f.sent, f.dropped, f.error, Some(link.remote.kind()))
+            let f = remote::flush(&store, &link, &env.ovmem_home(), budget, remote::Wait::Upto(budget));
+            (f, Some(link.remote.kind()))
         }
     };
     let stats = store.stats()?;
     let (left_spooled, _) = spool::depth(&env);
     if json {
         output::json(&serde_json::json!({
-            "backend": kind.unwrap_or("local"), "spooled_stored": spooled, "embedded": embedded, "sent": sent, "dropped": dropped,
-            "waiting": stats.queued, "spooled_waiting": left_spooled, "error": error,
+            "backend": kind.unwrap_or("local"), "spooled_stored": spooled, "embedded": embedded, "sent": f.sent, "parked": f.parked,
+            "sessions_ended": f.ended, "requeued": requeued, "busy": f.busy,
+            "waiting": stats.queued, "parked_total": stats.parked, "spooled_waiting": left_spooled, "error": f.error,
         }));
     } else {
         if spooled > 0 {
@@ -42,17 +46,31 @@ pub fn run(timeout_s: u64, json: bool) -> Result<i32> {
         if embedded > 0 {
             eprintln!("{} {embedded} memory(ies) for recall by meaning", p.green("embedded"));
         }
+        if requeued > 0 {
+            eprintln!("{} {requeued} parked memory(ies) back in the queue", p.green("requeued"));
+        }
         match kind {
-            None if error.is_none() => eprintln!("no remote backend is configured; memories stay in the local store"),
+            None if f.error.is_none() => {
+                eprintln!("no remote backend is configured; memories stay in the local store")
+            }
             _ => {
-                if sent > 0 {
-                    eprintln!("{} {sent} memory(ies) to {}", p.green("sent"), kind.unwrap_or("the server"));
+                if f.busy {
+                    p.warn("another ovmem process kept sending the queue for the whole timeout; try again");
                 }
-                if dropped > 0 {
-                    p.warn(&format!("{dropped} memory(ies) were refused by the server and are kept locally only"));
+                if f.sent > 0 {
+                    eprintln!("{} {} memory(ies) to {}", p.green("sent"), f.sent, kind.unwrap_or("the server"));
                 }
-                if let Some(e) = &error {
+                if let Some(e) = &f.error {
                     p.warn(e);
+                }
+                if stats.parked > 0 {
+                    p.warn(&format!(
+                        "{} memory(ies) are parked: the server refused them {} times (last reason: {}); they stay in \
+                         the local store. Fix the cause, then `ovmem sync --retry-parked`",
+                        stats.parked,
+                        crate::store::PARK_AFTER,
+                        stats.parked_error.as_deref().unwrap_or("none given")
+                    ));
                 }
                 if stats.queued == 0 {
                     eprintln!("nothing is waiting to be sent");
@@ -65,5 +83,5 @@ pub fn run(timeout_s: u64, json: bool) -> Result<i32> {
             }
         }
     }
-    Ok(if stats.queued == 0 && left_spooled == 0 { 0 } else { 1 })
+    Ok(if stats.queued == 0 && stats.parked == 0 && left_spooled == 0 { 0 } else { 1 })
 }

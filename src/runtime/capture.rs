@@ -61,15 +61,15 @@ fn line_message(v: &Value) -> Option<(String, String)> {
 /// The last user prompt and assistant reply in a JSONL transcript (reading at most its last
 /// 4 MiB, so a long session stays fast).
 pub fn last_turn(path: &Path) -> (Option<String>, Option<String>) {
-    const TAIL: u64 = 4 << 20;
-    let Ok(mut f) = std::fs::File::open(path) else { return (None, None) };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    if len > TAIL && f.seek(SeekFrom::Start(len - TAIL)).is_err() {
-        return (None, None);
-    }
+    last_turn_upto(path, None)
+}
+
+/// [`last_turn`] as the transcript was when it held `upto` bytes (the turn a hook captured, not
+/// what the session wrote after it).
+pub fn last_turn_upto(path: &Path, upto: Option<u64>) -> (Option<String>, Option<String>) {
     let mut user = None;
     let mut assistant = None;
-    for line in BufReader::new(f.take(TAIL)).lines().map_while(Result::ok) {
+    for line in tail_lines(path, upto) {
         let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
         match line_message(&v) {
             // `USER_INPUT` / `PLANNER_RESPONSE`: Antigravity CLI's transcript roles.
@@ -89,15 +89,23 @@ pub fn last_turn(path: &Path) -> (Option<String>, Option<String>) {
     (user, assistant)
 }
 
-/// The lines of the last 4 MiB of a file (a long session stays fast), or none.
-fn tail_lines(path: &Path) -> Vec<String> {
+/// The length of a transcript now: where the turn a hook captures ends.
+pub fn transcript_len(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().filter(|m| m.is_file()).map(|m| m.len())
+}
+
+/// The lines of the last 4 MiB of a file (a long session stays fast), or none; of its first
+/// `upto` bytes when given.
+fn tail_lines(path: &Path, upto: Option<u64>) -> Vec<String> {
     const TAIL: u64 = 4 << 20;
     let Ok(mut f) = std::fs::File::open(path) else { return Vec::new() };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    if len > TAIL && f.seek(SeekFrom::Start(len - TAIL)).is_err() {
+    let end = upto.map_or(len, |u| u.min(len));
+    let start = end.saturating_sub(TAIL);
+    if start > 0 && f.seek(SeekFrom::Start(start)).is_err() {
         return Vec::new();
     }
-    BufReader::new(f.take(TAIL)).lines().map_while(Result::ok).collect()
+    BufReader::new(f.take(end - start)).lines().map_while(Result::ok).collect()
 }
 
 /// The last user prompt and the assistant's text after it in a Kimi Code wire log
@@ -106,10 +114,10 @@ fn tail_lines(path: &Path) -> Vec<String> {
 /// nested in `context.append_loop_event` records (`think` parts are reasoning, left out).
 /// `context.append_message` records are never read: they mirror prompts and carry what hooks
 /// injected, ovmem's memory included.
-pub fn kimi_last_turn(path: &Path) -> (Option<String>, Option<String>) {
+pub fn kimi_last_turn(path: &Path, upto: Option<u64>) -> (Option<String>, Option<String>) {
     let mut user: Option<String> = None;
     let mut parts: Vec<String> = Vec::new();
-    for line in tail_lines(path) {
+    for line in tail_lines(path, upto) {
         let Ok(v) = serde_json::from_str::<Value>(&line) else { continue };
         match v.get("type").and_then(Value::as_str) {
             Some("turn.prompt") => {

@@ -303,9 +303,16 @@ impl Ctx<'_> {
     /// Sends what waits in the outbox, within the send budget.
     fn flush(&self, store: &Store) {
         if let Some(link) = self.link() {
-            let f = remote::flush(store, link, self.budget(link.settings.send_budget));
+            let budget = self.budget(link.settings.send_budget);
+            let f = remote::flush(store, link, &self.env.ovmem_home(), budget, remote::Wait::Never);
+            if f.busy {
+                self.note("another process is sending the queue");
+            }
             if f.sent > 0 {
                 self.note(format!("sent {} memory(ies) to {}", f.sent, link.remote.kind()));
+            }
+            if f.parked > 0 {
+                self.note(format!("parked {} memory(ies) the server keeps refusing", f.parked));
             }
             if let Some(e) = f.error {
                 self.note(format!("{e}; kept queued"));
@@ -494,7 +501,7 @@ impl Ctx<'_> {
             let item = Spooled::prompt(&bank, &self.event.harness, &self.event.session, &clean, self.at());
             set_pending(self.pending, Some(item.clone()));
             let buffered = store.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).and_then(|s| {
-                s.buffer_prompt_item(&item.id, &self.event.session, &bank, &self.event.harness, &clean, item.taken_at)
+                s.buffer_prompt_item(&item.id, &self.event.session, &bank, &self.event.harness, &clean, item.taken_ms())
             });
             set_pending(self.pending, None);
             if let Err(e) = buffered {
@@ -564,7 +571,13 @@ impl Ctx<'_> {
         if let Some(link) = self.link() {
             item.remote = Some(self.target(link));
         }
+        // The turn is where the transcript ends now; a later turn of the session must never be
+        // read in its place.
+        item.transcript_len = item.transcript.as_deref().and_then(capture::transcript_len);
         // From here on the turn is ours: if the deadline passes, the main thread spools it.
+        set_pending(self.pending, Some(item.clone()));
+        // Its text, read now (a spooled copy then holds the text itself).
+        item.resolve_transcript();
         set_pending(self.pending, Some(item.clone()));
         let stored = (|| -> Result<(String, Store)> {
             let store = self.open()?;
@@ -578,9 +591,9 @@ impl Ctx<'_> {
                 // safe, so no stop waits long for them.
                 let _ = store.backfill_vectors(BACKFILL_BUDGET);
                 // Stored locally: now the server, within what is left of the budget.
+                // The flush ends (OpenViking: commits) the session of every turn it delivers.
                 if self.link().is_some() {
                     self.flush(&store);
-                    self.end_session();
                 }
                 Ok((Outcome::default(), Some(note)))
             }

@@ -57,71 +57,186 @@ pub fn target(
     (bank, project)
 }
 
-/// A send that failed this many times for a reason that is not the server being away (a
-/// request it refuses) is given up: the memory stays in the local store.
-const GIVE_UP_AFTER: i64 = 3;
-
 /// What one [`flush`] did.
 #[derive(Debug, Default)]
 pub struct Flushed {
     pub sent: usize,
-    pub dropped: usize,
-    /// Why it stopped early (the server is away or refused the credentials).
+    /// Memories parked by this flush: the server refused them [`crate::store::PARK_AFTER`] times.
+    pub parked: usize,
+    /// Sessions ended on the server (OpenViking: committed, so memories are extracted).
+    pub ended: usize,
+    /// Another process is flushing: this one sent nothing and left the queue to it.
+    pub busy: bool,
+    /// Why it stopped early (the server is away or refused the credentials), or the last refusal.
     pub error: Option<String>,
 }
 
-/// Sends queued memories, oldest first, until the queue is empty or `budget` is spent; stops at
-/// the first failure that says the server is away, so a dead server costs one call.
-pub fn flush(store: &Store, link: &Link, budget: Duration) -> Flushed {
+/// How a flush waits for the outbox lock: a hook never waits (another process is sending the
+/// queue), `ovmem sync` waits up to its budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    Never,
+    Upto(Duration),
+}
+
+/// The outbox lock: one process sends the queue at a time, so no memory is sent twice by two
+/// processes at once. An flock on `$OVMEM_HOME/locks/outbox.lock`, released by the kernel when
+/// its holder dies.
+pub struct SendLock(#[allow(dead_code)] std::fs::File);
+
+impl SendLock {
+    pub fn take(ovmem_home: &std::path::Path, wait: Wait) -> Option<Self> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+        let dir = ovmem_home.join("locks");
+        let path = dir.join("outbox.lock");
+        let until = match wait {
+            Wait::Never => Instant::now(),
+            Wait::Upto(d) => Instant::now() + d,
+        };
+        loop {
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir);
+            let file =
+                std::fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&path).ok()?;
+            if file.try_lock().is_ok() {
+                // A lock on a file removed meanwhile (an uninstall tidying up) would be no lock.
+                let same = match (file.metadata(), std::fs::metadata(&path)) {
+                    (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+                    _ => false,
+                };
+                if same {
+                    return Some(Self(file));
+                }
+                continue;
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Sends queued memories until the queue is empty or `budget` is spent, under the outbox lock
+/// (taken as `wait` says), then ends on the server the sessions whose turns it holds now. Each
+/// send is recorded before it starts (`sending`) and after (sent, or failed with the server's
+/// reason), so a send killed half-way is retried under the same ids. A memory the server
+/// refuses while it answers others goes behind them and is parked after a few refusals; a
+/// server that is away stops the flush at once, so a dead server costs one call.
+pub fn flush(store: &Store, link: &Link, ovmem_home: &std::path::Path, budget: Duration, wait: Wait) -> Flushed {
     let deadline = Instant::now() + budget;
     let mut out = Flushed::default();
-    loop {
-        let Ok(batch) = store.outbox(16) else { return out };
+    let Some(_lock) = SendLock::take(ovmem_home, wait) else {
+        out.busy = true;
+        return out;
+    };
+    let mut tried = std::collections::HashSet::new();
+    'send: loop {
+        let Ok(batch) = store.outbox(16, &tried) else { break };
         if batch.is_empty() {
-            return out;
+            break;
         }
         for q in batch {
             let left = deadline.saturating_duration_since(Instant::now());
             if left < Duration::from_millis(50) {
                 return out;
             }
+            tried.insert(q.memory.id);
             let m = &q.memory;
+            let session = m.session.as_deref().unwrap_or("ovmem");
+            let harness = m.harness.as_deref().unwrap_or("ovmem");
             let turn = backend::Turn {
                 doc_id: &q.doc_id,
                 bank: &q.bank,
-                session: m.session.as_deref().unwrap_or("ovmem"),
-                harness: m.harness.as_deref().unwrap_or("ovmem"),
+                session,
+                harness,
                 project: &q.project,
                 user: &m.prompt,
                 assistant: &m.reply,
                 at: m.created_at,
                 status: &q.status,
-                replay: q.attempts > 0,
+                replay: q.retry,
             };
+            if store.sending(m.id).is_err() {
+                // Not recorded, not sent: a send the store does not know of could be made twice.
+                break 'send;
+            }
             match link.remote.retain(&turn, left) {
                 Ok(()) => {
-                    let _ = store.sent(m.id);
+                    let end = crate::store::SessionToEnd {
+                        bank: q.bank.clone(),
+                        harness: harness.to_string(),
+                        session: session.to_string(),
+                    };
+                    let _ = store.sent(m.id, Some(&end));
                     out.sent += 1;
                 }
                 Err(e) => {
-                    let _ = store.send_failed(m.id, &e.to_string());
-                    if away(&e) {
-                        out.error = Some(e.to_string());
-                        return out;
+                    let refused = match refusal(&e) {
+                        Refusal::Away => false,
+                        Refusal::Refused => true,
+                        // A 5xx: this memory, or the whole server? A server that still says it
+                        // is healthy refused this one.
+                        Refusal::ServerError => {
+                            let probe = deadline.saturating_duration_since(Instant::now()).min(Duration::from_secs(2));
+                            link.remote.health(probe).is_ok()
+                        }
+                    };
+                    if store.send_failed(m.id, &e.to_string(), refused).unwrap_or(false) {
+                        out.parked += 1;
                     }
-                    if q.attempts + 1 >= GIVE_UP_AFTER {
-                        let _ = store.sent(m.id);
-                        out.dropped += 1;
-                        out.error = Some(format!("gave up sending memory {}: {e}", m.id));
+                    out.error = Some(e.to_string());
+                    if !refused {
+                        break 'send;
                     }
                 }
             }
         }
     }
+    end_sessions(store, link, deadline, &mut out);
+    out
 }
 
-fn away(e: &RemoteError) -> bool {
-    e.is_retryable() || e.is_auth() || matches!(e, RemoteError::Config(_))
+/// Ends on the server every session a flush delivered turns to (now or in an earlier process that
+/// died before it could), within what is left of the budget.
+fn end_sessions(store: &Store, link: &Link, deadline: Instant, out: &mut Flushed) {
+    for s in store.sessions_to_end().unwrap_or_default() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left < Duration::from_millis(50) {
+            return;
+        }
+        match link.remote.end_session(&s.bank, &s.harness, &s.session, left) {
+            Ok(()) => {
+                let _ = store.session_ended(&s.harness, &s.session);
+                out.ended += 1;
+            }
+            Err(e) if matches!(refusal(&e), Refusal::Refused) => {
+                // A session the server will never end (gone, refused): nothing to retry.
+                let _ = store.session_ended(&s.harness, &s.session);
+                out.error = Some(format!("could not end session {} on {}: {e}", s.session, link.remote.kind()));
+            }
+            Err(e) => {
+                out.error = Some(format!("could not end session {} on {}: {e}", s.session, link.remote.kind()));
+                return;
+            }
+        }
+    }
+}
+
+enum Refusal {
+    /// The server is away, overloaded or refuses the credentials: everything waits.
+    Away,
+    /// A 5xx: the server failed on this request.
+    ServerError,
+    /// The server answered and refused this request (a 4xx, an answer ovmem cannot read).
+    Refused,
+}
+
+fn refusal(e: &RemoteError) -> Refusal {
+    match e {
+        RemoteError::Status { status, .. } if *status >= 500 => Refusal::ServerError,
+        e if e.is_retryable() || e.is_auth() || matches!(e, RemoteError::Config(_)) => Refusal::Away,
+        _ => Refusal::Refused,
+    }
 }
 
 /// The server's memories for `query`, as memories to render (fact-like: the server's text).

@@ -75,9 +75,12 @@ pub fn char_prefix(s: &str, n: usize) -> &str {
 /// `\n- [date harness] User: … / Assistant: …` in at most `budget` characters.
 fn render_item(item: &Item, budget: usize) -> String {
     let m = item.memory;
-    let mut label = crate::runtime::format_date(m.created_at);
+    // A memory without a known date (a server that gave none) shows none, never 1970-01-01.
+    let mut label = if m.created_at > 0 { crate::runtime::format_date(m.created_at) } else { String::new() };
     if let Some(h) = &m.harness {
-        label.push_str(", ");
+        if !label.is_empty() {
+            label.push_str(", ");
+        }
         label.push_str(&tags::escape(h));
     }
     if let Some(at) = item.superseded_by {

@@ -49,6 +49,13 @@ pub struct Spooled {
     pub at: i64,
     /// When the hook took it on (by this machine's clock).
     pub taken_at: i64,
+    /// The same in milliseconds (older spool files have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken_ms: Option<i64>,
+    /// How long the transcript was when the turn was captured: a replay reads the turn that
+    /// happened, never what the session wrote later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_len: Option<u64>,
     /// A turn that ended by cancellation (`cancelled`), else `completed`.
     #[serde(default)]
     pub status: Option<String>,
@@ -67,7 +74,32 @@ fn new_id(salt: &str) -> String {
 }
 
 impl Spooled {
+    /// When the hook took it on, in milliseconds (an older file's second, to its end).
+    pub fn taken_ms(&self) -> i64 {
+        self.taken_ms.unwrap_or(self.taken_at * 1000 + 999)
+    }
+
+    /// Reads the turn from its transcript now, as it stands at the captured position, and keeps
+    /// the text: what is stored later is this turn, whatever the session writes meanwhile.
+    pub fn resolve_transcript(&mut self) {
+        if self.reply.is_some() {
+            return;
+        }
+        let Some(path) = self.transcript.clone() else { return };
+        let (prompt, reply) = read_turn(&path, self.transcript_format, self.transcript_len);
+        if let Some(r) = reply {
+            self.reply = Some(crate::redact::scrub(&r).into_owned());
+            if self.prompt.is_none() {
+                self.prompt = prompt.map(|p| crate::redact::scrub(&p).into_owned());
+            }
+            self.transcript = None;
+            self.transcript_format = None;
+            self.transcript_len = None;
+        }
+    }
+
     pub fn prompt(bank: &str, harness: &str, session: &str, prompt: &str, at: i64) -> Self {
+        let now_ms = store::now_ms();
         Self {
             kind: SpoolKind::Prompt,
             id: new_id(session),
@@ -79,13 +111,16 @@ impl Spooled {
             transcript: None,
             transcript_format: None,
             at,
-            taken_at: store::now(),
+            taken_at: now_ms.div_euclid(1000),
+            taken_ms: Some(now_ms),
+            transcript_len: None,
             status: None,
             remote: None,
         }
     }
 
     pub fn turn(bank: &str, harness: &str, session: &str, prompt: Option<&str>, reply: Option<&str>, at: i64) -> Self {
+        let now_ms = store::now_ms();
         Self {
             kind: SpoolKind::Turn,
             id: new_id(session),
@@ -98,7 +133,9 @@ impl Spooled {
             transcript: None,
             transcript_format: None,
             at,
-            taken_at: store::now(),
+            taken_at: now_ms.div_euclid(1000),
+            taken_ms: Some(now_ms),
+            transcript_len: None,
             status: None,
             remote: None,
         }
@@ -123,6 +160,7 @@ impl Spooled {
             at,
         );
         s.taken_at = at;
+        s.taken_ms = None;
         // Stable across replays of the same old file.
         s.id = crate::fsx::sha256_hex(bytes)[..20].to_string();
         Some(s)
@@ -146,11 +184,23 @@ pub fn write(env: &Env, item: &Spooled) -> Result<()> {
     crate::fsx::write_atomic(&dir.join(name), &bytes, Some(0o600))
 }
 
-/// Stores a turn: its reply (or the transcript's last turn), the session's buffered prompts.
+/// The last turn of a transcript in its format, as it was at `upto` bytes.
+fn read_turn(
+    path: &Path,
+    format: Option<crate::harness::TranscriptLocator>,
+    upto: Option<u64>,
+) -> (Option<String>, Option<String>) {
+    match format {
+        Some(crate::harness::TranscriptLocator::KimiWire) => capture::kimi_last_turn(path, upto),
+        None => capture::last_turn_upto(path, upto),
+    }
+}
+
+/// Stores a turn: its reply (or the transcript's turn at the captured position), the session's
+/// prompts buffered before it.
 pub fn store_turn(store: &Store, item: &Spooled, max_chars: usize) -> Result<String> {
-    let (t_prompt, t_reply) = match (&item.reply, &item.transcript, item.transcript_format) {
-        (None, Some(p), Some(crate::harness::TranscriptLocator::KimiWire)) => capture::kimi_last_turn(p),
-        (None, Some(p), None) => capture::last_turn(p),
+    let (t_prompt, t_reply) = match (&item.reply, &item.transcript) {
+        (None, Some(p)) => read_turn(p, item.transcript_format, item.transcript_len),
         _ => (None, None),
     };
     let clean =
@@ -164,7 +214,7 @@ pub fn store_turn(store: &Store, item: &Spooled, max_chars: usize) -> Result<Str
         harness: &item.harness,
         reply: reply.as_deref(),
         fallback_prompt: fallback,
-        buffered_before: item.taken_at,
+        buffered_before_ms: item.taken_ms(),
         at: item.at,
         outbound: item.remote.as_ref().map(|(bank, project)| Outbound {
             bank,
@@ -182,7 +232,7 @@ fn replay_one(store: &Store, item: &Spooled) -> Result<()> {
     match item.kind {
         SpoolKind::Prompt => {
             let prompt = item.prompt.as_deref().unwrap_or_default();
-            store.buffer_prompt_item(&item.id, &item.session, &item.bank, &item.harness, prompt, item.taken_at)
+            store.buffer_prompt_item(&item.id, &item.session, &item.bank, &item.harness, prompt, item.taken_ms())
         }
         SpoolKind::Turn => store_turn(store, item, usize::MAX).map(|_| ()),
     }

@@ -28,6 +28,8 @@ pub struct OutboxItem {
     pub memory_id: i64,
     pub bank: String,
     pub status: String,
+    /// `queued`, `sending` or `parked` (see `store::outbox`).
+    pub state: String,
     pub attempts: i64,
     pub last_error: Option<String>,
     pub created_at: i64,
@@ -124,7 +126,7 @@ impl Store {
     /// The oldest `limit` items waiting for the remote backend, with their attempts and errors.
     pub fn outbox_items(&self, limit: usize) -> Result<Vec<OutboxItem>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT memory_id, bank, status, attempts, last_error, created_at FROM outbox
+            "SELECT memory_id, bank, status, state, attempts, last_error, created_at FROM outbox
              ORDER BY created_at, memory_id LIMIT ?1",
         )?;
         let rows = stmt.query_map([limit as i64], |r| {
@@ -132,9 +134,10 @@ impl Store {
                 memory_id: r.get(0)?,
                 bank: r.get(1)?,
                 status: r.get(2)?,
-                attempts: r.get(3)?,
-                last_error: r.get(4)?,
-                created_at: r.get(5)?,
+                state: r.get(3)?,
+                attempts: r.get(4)?,
+                last_error: r.get(5)?,
+                created_at: r.get(6)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

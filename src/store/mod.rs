@@ -8,6 +8,7 @@
 pub mod browse;
 pub mod curate;
 pub mod index;
+mod outbox;
 pub mod injections;
 pub mod rank;
 pub mod text;
@@ -35,7 +36,7 @@ const OUTBOX: &str = include_str!("outbox.sql");
 /// above `v`, each in the same write transaction. A new step takes the next number and is added
 /// here; each helper of a change that adds tables owns its own step.
 type Step = (i64, fn(&Connection) -> Result<()>);
-const STEPS: &[Step] = &[(4, vectors::create), (5, injections::step)];
+const STEPS: &[Step] = &[(4, vectors::create), (5, injections::step), (6, outbox::step_6)];
 
 /// The schema version of a store that has run every step.
 const VERSION: i64 = {
@@ -190,6 +191,10 @@ pub struct Stats {
     pub queued: i64,
     pub queued_since: Option<i64>,
     pub last_send_error: Option<String>,
+    /// Memories the server refused for good (parked, with the server's reason), and the newest
+    /// one's reason.
+    pub parked: i64,
+    pub parked_error: Option<String>,
 }
 
 pub struct Store {
@@ -213,6 +218,30 @@ impl Drop for Store {
 
 pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// The earliest date a memory may carry (2000-01-01): anything before is a broken clock or a
+/// broken file, not a coding session.
+pub const EARLIEST: i64 = 946_684_800;
+
+/// Why a memory's date (Unix seconds) cannot be right, if it cannot: before [`EARLIEST`], or
+/// more than a day ahead of this machine's clock (a date from the future would be shown first at
+/// every session start, forever).
+pub fn implausible_date(at: i64) -> Option<String> {
+    let now = now();
+    if at < EARLIEST {
+        Some(format!("its date ({at}) is before 2000-01-01"))
+    } else if at > now + 86_400 {
+        let shown = if at < 253_402_300_800 { crate::dates::date(at) } else { format!("Unix time {at}") };
+        Some(format!("its date ({shown}) is in the future"))
+    } else {
+        None
+    }
+}
+
+/// Unix milliseconds: the order of a session's prompts and turns within one second.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
 /// Characters of a candidate's prompt and of its reply read when candidates are reranked.
@@ -559,13 +588,17 @@ impl Store {
         self.write(|c| {
             let mut prompts: Vec<String> = {
                 let mut stmt = c.prepare_cached(
-                    "SELECT prompt FROM session_prompts WHERE session = ?1 AND created_at <= ?2 ORDER BY id",
+                    "SELECT prompt FROM session_prompts WHERE session = ?1
+                     AND coalesce(seen_ms, created_at * 1000 + 999) <= ?2
+                     ORDER BY coalesce(seen_ms, created_at * 1000 + 999), id",
                 )?;
-                let rows = stmt.query_map(params![turn.session, turn.buffered_before], |r| r.get(0))?;
+                let rows = stmt.query_map(params![turn.session, turn.buffered_before_ms], |r| r.get(0))?;
                 rows.collect::<rusqlite::Result<_>>()?
             };
-            c.prepare_cached("DELETE FROM session_prompts WHERE session = ?1 AND created_at <= ?2")?
-                .execute(params![turn.session, turn.buffered_before])?;
+            c.prepare_cached(
+                "DELETE FROM session_prompts WHERE session = ?1 AND coalesce(seen_ms, created_at * 1000 + 999) <= ?2",
+            )?
+            .execute(params![turn.session, turn.buffered_before_ms])?;
             if prompts.is_empty() {
                 prompts.extend(turn.fallback_prompt.iter().cloned());
             }
@@ -593,77 +626,6 @@ impl Store {
             }
             Ok(id)
         })
-    }
-
-    fn enqueue(c: &Connection, memory: i64, o: &Outbound) -> Result<()> {
-        c.prepare_cached(
-            "INSERT OR IGNORE INTO outbox (memory_id, bank, project, status, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![memory, o.bank, o.project, o.status, now()])?;
-        Ok(())
-    }
-
-    /// Adds a memory and queues it for the remote backend, in one transaction.
-    pub fn add_queued(&self, m: &NewMemory, o: &Outbound) -> Result<Option<i64>> {
-        self.write(|c| {
-            let mut batch = Writes::default();
-            let id = Self::insert(c, m, &mut batch)?;
-            batch.flush(c)?;
-            if let Some(id) = id {
-                Self::enqueue(c, id, o)?;
-            }
-            Ok(id)
-        })
-    }
-
-    /// The oldest `limit` memories waiting for the remote backend.
-    pub fn outbox(&self, limit: usize) -> Result<Vec<Queued>> {
-        let sql = format!(
-            "SELECT {}, m.turn_id, m.hash, o.bank, o.project, o.status, o.attempts FROM outbox o
-             JOIN memories m ON m.id = o.memory_id JOIN banks b ON b.id = m.bank_id
-             ORDER BY o.created_at, o.memory_id LIMIT ?1",
-            Self::FIELDS
-        );
-        let mut stmt = self.conn.prepare_cached(&sql)?;
-        let rows = stmt.query_map([limit as i64], |r| {
-            let turn: Option<String> = r.get(9)?;
-            let hash: Vec<u8> = r.get(10)?;
-            Ok(Queued {
-                memory: Self::row_memory(r)?,
-                doc_id: turn.unwrap_or_else(|| hash.iter().map(|b| format!("{b:02x}")).collect()),
-                bank: r.get(11)?,
-                project: r.get(12)?,
-                status: r.get(13)?,
-                attempts: r.get(14)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
-    }
-
-    /// The server has the memory: out of the outbox.
-    pub fn sent(&self, memory: i64) -> Result<()> {
-        self.write(|c| Ok(c.execute("DELETE FROM outbox WHERE memory_id = ?1", [memory]).map(|_| ())?))
-    }
-
-    /// A send failed: counted, with why, for `ovmem status`.
-    pub fn send_failed(&self, memory: i64, error: &str) -> Result<()> {
-        self.write(|c| {
-            c.execute(
-                "UPDATE outbox SET attempts = attempts + 1, last_error = ?2 WHERE memory_id = ?1",
-                params![memory, crate::redact::scrub(error)],
-            )?;
-            Ok(())
-        })
-    }
-
-    /// Memories waiting for the remote backend: how many, since when, and the last error.
-    pub fn outbox_depth(&self) -> Result<(i64, Option<i64>, Option<String>)> {
-        Ok(self.conn.query_row(
-            "SELECT count(*), min(created_at), (SELECT last_error FROM outbox WHERE last_error IS NOT NULL
-             ORDER BY created_at DESC LIMIT 1) FROM outbox",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )?)
     }
 
     /// The topic to store with a turn: the session's first substantial prompt, and for a short
@@ -1084,12 +1046,24 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// The memories of `bank` that contain every word of `query` (as analysed), for forgetting
-    /// by query: exact and conservative, never "the most similar".
+    /// The memories of `bank` whose own text (what the user said and the agent answered, not the
+    /// session's topic stored with a follow-up) contains every word of `query` (as analysed), for
+    /// forgetting by query: exact and conservative, never "the most similar". The query is
+    /// scrubbed like everything stored, so a secret pasted in full matches the memory that holds
+    /// it redacted, and text copied from `memory list` matches what is stored.
     pub fn matching_all(&self, bank: &str, query: &str) -> Result<Vec<Memory>> {
         let c = &*self.conn;
         let Some(bank_id) = Self::bank_id(c, bank, false)? else { return Ok(Vec::new()) };
-        let mut terms: Vec<String> = text::analyse(query).into_iter().map(|t| t.text).collect();
+        let words = |s: &str| -> std::collections::BTreeSet<String> {
+            let all = text::analyse(s);
+            // A whole identifier (a DSN, `a.b_c`) is also indexed as its words: a part of it
+            // copied from `memory list` is matched by those words.
+            all.iter()
+                .filter(|t| !all.iter().any(|u| u != *t && u.start >= t.start && u.end <= t.end && u.text != t.text))
+                .map(|t| t.text.clone())
+                .collect()
+        };
+        let mut terms: Vec<String> = words(&scrub(query)).into_iter().collect();
         terms.sort();
         terms.dedup();
         if terms.is_empty() {
@@ -1109,7 +1083,13 @@ impl Store {
         }
         let mut out = Vec::new();
         for id in docs.unwrap_or_default().into_iter().rev() {
-            out.extend(self.get(id)?);
+            let Some(m) = self.get(id)? else { continue };
+            let own = format!("{}\n{}", m.prompt, m.reply);
+            let mut have = words(&own);
+            have.extend(words(&scrub(&own)));
+            if terms.iter().all(|t| have.contains(t)) {
+                out.push(m);
+            }
         }
         Ok(out)
     }
@@ -1125,27 +1105,30 @@ impl Store {
             c.query_row("SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()", [], |r| {
                 r.get(0)
             })?;
-        let (queued, queued_since, last_send_error) = self.outbox_depth()?;
+        let d = self.outbox_depth()?;
         Ok(Stats {
             memories,
             banks,
             pending_prompts,
             schema_version,
             bytes: bytes as u64,
-            queued,
-            queued_since,
-            last_send_error,
+            queued: d.queued,
+            queued_since: d.since,
+            last_send_error: d.last_error,
+            parked: d.parked,
+            parked_error: d.parked_error,
         })
     }
 
     /// Remembers a prompt until the turn's reply arrives, and makes the first substantial prompt
     /// of a session its topic.
     pub fn buffer_prompt(&self, session: &str, bank: &str, harness: &str, prompt: &str) -> Result<()> {
-        self.buffer_prompt_item("", session, bank, harness, prompt, now())
+        self.buffer_prompt_item("", session, bank, harness, prompt, now_ms())
     }
 
     /// [`Store::buffer_prompt`] for a prompt with an id (`item`, empty for none): buffering the
-    /// same item twice (a replayed spool file) keeps one copy. `at` is when it was seen.
+    /// same item twice (a replayed spool file) keeps one copy. `at_ms` is when it was seen (Unix
+    /// milliseconds): a turn takes the prompts seen before it, even within one second.
     pub fn buffer_prompt_item(
         &self,
         item: &str,
@@ -1153,16 +1136,16 @@ impl Store {
         bank: &str,
         harness: &str,
         prompt: &str,
-        at: i64,
+        at_ms: i64,
     ) -> Result<()> {
         let item = (!item.is_empty()).then_some(item);
         let prompt = &*scrub(prompt);
         self.write(|c| {
             c.prepare_cached(
-                "INSERT OR IGNORE INTO session_prompts (session, bank, harness, prompt, created_at, item_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT OR IGNORE INTO session_prompts (session, bank, harness, prompt, created_at, item_id, seen_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
-            .execute(params![session, bank, harness, prompt, at, item])?;
+            .execute(params![session, bank, harness, prompt, at_ms.div_euclid(1000), item, at_ms])?;
             if text::analyse(prompt).len() >= 3 {
                 c.prepare_cached(
                     "INSERT INTO sessions (session, bank, topic, last_prompt, updated_at) VALUES (?1, ?2, ?3, '', ?4)
@@ -1246,9 +1229,9 @@ pub struct Turn<'a> {
     pub reply: Option<&'a str>,
     /// The prompt from the payload or transcript, used when no prompt was buffered.
     pub fallback_prompt: Option<String>,
-    /// Only prompts buffered up to this time belong to this turn (a spool replay must not take
-    /// the prompts of later turns).
-    pub buffered_before: i64,
+    /// Only prompts seen up to this time (Unix milliseconds) belong to this turn (a spool replay
+    /// must not take the prompts of later turns).
+    pub buffered_before_ms: i64,
     pub at: i64,
     /// Queue the stored turn for the remote backend too (in the same transaction).
     pub outbound: Option<Outbound<'a>>,
@@ -1265,17 +1248,7 @@ pub struct Outbound<'a> {
     pub status: &'a str,
 }
 
-/// A memory waiting in the outbox.
-#[derive(Debug, Clone)]
-pub struct Queued {
-    pub memory: Memory,
-    /// Stable across replays: the turn's id, or the memory's content hash.
-    pub doc_id: String,
-    pub bank: String,
-    pub project: String,
-    pub status: String,
-    pub attempts: i64,
-}
+pub use outbox::{Depth, Parked, Queued, SessionToEnd, PARK_AFTER};
 
 /// Deletes the vectors of `ids` (inside the caller's transaction).
 fn purge_vectors(c: &Connection, ids: &[i64]) -> Result<()> {
@@ -1455,7 +1428,7 @@ mod tests {
             harness: "codex",
             reply: Some("done"),
             fallback_prompt: None,
-            buffered_before: now(),
+            buffered_before_ms: now_ms(),
             at: now(),
             outbound: None,
         };
@@ -1470,7 +1443,8 @@ mod tests {
     #[test]
     fn prompts_of_abandoned_sessions_become_memories() {
         let s = Store::open_in_memory().unwrap();
-        s.buffer_prompt_item("", "gone", "b", "codex", "the release checklist lives in docs/release.md", 1000).unwrap();
+        s.buffer_prompt_item("", "gone", "b", "codex", "the release checklist lives in docs/release.md", 1_000_000)
+            .unwrap();
         s.prune(3600).unwrap();
         let all = s.list(None, None).unwrap();
         assert_eq!(all.len(), 1);
@@ -1493,7 +1467,7 @@ mod tests {
                 harness: "codex",
                 reply: Some(reply),
                 fallback_prompt: None,
-                buffered_before: now(),
+                buffered_before_ms: now_ms(),
                 at: now(),
                 outbound: None,
             };

@@ -254,8 +254,10 @@ impl Api<'_> {
         let backend = crate::cmd::status::backend_status(self.env);
         let queue = crate::cmd::status::queue_status(self.env);
         let items = self.store.outbox_items(200)?;
-        let failing: Vec<_> = items.iter().filter(|i| i.attempts > 0).collect();
-        Ok(json!({ "backend": backend, "queue": queue, "failing": failing, "waiting": items.len() }))
+        let parked: Vec<_> = items.iter().filter(|i| i.state == "parked").collect();
+        let failing: Vec<_> = items.iter().filter(|i| i.state != "parked" && i.attempts > 0).collect();
+        let waiting = items.len() - parked.len();
+        Ok(json!({ "backend": backend, "queue": queue, "failing": failing, "parked": parked, "waiting": waiting }))
     }
 }
 

@@ -101,6 +101,19 @@ pub fn tree(root: &Path) -> Tree {
     m
 }
 
+/// Copies a directory tree (a fixture home) into `dst`.
+pub fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap().flatten() {
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
 /// Where two trees differ, for a readable failure.
 pub fn tree_diff(a: &Tree, b: &Tree) -> Vec<String> {
     let mut out = Vec::new();

@@ -187,7 +187,8 @@ async function loadBackend() {
     rows.push(["queued", String(q.outbox) + (q.outbox_oldest ? " (oldest " : ""), q.outbox_oldest ? when(q.outbox_oldest) : "", q.outbox_oldest ? ")" : ""]);
     rows.push(["spooled", String(q.spooled)]);
     if (d.failing.length) rows.push(["failing", el("span", { class: "bad" }, `${d.failing.length}: ${d.failing[0].last_error || ""}`)]);
-    else if (q.last_send_error) rows.push(["last error", el("span", { class: "bad" }, q.last_send_error)]);
+    if (d.parked.length) rows.push(["parked", el("span", { class: "bad" }, `${d.parked.length}: ${d.parked[0].last_error || ""} (ovmem sync --retry-parked sends them again)`)]);
+    if (!d.failing.length && !d.parked.length && q.last_send_error) rows.push(["last error", el("span", { class: "bad" }, q.last_send_error)]);
     $("backend").replaceChildren(el("dl", {}, rows.map(([k, ...v]) => [el("dt", {}, k), el("dd", {}, ...v)])));
   } catch (e) {
     $("backend").textContent = "unavailable: " + e.message;
