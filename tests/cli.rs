@@ -181,6 +181,35 @@ fn every_id_and_alias_names_its_harness_in_any_case() {
 }
 
 #[test]
+fn every_unknown_harness_in_a_list_is_named_on_the_first_line_and_the_list_is_short_lines() {
+    let home = Home::new();
+    let out = home.run(&["install", "--harness", "claud,codex,zzzz, gemni,zzzz", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    let mut lines = err.lines();
+    let first = lines.next().unwrap();
+    // Each unknown name once, in order, with its suggestion; the known `codex` is not named.
+    assert!(
+        first.contains(
+            "unknown harnesses `claud` (did you mean `claude-code`?), `zzzz`, `gemni` (did you mean `gemini-cli`?)"
+        ),
+        "{err}"
+    );
+    assert_eq!(first.matches("zzzz").count(), 1, "{err}");
+    assert!(!first.contains("claude-code (claude"), "the list is not on the first line: {err}");
+    let rest: Vec<&str> = lines.collect();
+    assert!(rest.len() >= 3, "{err}");
+    for l in &rest {
+        assert!(l.chars().count() <= 80, "a long line: {l:?}");
+    }
+    let list = rest.join(" ");
+    for h in registry() {
+        assert!(list.contains(h["id"].as_str().unwrap()), "{} missing: {err}", h["id"]);
+    }
+    assert!(home.tree().is_empty());
+}
+
+#[test]
 fn an_unknown_harness_lists_every_name_and_suggests_the_closest() {
     let home = Home::new();
     let reg = registry();
