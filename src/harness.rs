@@ -571,10 +571,10 @@ fn did_you_mean(s: &[&str]) -> String {
     }
 }
 
-/// [`names_text`] broken after a comma into indented lines of at most `width` characters.
+/// [`names_text`] broken between harnesses into indented lines of at most `width` characters.
 fn names_wrapped(width: usize) -> String {
     let mut lines: Vec<String> = vec![String::new()];
-    for item in names_text().split(", ") {
+    for item in names() {
         let line = lines.last_mut().expect("one line");
         if !line.is_empty() && line.chars().count() + 2 + item.chars().count() + 1 > width {
             line.push(',');
@@ -584,7 +584,7 @@ fn names_wrapped(width: usize) -> String {
         if !line.is_empty() {
             line.push_str(", ");
         }
-        line.push_str(item);
+        line.push_str(&item);
     }
     lines.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
 }
@@ -592,14 +592,17 @@ fn names_wrapped(width: usize) -> String {
 /// Every harness as `id (alias, alias)`, comma-separated, in registry order: the one list that
 /// help texts, errors and install.sh show.
 pub fn names_text() -> String {
+    names().join(", ")
+}
+
+fn names() -> Vec<String> {
     all()
         .iter()
         .map(|h| match h.manifest.aliases.as_slice() {
             [] => h.id().to_string(),
             aliases => format!("{} ({})", h.id(), aliases.join(", ")),
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect()
 }
 
 /// The ids of the harnesses whose id or an alias is close to `name` (a typo, a prefix, a name
