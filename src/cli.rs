@@ -134,13 +134,24 @@ fn env_for(mutating: bool, project: Option<&std::path::Path>) -> anyhow::Result<
     Ok(env)
 }
 
+/// For the commands that skip the rest of start-up: an older staged runtime still becomes this
+/// binary (the first command after an upgrade may be any of them).
+fn keep_runtime_current() {
+    if let Ok(env) = Env::from_process() {
+        crate::upgrade::on_start(&env);
+    }
+}
+
 fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::Install(a) => {
             let env = env_for(!a.sel.dry_run, a.sel.project.as_deref())?;
             if a.uninstall {
                 // The cleanup form users know from other installers: exactly `ovmem uninstall`.
-                return cmd::uninstall::run(UninstallArgs { sel: a.sel, legacy: false }, &env);
+                return cmd::uninstall::run(
+                    UninstallArgs { sel: a.sel, legacy: false, all: false, purge: false },
+                    &env,
+                );
             }
             cmd::install::run(a, &env)
         }
@@ -178,10 +189,22 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
             cmd::memory::run(m)
         }
         Command::Mcp => crate::mcp::serve(),
-        Command::Demo(a) => cmd::demo::run(a),
-        Command::Backend(c) => cmd::backend::run(c),
-        Command::Sync { timeout, json } => cmd::sync::run(timeout, json),
-        Command::Harnesses(a) => cmd::harnesses::run(a),
+        Command::Demo(a) => {
+            keep_runtime_current();
+            cmd::demo::run(a)
+        }
+        Command::Backend(c) => {
+            keep_runtime_current();
+            cmd::backend::run(c)
+        }
+        Command::Sync { timeout, json } => {
+            keep_runtime_current();
+            cmd::sync::run(timeout, json)
+        }
+        Command::Harnesses(a) => {
+            keep_runtime_current();
+            cmd::harnesses::run(a)
+        }
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

@@ -25,5 +25,6 @@ pub mod redact;
 pub mod runtime;
 pub mod shell;
 pub mod store;
+pub mod upgrade;
 pub mod version;
 pub mod winshell;
