@@ -25,6 +25,7 @@ pub mod redact;
 pub mod runtime;
 pub mod shell;
 pub mod store;
+pub mod sys;
 pub mod upgrade;
 pub mod version;
 pub mod winshell;

@@ -6,7 +6,7 @@
 //!    upgrade is noticed;
 //! 3. `<binary> <version_args>`, all binaries at once, each stopped after [`PROBE_BUDGET`].
 
-use std::os::unix::process::CommandExt;
+use crate::sys::OwnGroup;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -98,7 +98,7 @@ fn probe(env: &Env, bin: &Path, args: &[String]) -> Option<String> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .process_group(0)
+        .own_group()
         .spawn()
         .ok()?;
     let start = Instant::now();
@@ -107,8 +107,7 @@ fn probe(env: &Env, bin: &Path, args: &[String]) -> Option<String> {
             Ok(Some(_)) => break,
             Ok(None) if start.elapsed() < PROBE_BUDGET => std::thread::sleep(Duration::from_millis(5)),
             _ => {
-                // SAFETY: signals the process group of the child started above, nothing else.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                crate::sys::kill_tree(&mut child);
                 let _ = child.kill();
                 let _ = child.wait();
                 return None;
@@ -120,7 +119,7 @@ fn probe(env: &Env, bin: &Path, args: &[String]) -> Option<String> {
     s.lines().next().map(|l| l.trim().to_string()).filter(|l| !l.is_empty())
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

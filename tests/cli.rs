@@ -3,6 +3,7 @@
 //! say what happened once, closed pipes, `status` speed, the backend flags, the queue in `status`
 //! and `check`, and `migrate` carrying the old integrations' server settings. The terminal picker
 //! is driven in tmux (send-keys, capture-pane), as a person would.
+#![cfg(unix)]
 
 mod common;
 

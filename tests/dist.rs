@@ -4,6 +4,7 @@
 //! HOME. The artifacts are built once per run from the test binary (`OVMEM_DIST_BINARY`);
 //! `.ci/run` runs the full `bash dist/build.sh` (release build and `cargo package`) as well.
 //! Without npm or python3 a test skips; under CI (`CI=true`, `OVMEM_DIST_REQUIRED=1`) it fails.
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The hook runtime as the harnesses run it: the built binary, fed each harness's real stdin
 //! shapes (tests/fixtures/payloads, from captures of the real CLIs), against a throwaway
 //! `OVMEM_HOME`. Whatever goes wrong, the harness must get its own valid no-op and exit 0.
+#![cfg(unix)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

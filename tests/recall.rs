@@ -3,6 +3,7 @@
 //! match beats a new vague one, an identifier finds its one memory among thousands), `k` memories
 //! arrive within the harness's context limit, a later decision ranks before the one it reverses
 //! (which is marked), and a short follow-up turn is found and shown with its session's topic.
+#![cfg(unix)]
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! command (versions compared, not mtimes), never a newer one, and when it is kept
 //! (`OVMEM_NO_RESTAGE=1`) status, install and doctor say so and doctor fails. `uninstall --all`
 //! removes every trace, keeping the memories unless `--purge`.
+#![cfg(unix)]
 
 mod common;
 
@@ -56,6 +57,20 @@ fn the_first_command_of_a_newer_cli_restages_an_older_runtime() {
             .collect();
         assert_eq!(names, ["ovmem"]);
     }
+}
+
+#[test]
+fn a_dry_run_writes_no_runtime_and_says_what_the_hooks_run() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "claude-code", "--yes"]);
+    let staged = stage_as(&home, "0.0.1");
+    for args in [&["install", "--harness", "claude-code", "--dry-run"][..], &["uninstall", "--all", "--dry-run"]] {
+        let out = home.ok(args);
+        assert!(!stderr(&out).contains("updated the hooks"), "{args:?}: {}", stderr(&out));
+        assert_eq!(std::fs::read(runtime(&home)).unwrap(), staged, "{args:?}: a dry run writes nothing");
+    }
+    let out = home.ok(&["install", "--harness", "claude-code", "--dry-run"]);
+    assert!(stderr(&out).contains("the hooks run ovmem 0.0.1"), "{}", stderr(&out));
 }
 
 #[test]

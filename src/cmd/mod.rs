@@ -206,8 +206,7 @@ fn harness_dirs(env: &Env, project: Option<&Path>) -> Vec<PathBuf> {
 }
 
 /// What every command does first: a transaction a dead process left is finished (rolled back,
-/// or forward if it had committed), ovmem's temp files of dead processes are swept, and an older
-/// staged runtime is replaced by this binary (`upgrade`). Commands
+/// or forward if it had committed), and ovmem's temp files of dead processes are swept. Commands
 /// that change files wait for a running one; the others skip this while one runs.
 pub fn startup(env: &Env, mutating: bool, project: Option<&Path>) {
     let home = env.ovmem_home();
@@ -232,5 +231,4 @@ pub fn startup(env: &Env, mutating: bool, project: Option<&Path>) {
     for d in dirs {
         fsx::sweep_temps(&d);
     }
-    crate::upgrade::on_start(env);
 }
