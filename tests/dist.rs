@@ -164,11 +164,8 @@ fn versions_agree_in_every_artifact_name_and_manifest() {
     assert!(sum.ends_with(&format!("  ovmem-{VERSION}-{TARGET}.tar.gz\n")), "{sum}");
 }
 
-#[test]
-fn npm_installs_the_launcher_and_platform_package_offline_and_they_work() {
-    if !have(&["npm", "node"]) {
-        return;
-    }
+/// Both npm packages installed together, offline, into a throwaway global prefix.
+fn npm_install() -> tempfile::TempDir {
     let prefix = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let mut c = user_cmd(Path::new("npm"), prefix.path(), Path::new("/nonexistent"));
@@ -179,6 +176,15 @@ fn npm_installs_the_launcher_and_platform_package_offline_and_they_work() {
         .arg(artifact(&format!("ovmem-{VERSION}.tgz")))
         .arg(artifact(&format!("ovmem-linux-x64-{VERSION}.tgz")));
     ok(c, "npm install -g --offline");
+    prefix
+}
+
+#[test]
+fn npm_installs_the_launcher_and_platform_package_offline_and_they_work() {
+    if !have(&["npm", "node"]) {
+        return;
+    }
+    let prefix = npm_install();
     let bin = prefix.path().join("bin/ovmem");
     works(&bin);
     // The launcher passes arguments, stdout and the exit code through: a usage error is 2.
@@ -194,16 +200,7 @@ fn the_npm_launcher_passes_a_signal_on_and_dies_of_it() {
     if !have(&["npm", "node"]) {
         return;
     }
-    let prefix = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let mut c = user_cmd(Path::new("npm"), prefix.path(), Path::new("/nonexistent"));
-    c.args(["install", "-g", "--offline", "--no-audit", "--no-fund", "--cache"])
-        .arg(cache.path())
-        .arg("--prefix")
-        .arg(prefix.path())
-        .arg(artifact(&format!("ovmem-{VERSION}.tgz")))
-        .arg(artifact(&format!("ovmem-linux-x64-{VERSION}.tgz")));
-    ok(c, "npm install -g --offline");
+    let prefix = npm_install();
     // `ovmem mcp` waits on stdin: SIGTERM to the launcher must reach it, and the launcher then
     // ends by the same signal.
     let home = tempfile::tempdir().unwrap();
