@@ -5,7 +5,6 @@
 //! atomically, 0600; losing it only costs time. `ovmem uninstall` removes it with the rest.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -33,7 +32,9 @@ pub struct Cache {
 pub fn file_key(p: &Path) -> Option<String> {
     let real = std::fs::canonicalize(p).ok()?;
     let m = std::fs::metadata(&real).ok()?;
-    Some(format!("{}|{}|{}.{}|{}", real.display(), m.len(), m.mtime(), m.mtime_nsec(), m.ino()))
+    let mtime = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let ino = crate::sys::file_id(&m).map(|(_, ino)| ino).unwrap_or_default();
+    Some(format!("{}|{}|{}.{}|{ino}", real.display(), m.len(), mtime.as_secs(), mtime.subsec_nanos()))
 }
 
 /// One key for several parts (file keys, arguments), short enough to read in the file.
@@ -74,7 +75,7 @@ impl Cache {
         }
         let file = path(env);
         let Some(dir) = file.parent() else { return };
-        if std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).is_err() {
+        if crate::sys::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(dir).is_err() {
             return;
         }
         let out = Cache { entries: self.used, ..Default::default() };

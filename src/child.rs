@@ -4,15 +4,16 @@
 //! (`<harness> --version`, `git rev-list`), never for hooks.
 
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::sys::OwnGroup;
 
 /// How `cmd` exited and what it printed on stdout (at most `max` bytes), when it exited within
 /// `budget`; `None` when it could not start or ran out of time (it is killed then).
 pub fn output_within(cmd: &mut Command, budget: Duration, max: u64) -> Option<(ExitStatus, String)> {
     let mut child =
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0).spawn().ok()?;
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).own_group().spawn().ok()?;
     let mut out = child.stdout.take()?;
     let reader = std::thread::spawn(move || {
         let mut s = Vec::new();
@@ -25,8 +26,7 @@ pub fn output_within(cmd: &mut Command, budget: Duration, max: u64) -> Option<(E
             Ok(Some(status)) => return reader.join().ok().map(|out| (status, out)),
             Ok(None) if start.elapsed() < budget => std::thread::sleep(Duration::from_millis(2)),
             _ => {
-                // SAFETY: signals the process group of the child started above, nothing else.
-                unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                crate::sys::kill_tree(&mut child);
                 let _ = child.kill();
                 let _ = child.wait();
                 return None;

@@ -104,6 +104,7 @@ pub fn run() -> i32 {
 /// crash like any other: the journal rolls it back or forward at the next command.
 fn quiet_on_closed_pipe() {
     // SAFETY: setting a signal's disposition to its default has no preconditions.
+    #[cfg(unix)]
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
@@ -115,7 +116,7 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         return i.exit_code();
     }
     if e.downcast_ref::<crate::prompt::CtrlC>().is_some() {
-        return 128 + libc::SIGINT;
+        return crate::sys::SIGINT_EXIT;
     }
     let refused = e.downcast_ref::<Refusal>().is_some()
         || e.downcast_ref::<crate::install::Refused>().is_some()
@@ -128,8 +129,9 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
     }
 }
 
-/// The environment, with what ovmem made of it said once, and the start-up chores done.
-fn env_for(mutating: bool, project: Option<&std::path::Path>) -> anyhow::Result<Env> {
+/// The environment, with what ovmem made of it said once, and the start-up chores done; with
+/// `restage` (anything but a dry run), an older staged runtime becomes this binary.
+fn env_for(mutating: bool, project: Option<&std::path::Path>, restage: bool) -> anyhow::Result<Env> {
     let env = Env::from_process()?;
     let p = Printer::new();
     for n in env.notes() {
@@ -137,21 +139,35 @@ fn env_for(mutating: bool, project: Option<&std::path::Path>) -> anyhow::Result<
     }
     let project = project.and_then(|p| cmd::project_dir(Some(p)).ok());
     cmd::startup(&env, mutating, project.as_deref());
+    if restage {
+        crate::upgrade::on_start(&env);
+    }
     Ok(env)
+}
+
+/// For the commands that skip the rest of start-up: an older staged runtime still becomes this
+/// binary (the first command after an upgrade may be any of them).
+fn keep_runtime_current() {
+    if let Ok(env) = Env::from_process() {
+        crate::upgrade::on_start(&env);
+    }
 }
 
 fn dispatch(command: Command) -> anyhow::Result<i32> {
     match command {
         Command::Install(a) => {
-            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref())?;
+            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref(), !a.sel.dry_run)?;
             if a.uninstall {
                 // The cleanup form users know from other installers: exactly `ovmem uninstall`.
-                return cmd::uninstall::run(UninstallArgs { sel: a.sel, legacy: false }, &env);
+                return cmd::uninstall::run(
+                    UninstallArgs { sel: a.sel, legacy: false, all: false, purge: false },
+                    &env,
+                );
             }
             cmd::install::run(a, &env)
         }
         Command::Uninstall(a) => {
-            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref())?;
+            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref(), !a.sel.dry_run)?;
             if a.legacy {
                 cmd::migrate::run(&a.sel, false, &env)
             } else {
@@ -159,39 +175,51 @@ fn dispatch(command: Command) -> anyhow::Result<i32> {
             }
         }
         Command::Migrate(a) => {
-            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref())?;
+            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref(), !a.sel.dry_run)?;
             cmd::migrate::run(&a.sel, true, &env)
         }
         Command::Repair(a) => {
-            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref())?;
+            let env = env_for(!a.sel.dry_run, a.sel.project.as_deref(), !a.sel.dry_run)?;
             cmd::repair::run(a, &env)
         }
         Command::Check(a) => {
-            let env = env_for(false, None)?;
+            let env = env_for(false, None, true)?;
             cmd::check::run(a, &env)
         }
         Command::Doctor(a) => {
-            let env = env_for(false, None)?;
+            let env = env_for(false, None, true)?;
             cmd::doctor::run(a, &env)
         }
         Command::Status(a) => {
-            let env = env_for(false, None)?;
+            let env = env_for(false, None, true)?;
             cmd::status::run(a, &env)
         }
         Command::Hook { harness, event } => Ok(crate::runtime::main(&[harness, event])),
         Command::Memory(m) => {
-            env_for(false, None)?;
+            env_for(false, None, true)?;
             cmd::memory::run(m)
         }
         Command::Mcp => crate::mcp::serve(),
-        Command::Demo(a) => cmd::demo::run(a),
+        Command::Demo(a) => {
+            keep_runtime_current();
+            cmd::demo::run(a)
+        }
         Command::Ui(a) => {
-            let env = env_for(false, None)?;
+            let env = env_for(false, None, true)?;
             cmd::ui::run(a, &env)
         }
-        Command::Backend(c) => cmd::backend::run(c),
-        Command::Sync { timeout, retry_parked, json } => cmd::sync::run(timeout, retry_parked, json),
-        Command::Harnesses(a) => cmd::harnesses::run(a),
+        Command::Backend(c) => {
+            keep_runtime_current();
+            cmd::backend::run(c)
+        }
+        Command::Sync { timeout, retry_parked, json } => {
+            keep_runtime_current();
+            cmd::sync::run(timeout, retry_parked, json)
+        }
+        Command::Harnesses(a) => {
+            keep_runtime_current();
+            cmd::harnesses::run(a)
+        }
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

@@ -81,11 +81,13 @@ impl Env {
     }
 
     /// Finds an executable on `$PATH`, in absolute directories only.
+    /// (The `which` crate: executable bits on Unix, `PATHEXT` on Windows.)
     pub fn which(&self, name: &str) -> Option<PathBuf> {
-        use std::os::unix::fs::PermissionsExt;
-        std::env::split_paths(&OsString::from(self.safe_path()))
-            .map(|d| d.join(name))
-            .find(|p| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false))
+        let path = self.safe_path();
+        if path.is_empty() {
+            return None;
+        }
+        which::which_in(name, Some(path), &self.cwd).ok().filter(|p| p.is_file())
     }
 
     /// Expands a manifest path in one pass: `~`, `${VAR}`, `${VAR:-default}` (defaults nest), and

@@ -553,13 +553,24 @@ pub fn find(name: &str) -> Option<&'static Harness> {
     all().iter().find(|h| h.manifest.id == name || h.manifest.aliases.contains(&name))
 }
 
-/// A `--harness` name that is no harness: the message lists every id with its aliases, and the
-/// closest ones when the name looks like a typo.
+/// `--harness` names that are no harness: the first line names each of them with the closest
+/// ids when a name looks like a typo; then every id with its aliases, wrapped into short lines.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown harness `{name}`{}; known harnesses: {}, or `all` (every detected one)", did_you_mean(.suggestions), names_text())]
+#[error("{}\nknown harnesses (id and aliases), or `all` (every detected one):\n{}", first_line(.names), names_wrapped(76))]
 pub struct UnknownHarness {
-    pub name: String,
-    pub suggestions: Vec<&'static str>,
+    /// Each unknown name with its suggestions, in the order given.
+    pub names: Vec<(String, Vec<&'static str>)>,
+}
+
+impl UnknownHarness {
+    pub fn one(name: &str) -> Self {
+        UnknownHarness { names: vec![(name.to_string(), suggest(name))] }
+    }
+}
+
+fn first_line(names: &[(String, Vec<&'static str>)]) -> String {
+    let each: Vec<String> = names.iter().map(|(n, s)| format!("`{n}`{}", did_you_mean(s))).collect();
+    format!("unknown harness{} {}", if names.len() == 1 { "" } else { "es" }, each.join(", "))
 }
 
 fn did_you_mean(s: &[&str]) -> String {
@@ -572,17 +583,38 @@ fn did_you_mean(s: &[&str]) -> String {
     }
 }
 
+/// [`names_text`] broken between harnesses into indented lines of at most `width` characters.
+fn names_wrapped(width: usize) -> String {
+    let mut lines: Vec<String> = vec![String::new()];
+    for item in names() {
+        let line = lines.last_mut().expect("one line");
+        if !line.is_empty() && line.chars().count() + 2 + item.chars().count() + 1 > width {
+            line.push(',');
+            lines.push(String::new());
+        }
+        let line = lines.last_mut().expect("one line");
+        if !line.is_empty() {
+            line.push_str(", ");
+        }
+        line.push_str(&item);
+    }
+    lines.iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
+}
+
 /// Every harness as `id (alias, alias)`, comma-separated, in registry order: the one list that
 /// help texts, errors and install.sh show.
 pub fn names_text() -> String {
+    names().join(", ")
+}
+
+fn names() -> Vec<String> {
     all()
         .iter()
         .map(|h| match h.manifest.aliases.as_slice() {
             [] => h.id().to_string(),
             aliases => format!("{} ({})", h.id(), aliases.join(", ")),
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect()
 }
 
 /// The ids of the harnesses whose id or an alias is close to `name` (a typo, a prefix, a name
@@ -613,10 +645,11 @@ pub fn adapter_for(id: &str) -> Option<Result<Adapter>> {
     HARNESSES.iter().find(|s| s.id == id).map(parse_adapter)
 }
 
-/// Parses `claude-code,codex` / `all` into harnesses; `all` means every detected one. An unknown
-/// name is an [`UnknownHarness`].
+/// Parses `claude-code,codex` / `all` into harnesses; `all` means every detected one. Unknown
+/// names are one [`UnknownHarness`] that names all of them.
 pub fn parse_list(list: &str, env: &Env) -> Result<Vec<&'static Harness>> {
     let mut out: Vec<&'static Harness> = Vec::new();
+    let mut unknown = UnknownHarness { names: Vec::new() };
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         if normalise(name) == "all" {
             for h in all().iter().filter(|h| h.detect(env).found()) {
@@ -627,11 +660,17 @@ pub fn parse_list(list: &str, env: &Env) -> Result<Vec<&'static Harness>> {
             continue;
         }
         let Some(h) = find(name) else {
-            return Err(UnknownHarness { name: name.to_string(), suggestions: suggest(name) }.into());
+            if !unknown.names.iter().any(|(n, _)| n == name) {
+                unknown.names.push((name.to_string(), suggest(name)));
+            }
+            continue;
         };
         if !out.iter().any(|o| o.id() == h.id()) {
             out.push(h);
         }
+    }
+    if !unknown.names.is_empty() {
+        return Err(unknown.into());
     }
     if out.is_empty() {
         let known: Vec<&str> = all().iter().map(|h| h.id()).collect();

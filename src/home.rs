@@ -8,10 +8,10 @@
 
 use std::fs;
 use std::io::{self, ErrorKind};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::env::Env;
+use crate::sys;
 
 /// Group and other permission bits: none may be set on anything in `$OVMEM_HOME`.
 const OTHERS: u32 = 0o077;
@@ -20,20 +20,22 @@ const OTHERS: u32 = 0o077;
 /// whoever creates them: ovmem itself or SQLite (the database, `-wal`, `-shm`). For processes
 /// that only write inside `$OVMEM_HOME` (hooks, `ovmem mcp`, `ovmem memory`).
 pub fn private_umask() {
-    // SAFETY: umask only sets the process's file mode creation mask; it cannot fail.
-    unsafe {
-        libc::umask(0o077);
-    }
+    sys::private_umask();
 }
 
 /// Creates `$OVMEM_HOME` (0700) or, when it or its store is readable by others, makes the
 /// whole tree private. Returns the directory.
 pub fn prepare(env: &Env) -> io::Result<PathBuf> {
     let home = env.ovmem_home();
+    if !sys::has_modes() {
+        // Without Unix modes the user's profile directory is private already (Windows ACLs).
+        fs::create_dir_all(&home)?;
+        return Ok(home);
+    }
     match fs::metadata(&home) {
         Ok(m) if m.is_dir() => {
-            let store_loose = fs::symlink_metadata(home.join("memory.db")).is_ok_and(|s| s.mode() & OTHERS != 0);
-            if m.mode() & OTHERS != 0 || store_loose {
+            let store_loose = fs::symlink_metadata(home.join("memory.db")).is_ok_and(|s| sys::mode(&s) & OTHERS != 0);
+            if sys::mode(&m) & OTHERS != 0 || store_loose {
                 // A home directory (or `/`) named as OVMEM_HOME is not ovmem's to lock down.
                 let canon = fs::canonicalize(&home)?;
                 if fs::canonicalize(&env.home).unwrap_or_else(|_| env.home.clone()).starts_with(&canon) {
@@ -63,12 +65,12 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
             if let Some(parent) = home.parent() {
                 fs::create_dir_all(parent)?;
             }
-            match fs::DirBuilder::new().mode(0o700).create(&home) {
+            match sys::dir_mode(&mut fs::DirBuilder::new(), 0o700).create(&home) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
             }
-            fs::set_permissions(&home, fs::Permissions::from_mode(0o700))?;
+            sys::set_mode(&home, 0o700)?;
         }
         Err(e) => return Err(e),
     }
@@ -79,8 +81,7 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
 const STAMP: &str = ".private-checked";
 
 fn touch(path: &Path, at: std::time::SystemTime) {
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Ok(f) = fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(path) {
+    if let Ok(f) = sys::create_mode(fs::OpenOptions::new().create(true).truncate(false).write(true), 0o600).open(path) {
         let _ = f.set_modified(at);
     }
 }
@@ -100,8 +101,8 @@ fn tidy(home: &Path) {
         if m.file_type().is_symlink() {
             continue;
         }
-        if m.mode() & OTHERS != 0 {
-            let _ = fs::set_permissions(&path, fs::Permissions::from_mode(m.mode() & 0o7777 & !OTHERS));
+        if sys::mode(&m) & OTHERS != 0 {
+            let _ = sys::set_mode(&path, sys::mode(&m) & !OTHERS);
         }
         if m.is_dir() && last.is_none_or(|l| m.modified().is_ok_and(|t| t >= l)) {
             walk(&path, 1, &mut changed);
@@ -120,8 +121,8 @@ pub fn repair(home: &Path) -> io::Result<usize> {
     let mut changed = 0;
     walk(home, 0, &mut changed);
     let m = fs::metadata(home)?;
-    if m.mode() & OTHERS != 0 {
-        fs::set_permissions(home, fs::Permissions::from_mode(m.mode() & 0o7777 & !OTHERS))?;
+    if sys::mode(&m) & OTHERS != 0 {
+        sys::set_mode(home, sys::mode(&m) & !OTHERS)?;
         changed += 1;
     }
     Ok(changed)
@@ -138,9 +139,7 @@ fn walk(dir: &Path, depth: usize, changed: &mut usize) {
         if m.file_type().is_symlink() {
             continue;
         }
-        if m.mode() & OTHERS != 0
-            && fs::set_permissions(&path, fs::Permissions::from_mode(m.mode() & 0o7777 & !OTHERS)).is_ok()
-        {
+        if sys::mode(&m) & OTHERS != 0 && sys::set_mode(&path, sys::mode(&m) & !OTHERS).is_ok() {
             *changed += 1;
         }
         if m.is_dir() {
@@ -149,11 +148,13 @@ fn walk(dir: &Path, depth: usize, changed: &mut usize) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::collections::HashMap;
     use std::os::unix::fs::symlink;
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::fs::PermissionsExt;
 
     fn mode(p: &Path) -> u32 {
         fs::symlink_metadata(p).unwrap().mode() & 0o7777

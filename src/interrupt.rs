@@ -12,6 +12,12 @@ struct Flags {
 
 static FLAGS: OnceLock<Flags> = OnceLock::new();
 
+/// The signals a change answers by rolling back (Windows has no SIGHUP).
+#[cfg(unix)]
+const SIGNALS: [i32; 3] = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP];
+#[cfg(not(unix))]
+const SIGNALS: [i32; 2] = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
+
 /// The process was asked to stop; what was under way was rolled back.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted by {name}; every file was put back as it was")]
@@ -32,7 +38,7 @@ pub fn arm() {
     FLAGS.get_or_init(|| {
         let raised = Arc::new(AtomicBool::new(false));
         let signal = Arc::new(AtomicUsize::new(0));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        for sig in SIGNALS {
             // The second signal (the flag is already up) terminates; the first raises the flag.
             let _ = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&raised));
             let _ = signal_hook::flag::register_usize(sig, Arc::clone(&signal), sig as usize);
@@ -52,6 +58,7 @@ pub fn check() -> Result<(), Interrupted> {
     let name = match signal {
         signal_hook::consts::SIGINT => "SIGINT (Ctrl-C)",
         signal_hook::consts::SIGTERM => "SIGTERM",
+        #[cfg(unix)]
         signal_hook::consts::SIGHUP => "SIGHUP",
         _ => "a signal",
     };
@@ -61,11 +68,19 @@ pub fn check() -> Result<(), Interrupted> {
 /// While alive, a write into the pipe of a child that already exited is an `EPIPE` error in
 /// this thread, not a SIGPIPE that ends ovmem (the CLI restores SIGPIPE's default action so that
 /// `ovmem status | head` ends quietly). Dropping it discards the signals it held back.
+/// Without SIGPIPE (Windows) a write into a closed pipe is an error already: nothing to hold.
 pub struct PipeGuard {
+    #[cfg(unix)]
     old: libc::sigset_t,
 }
 
 impl PipeGuard {
+    #[cfg(not(unix))]
+    pub fn new() -> Self {
+        Self {}
+    }
+
+    #[cfg(unix)]
     pub fn new() -> Self {
         // SAFETY: the sets are initialised by sigemptyset before use; pthread_sigmask only
         // changes this thread's mask.
@@ -86,16 +101,25 @@ impl Default for PipeGuard {
     }
 }
 
+#[cfg(unix)]
 impl Drop for PipeGuard {
     fn drop(&mut self) {
-        // SAFETY: as in `new`; a zero timeout makes sigtimedwait only take what is pending.
+        // SAFETY: as in `new`; sigwait only runs while a SIGPIPE is pending, so it never blocks
+        // (sigpending + sigwait, since macOS has no sigtimedwait).
         unsafe {
             let mut set: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut set);
             libc::sigaddset(&mut set, libc::SIGPIPE);
-            let zero = libc::timespec { tv_sec: 0, tv_nsec: 0 };
             if libc::sigismember(&self.old, libc::SIGPIPE) == 0 {
-                while libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) == libc::SIGPIPE {}
+                loop {
+                    let mut pending: libc::sigset_t = std::mem::zeroed();
+                    libc::sigemptyset(&mut pending);
+                    if libc::sigpending(&mut pending) != 0 || libc::sigismember(&pending, libc::SIGPIPE) != 1 {
+                        break;
+                    }
+                    let mut sig: libc::c_int = 0;
+                    libc::sigwait(&set, &mut sig);
+                }
             }
             libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
         }

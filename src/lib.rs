@@ -31,5 +31,7 @@ pub mod shell;
 pub mod store;
 pub mod ui;
 pub mod termsafe;
+pub mod sys;
+pub mod upgrade;
 pub mod version;
 pub mod winshell;

@@ -434,7 +434,7 @@ pub fn normalise_remote(url: &str) -> Option<String> {
     Some(if path.is_empty() { host } else { format!("{host}/{path}") })
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::symlink;

@@ -19,11 +19,14 @@ fn ctrl_c() -> anyhow::Error {
     CtrlC.into()
 }
 
-/// The terminal's settings from before the first prompt, for the signal handler.
+/// The terminal's settings from before the first prompt, for the signal handler. (Elsewhere than
+/// Unix the console crate restores the console itself, and the guard only shows the cursor.)
+#[cfg(unix)]
 static SAVED: OnceLock<Option<libc::termios>> = OnceLock::new();
 
 /// SIGTERM, SIGHUP or SIGINT while a prompt is up: the terminal back as it was, the cursor shown,
 /// and the exit a signal means (128 + n). Only async-signal-safe calls.
+#[cfg(unix)]
 extern "C" fn restore_and_exit(sig: libc::c_int) {
     if let Some(Some(t)) = SAVED.get() {
         // SAFETY: puts back settings read from the same descriptor before the handler was set.
@@ -42,10 +45,17 @@ extern "C" fn restore_and_exit(sig: libc::c_int) {
 /// when it is dropped, so Ctrl-C means what it meant before once the prompt is answered.
 struct Guard {
     term: Term,
+    #[cfg(unix)]
     previous: Vec<(libc::c_int, libc::sigaction)>,
 }
 
 impl Guard {
+    #[cfg(not(unix))]
+    fn new(term: &Term) -> Self {
+        Self { term: term.clone() }
+    }
+
+    #[cfg(unix)]
     fn new(term: &Term) -> Self {
         SAVED.get_or_init(|| {
             let mut t = std::mem::MaybeUninit::<libc::termios>::uninit();
@@ -72,13 +82,16 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if let Some(Some(t)) = SAVED.get() {
-            // SAFETY: puts back settings read from the same descriptor.
-            unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t) };
-        }
-        for (sig, old) in self.previous.drain(..) {
-            // SAFETY: reinstates the handler that was there before this guard.
-            unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+        #[cfg(unix)]
+        {
+            if let Some(Some(t)) = SAVED.get() {
+                // SAFETY: puts back settings read from the same descriptor.
+                unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t) };
+            }
+            for (sig, old) in self.previous.drain(..) {
+                // SAFETY: reinstates the handler that was there before this guard.
+                unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+            }
         }
         let _ = self.term.show_cursor();
     }

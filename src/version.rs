@@ -95,7 +95,7 @@ fn probe(env: &Env, bin: &Path, args: &[String]) -> Option<String> {
     out.lines().next().map(|l| l.trim().to_string()).filter(|l| !l.is_empty())
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

@@ -8,6 +8,7 @@
 //! Without the installed servers each test prints `SKIPPED (not a pass): <why>`; with
 //! `OVMEM_SERVERS_REQUIRED=1` (CI) a missing server fails instead. The dead-server and silent-server
 //! tests need no server and always run.
+#![cfg(unix)]
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

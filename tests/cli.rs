@@ -3,6 +3,7 @@
 //! say what happened once, closed pipes, `status` speed, the backend flags, the queue in `status`
 //! and `check`, and `migrate` carrying the old integrations' server settings. The terminal picker
 //! is driven in tmux (send-keys, capture-pane), as a person would.
+#![cfg(unix)]
 
 mod common;
 
@@ -178,6 +179,35 @@ fn every_id_and_alias_names_its_harness_in_any_case() {
     // A list with an alias and its id twice is one harness, once.
     let out = home.run(&["install", "--harness", "claude,claude-code, CLAUDE", "--dry-run", "--json"]);
     assert_eq!(json(&out)["harnesses"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn every_unknown_harness_in_a_list_is_named_on_the_first_line_and_the_list_is_short_lines() {
+    let home = Home::new();
+    let out = home.run(&["install", "--harness", "claud,codex,zzzz, gemni,zzzz", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    let mut lines = err.lines();
+    let first = lines.next().unwrap();
+    // Each unknown name once, in order, with its suggestion; the known `codex` is not named.
+    assert!(
+        first.contains(
+            "unknown harnesses `claud` (did you mean `claude-code`?), `zzzz`, `gemni` (did you mean `gemini-cli`?)"
+        ),
+        "{err}"
+    );
+    assert_eq!(first.matches("zzzz").count(), 1, "{err}");
+    assert!(!first.contains("claude-code (claude"), "the list is not on the first line: {err}");
+    let rest: Vec<&str> = lines.collect();
+    assert!(rest.len() >= 3, "{err}");
+    for l in &rest {
+        assert!(l.chars().count() <= 80, "a long line: {l:?}");
+    }
+    let list = rest.join(" ");
+    for h in registry() {
+        assert!(list.contains(h["id"].as_str().unwrap()), "{} missing: {err}", h["id"]);
+    }
+    assert!(home.tree().is_empty());
 }
 
 #[test]

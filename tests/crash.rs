@@ -2,6 +2,7 @@
 //! (SIGKILL, SIGINT, SIGTERM) at random moments of install and uninstall, and a separate process
 //! rewrites a config while ovmem installs. Whatever happens, the user's bytes come back and
 //! nothing of ovmem's stays behind.
+#![cfg(unix)]
 
 mod common;
 

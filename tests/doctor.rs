@@ -2,6 +2,7 @@
 //! every harness, and each way a hook can silently not work is caught (a deleted runtime, broken
 //! output, a hook slower than its timeout, a duplicate, drift, a broken MCP entry, an untrusted
 //! Codex hook with the real Codex app-server), while the user's own store is never touched.
+#![cfg(unix)]
 
 mod common;
 

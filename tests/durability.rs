@@ -2,6 +2,7 @@
 //! on one store, and hooks that pass their deadline because another process holds the
 //! database. Every turn ends up stored exactly once, with its prompt and its reply (spooled
 //! items are stored at the next session start, and replaying them twice changes nothing).
+#![cfg(unix)]
 
 mod common;
 

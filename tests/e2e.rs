@@ -4,6 +4,7 @@
 //! throwaway home, a clean environment, stdin closed and a timeout. Every scenario starts with a
 //! real `ovmem install`. Locally without the CLIs (or without root) each test prints why it
 //! skips; under CI (`CI=true` or `OVMEM_E2E_REQUIRED=1`) a missing piece fails instead.
+#![cfg(unix)]
 
 #[path = "e2e/lab.rs"]
 mod lab;

@@ -3,6 +3,7 @@
 //! plugin APIs) fed to the built binary must give exactly the stdout (and exit code) that harness
 //! accepts; and each one's config files (tests/fixtures/<id>/) must install and uninstall byte for
 //! byte. Plugin-file harnesses own one whole file: never written over a user's, removed exactly.
+#![cfg(unix)]
 
 use std::collections::BTreeMap;
 use std::io::Write;

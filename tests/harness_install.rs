@@ -3,6 +3,7 @@
 //! user runs it against throwaway homes holding realistic, hand-edited configs (comments, other
 //! tools' entries, tabs, CRLF, a BOM, no final newline): install, install again, uninstall, and
 //! every byte of the home must be as it was.
+#![cfg(unix)]
 
 mod common;
 

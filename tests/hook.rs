@@ -1,6 +1,7 @@
 //! The hook runtime as the harnesses run it: the built binary, fed each harness's real stdin
 //! shapes (tests/fixtures/payloads, from captures of the real CLIs), against a throwaway
 //! `OVMEM_HOME`. Whatever goes wrong, the harness must get its own valid no-op and exit 0.
+#![cfg(unix)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -467,6 +468,38 @@ fn a_locked_database_answers_in_time_and_spools_the_turn() {
     // The next session start replays it.
     lab.hook("codex", "SessionStart", &payload("codex", "SessionStart", &[("P", p)]));
     assert!(lab.memories().iter().any(|m| m["content"].as_str().unwrap().contains("90 seconds")));
+    assert_eq!(std::fs::read_dir(lab.home().join(".ovmem/spool")).unwrap().count(), 0);
+}
+
+#[test]
+fn a_runtime_older_than_the_stores_schema_refuses_nothing_and_spools_the_turn() {
+    // A newer ovmem migrated the store; the hooks still run this (older) one until it is restaged.
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    let db = lab.home().join(".ovmem/memory.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let ours: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    conn.pragma_update(None, "user_version", ours + 1).unwrap();
+    drop(conn);
+    let p = lab.proj.to_str().unwrap();
+    let a = harness::find("claude-code").unwrap().adapter().unwrap();
+    let ask = payload("claude-code", "UserPromptSubmit", &[("P", p), ("PROMPT", QUESTION)]);
+    let (out, code) = lab.hook_with("claude-code", "UserPromptSubmit", ask.as_bytes(), &[]);
+    assert_eq!((out.as_str(), code), (encode::noop(&a, "UserPromptSubmit").as_str(), 0));
+    let stop = payload("claude-code", "Stop", &[("P", p), ("REPLY", "The nightly export lands in bucket zeta-17.")]);
+    let (out, code) = lab.hook_with("claude-code", "Stop", stop.as_bytes(), &[]);
+    assert_eq!((out.as_str(), code), (encode::noop(&a, "Stop").as_str(), 0));
+    assert!(lab.log().contains("newer than this ovmem understands"), "{}", lab.log());
+    let spooled = std::fs::read_dir(lab.home().join(".ovmem/spool")).unwrap().count();
+    // The prompt and the turn wait in the spool.
+    assert_eq!(spooled, 2, "{}", lab.log());
+    // An ovmem that understands the schema (here: the version put back) stores it, once.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "user_version", ours).unwrap();
+    drop(conn);
+    lab.hook("claude-code", "SessionStart", &payload("claude-code", "SessionStart", &[("P", p)]));
+    let hits = lab.memories().iter().filter(|m| m["content"].as_str().unwrap().contains("zeta-17")).count();
+    assert_eq!(hits, 1);
     assert_eq!(std::fs::read_dir(lab.home().join(".ovmem/spool")).unwrap().count(), 0);
 }
 

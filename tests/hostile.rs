@@ -1,6 +1,7 @@
 //! A project is untrusted input: what a repository commits (symlinks out of the tree, devices,
 //! FIFOs, huge files, programs named like the harnesses) must never make ovmem write, move, read
 //! or run anything outside it.
+#![cfg(unix)]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The installer as a user runs it: the built binary against throwaway homes (never the real
 //! `$HOME`), with hand-edited fixtures full of comments, tabs, CRLF, BOM, unicode and hooks of
 //! other tools. Round trips must give back every byte.
+#![cfg(unix)]
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -1,4 +1,5 @@
 //! `ovmem mcp` (the memory tools over stdio MCP) and its registration by `ovmem install`.
+#![cfg(unix)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

@@ -5,6 +5,7 @@
 //! (which is marked), and a short follow-up turn is found and shown with its session's topic.
 //! By meaning (the local embedding model): a paraphrased question finds its memory, a revision
 //! said in other words ranks above what it replaced, an exact identifier still comes first.
+#![cfg(unix)]
 
 mod common;
 

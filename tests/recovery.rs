@@ -1,6 +1,7 @@
 //! User data is sacred, whatever happened to ovmem's own records: no receipt (`rm -rf ~/.ovmem`,
 //! a second `OVMEM_HOME`), a damaged receipt, hook groups shared with the user, comments inside
 //! ovmem's entry or in containers it inserts into, read-only configs, and odd paths.
+#![cfg(unix)]
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! fields written on every OS), and what a Windows host gets instead of the POSIX command: Claude
 //! Code's `shell: "powershell"` entry, Cline's `<Event>.ps1` files, the bare cmd.exe path for
 //! Kiro CLI and Antigravity CLI (refused when cmd cannot carry it).
+#![cfg(unix)]
 
 mod common;
 

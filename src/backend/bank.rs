@@ -6,7 +6,6 @@
 //! `/` never reaches the bank routes (HTTP 404). ovmem's ids use only `[a-z0-9._:-]`, stay under
 //! 100 bytes, and start with a letter, so they are valid on any Hindsight that takes ids in paths.
 
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
@@ -52,7 +51,7 @@ pub fn machine_id(ovmem_home: &Path) -> String {
     let id: String = raw.iter().map(|b| format!("{b:02x}")).collect();
     let _ = std::fs::create_dir_all(path.parent().expect("a parent"));
     // Two hooks at once: the first file written wins, the other reads it.
-    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+    match crate::sys::create_mode(std::fs::OpenOptions::new().write(true).create_new(true), 0o600).open(&path) {
         Ok(mut f) => {
             let _ = f.write_all(format!("{id}\n").as_bytes());
             id

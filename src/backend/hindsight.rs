@@ -167,8 +167,7 @@ impl Hindsight {
         self.remember(bank);
         if let Some(m) = marker {
             if let Some(dir) = m.parent() {
-                use std::os::unix::fs::DirBuilderExt;
-                let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+                let _ = crate::sys::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(dir);
             }
             let _ = std::fs::write(&m, format!("{bank}\n"));
         }

@@ -16,7 +16,6 @@
 use std::fmt;
 use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -319,7 +318,11 @@ fn check_private(path: &Path, meta: &fs::Metadata) -> Result<()> {
     if meta.file_type().is_symlink() {
         bail!("`{}` is a symlink; ovmem reads and writes credentials only as a regular file", path.display());
     }
-    let mode = meta.permissions().mode() & 0o777;
+    if !crate::sys::has_modes() {
+        // No Unix modes or owners to check (Windows: the profile directory's ACLs).
+        return Ok(());
+    }
+    let mode = crate::sys::mode(meta) & 0o777;
     if mode & 0o077 != 0 {
         bail!(
             "`{}` can be read by other users (mode {mode:04o}); run `chmod 600 {}` and try again",
@@ -327,10 +330,10 @@ fn check_private(path: &Path, meta: &fs::Metadata) -> Result<()> {
             path.display()
         );
     }
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me {
-        bail!("`{}` belongs to another user (uid {}); it must be yours", path.display(), meta.uid());
+    if let (Some(me), Some((uid, _))) = (crate::sys::euid(), crate::sys::owner(meta)) {
+        if uid != me {
+            bail!("`{}` belongs to another user (uid {uid}); it must be yours", path.display());
+        }
     }
     Ok(())
 }
@@ -567,9 +570,7 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
+    crate::sys::dir_mode(DirBuilder::new().recursive(true), 0o700)
         .create(dir)
         .with_context(|| format!("could not create `{}`", dir.display()))
 }
@@ -583,13 +584,10 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
     let tmp = dir.join(format!(".{name}.ovmem-tmp.{}.{nanos}", std::process::id()));
     let result = (|| -> Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
+        let mut f = crate::sys::create_mode(OpenOptions::new().write(true).create_new(true), 0o600)
             .open(&tmp)
             .with_context(|| format!("could not create a temporary file in `{}`", dir.display()))?;
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
+        crate::sys::set_file_mode(&f, 0o600)?;
         f.write_all(bytes).with_context(|| format!("could not write `{}`", tmp.display()))?;
         f.sync_all().with_context(|| format!("could not flush `{}`", tmp.display()))?;
         fs::rename(&tmp, path).with_context(|| format!("could not replace `{}`", path.display()))?;
@@ -604,9 +602,10 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     result
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use std::collections::HashMap;
+    use std::os::unix::fs::PermissionsExt;
 
     use super::*;
 

@@ -114,7 +114,7 @@ fn hook(exe: &Path, home: &Path, cwd: &Path, harness: &str, event: &str, payload
 
 pub fn run(args: DemoArgs) -> Result<i32> {
     let Some(h) = harness::find(&args.harness) else {
-        let e = harness::UnknownHarness { name: args.harness.clone(), suggestions: harness::suggest(&args.harness) };
+        let e = harness::UnknownHarness::one(&args.harness);
         return Err(super::Refusal(e.to_string()).into());
     };
     let a = h.adapter()?;

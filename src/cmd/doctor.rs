@@ -137,6 +137,9 @@ fn print(env: &Env, r: &Report) {
             tilde(env, &r.runtime.path)
         );
     }
+    if let Some(stale) = &r.runtime.stale {
+        println!("\n{} {stale}", p.red("!"));
+    }
     let b = &r.backend;
     let mark = match b.status {
         "ok" => p.green("ok"),

@@ -422,6 +422,9 @@ pub fn install_harnesses(
         _ => "user scope".into(),
     };
     if opts.dry_run {
+        if let Some(w) = crate::upgrade::warning(env) {
+            p.warn(&w);
+        }
         eprintln!("\n{} nothing was written", p.bold("dry run:"));
     } else if !ok.is_empty() && changed {
         eprintln!(

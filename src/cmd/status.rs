@@ -110,6 +110,33 @@ pub(crate) struct QueueStatus {
     memories: i64,
 }
 
+/// The runtime the hooks run, against this CLI.
+#[derive(Serialize)]
+struct RuntimeStatus {
+    path: PathBuf,
+    /// `absent`, `current`, `older`, `newer` or `unknown`.
+    state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    cli_version: &'static str,
+    /// What to run when the hooks run an older (or unknown) runtime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
+}
+
+fn runtime_status(env: &Env) -> RuntimeStatus {
+    use crate::upgrade::{self, Staged};
+    let staged = upgrade::staged(env);
+    let (state, version, warning) = match &staged {
+        Staged::Absent => ("absent", None, None),
+        Staged::Current => ("current", Some(upgrade::cli_version().to_string()), None),
+        Staged::Older { staged } => ("older", Some(staged.clone()), Some(upgrade::stale_message(env, staged))),
+        Staged::Newer { staged } => ("newer", Some(staged.clone()), None),
+        Staged::Unknown { .. } => ("unknown", None, upgrade::warning(env)),
+    };
+    RuntimeStatus { path: env.runtime_bin(), state, version, cli_version: upgrade::cli_version(), warning }
+}
+
 /// How long status waits for the memory server's health answer (in parallel with the rest).
 const HEALTH_BUDGET: std::time::Duration = std::time::Duration::from_millis(200);
 
@@ -195,13 +222,17 @@ pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
         let out = harnesses(&env, project.as_deref())?;
         Ok((backend.join().unwrap_or_default(), queue, out))
     })?;
+    let runtime = runtime_status(&env);
     if args.json {
-        output::json(&serde_json::json!({"harnesses": out, "backend": backend, "queue": queue}));
+        output::json(&serde_json::json!({"harnesses": out, "backend": backend, "queue": queue, "runtime": runtime}));
         return Ok(0);
     }
     let p = Printer::new();
     print_harnesses(&p, &env, &out);
     print_backend(&p, &backend, &queue);
+    if let Some(w) = &runtime.warning {
+        p.warn(w);
+    }
     Ok(0)
 }
 

@@ -7,9 +7,10 @@ use clap::Args;
 
 use super::{interactive, parse_harnesses, scope_and_project, tilde, Refusal, Selection};
 use crate::env::Env;
-use crate::harness::{self, Harness};
+use crate::harness::{self, Harness, Scope};
 use crate::install::{self, Action, Options, Target, Verb};
 use crate::output::{self, Printer};
+use crate::receipt;
 
 /// Whether an uninstall plan would change or report anything of ovmem's in a harness.
 fn touches(r: &install::Report) -> bool {
@@ -23,9 +24,27 @@ pub struct UninstallArgs {
     /// Remove the legacy integrations ovmem recognises instead (OpenViking, Hindsight), without installing ovmem
     #[arg(long)]
     pub legacy: bool,
+    /// Remove every trace: every harness at user scope and in every project a receipt names (hooks,
+    /// MCP entries, trust records), the staged runtime, receipts, logs, caches. Memories stay
+    #[arg(long, conflicts_with_all = ["harness", "project", "legacy"])]
+    pub all: bool,
+    /// With --all: also delete the memories (memory.db, spooled turns), config.toml, credentials,
+    /// backend state and migrate's backups, then `$OVMEM_HOME` itself when nothing else is in it
+    #[arg(long, requires = "all")]
+    pub purge: bool,
 }
 
+/// What `--all` leaves for the memories' sake; `--purge` deletes these too.
+const MEMORIES: &[&str] =
+    &["memory.db", "memory.db-wal", "memory.db-shm", "spool", "config.toml", "credentials.toml", "state", "backups"];
+
+/// ovmem's own bookkeeping in `$OVMEM_HOME`, gone with `--all` once no harness has ovmem's hooks.
+const TRACES: &[&str] = &["bin", "receipts", "logs", "cache", "locks", "journal", ".private-checked"];
+
 pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
+    if args.all {
+        return run_all(&args, env);
+    }
     let sel = &args.sel;
     let (scope, project) = scope_and_project(sel)?;
     let named = sel.harness.is_some();
@@ -101,6 +120,21 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
         output::json(&serde_json::json!({"dry_run": opts.dry_run, "scope": scope, "harnesses": out.results}));
         return Ok(out.code);
     }
+    let shown = print_results(env, &out, named, opts.dry_run);
+    let p = Printer::new();
+    if shown == 0 && !named {
+        eprintln!("ovmem is not installed ({} scope); nothing to remove", scope.as_str());
+    }
+    if let Some(bin) = &out.removed_runtime {
+        let db = env.ovmem_home().join("memory.db");
+        let kept = if db.exists() { format!("; memories stay in `{}`", tilde(env, &db)) } else { String::new() };
+        eprintln!("{} runtime `{}`{kept}", p.yellow("removed"), tilde(env, bin));
+    }
+    Ok(out.code)
+}
+
+/// Each harness's removal as lines on stderr (diffs on stdout for a dry run); how many were shown.
+fn print_results(env: &Env, out: &install::Outcome, named: bool, dry_run: bool) -> usize {
     let p = Printer::new();
     let mut shown = 0;
     for r in &out.results {
@@ -136,7 +170,7 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
                     ),
                 }
             }
-            if opts.dry_run {
+            if dry_run {
                 if let Some(d) = &f.diff {
                     print!("{d}");
                 }
@@ -149,13 +183,124 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
     for w in &out.warnings {
         p.warn(w);
     }
-    if shown == 0 && !named {
-        eprintln!("ovmem is not installed ({} scope); nothing to remove", scope.as_str());
+    shown
+}
+
+/// `uninstall --all [--purge]`: every harness at user scope and in every project a receipt names,
+/// in one transaction; then ovmem's bookkeeping, and with `--purge` the memories too.
+fn run_all(args: &UninstallArgs, env: &Env) -> Result<i32> {
+    let sel = &args.sel;
+    let home = env.ovmem_home();
+    let mut targets: Vec<Target> = harness::all()
+        .iter()
+        .filter(|h| h.scope(Scope::User).is_ok())
+        .map(|h| Target { env, harness: h, scope: Scope::User, project: None })
+        .collect();
+    let mut projects: Vec<(String, std::path::PathBuf)> = receipt::load_all(&home)?
+        .into_iter()
+        .filter(|(_, r)| r.scope == Scope::Project)
+        .filter_map(|(_, r)| r.project.map(|p| (r.harness, p)))
+        .collect();
+    projects.sort();
+    projects.dedup();
+    for (id, project) in projects {
+        if let Some(h) = harness::find(&id) {
+            targets.push(Target { env, harness: h, scope: Scope::Project, project: Some(project) });
+        }
     }
-    if let Some(bin) = &out.removed_runtime {
-        let db = env.ovmem_home().join("memory.db");
-        let kept = if db.exists() { format!("; memories stay in `{}`", tilde(env, &db)) } else { String::new() };
-        eprintln!("{} runtime `{}`{kept}", p.yellow("removed"), tilde(env, bin));
+    let opts = Options { dry_run: sel.dry_run, force: sel.force, no_trust: false };
+    let here: Vec<String> =
+        MEMORIES.iter().chain(TRACES).filter(|n| home.join(n).exists()).map(|n| n.to_string()).collect();
+    if !sel.dry_run && !sel.yes {
+        let what = if args.purge { "every ovmem hook and all memories" } else { "every ovmem hook (memories stay)" };
+        if !interactive() || sel.json {
+            return Err(Refusal(format!(
+                "uninstall --all{} removes {what}; pass --yes to go ahead (or --dry-run to see the diff)",
+                if args.purge { " --purge" } else { "" }
+            ))
+            .into());
+        }
+        if !crate::prompt::confirm(&format!("Remove {what}?"), false)? {
+            eprintln!("nothing was changed");
+            return Ok(2);
+        }
     }
+    let out = install::run(env, &targets, Verb::Uninstall, opts)?;
+    let mut removed: Vec<String> = Vec::new();
+    let mut kept: Vec<String> = Vec::new();
+    let left = receipt::paths(&home);
+    if !opts.dry_run && left.is_empty() {
+        let names: Vec<&str> = TRACES.iter().chain(if args.purge { MEMORIES } else { &[] }).copied().collect();
+        for n in names {
+            let p = home.join(n);
+            if std::fs::symlink_metadata(&p).is_err() {
+                continue;
+            }
+            let gone =
+                if p.is_dir() && !p.is_symlink() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+            match gone {
+                Ok(()) => removed.push(n.to_string()),
+                Err(e) => Printer::new().warn(&format!("could not remove `{}`: {e}", p.display())),
+            }
+        }
+        if args.purge && std::fs::remove_dir(&home).is_ok() {
+            removed.push(home.display().to_string());
+        }
+    }
+    if !args.purge {
+        kept = MEMORIES.iter().filter(|n| home.join(n).exists()).map(|n| n.to_string()).collect();
+    }
+    if sel.json {
+        output::json(&serde_json::json!({
+            "dry_run": opts.dry_run,
+            "harnesses": out.results,
+            "ovmem_home": home,
+            "present": here,
+            "removed": removed,
+            "kept": kept,
+            "receipts_left": left,
+        }));
+        return Ok(out.code);
+    }
+    let shown = print_results(env, &out, false, opts.dry_run);
+    let p = Printer::new();
+    if shown == 0 {
+        eprintln!("no harness has ovmem's hooks");
+    }
+    if opts.dry_run {
+        eprintln!(
+            "{} from `{}`: {}",
+            p.bold("then would remove"),
+            tilde(env, &home),
+            if args.purge {
+                here.join(", ")
+            } else {
+                TRACES.iter().filter(|n| here.contains(&n.to_string())).copied().collect::<Vec<_>>().join(", ")
+            }
+        );
+        return Ok(out.code);
+    }
+    if !left.is_empty() {
+        p.warn(&format!(
+            "{} receipt(s) are left in `{}` for hooks that could not be removed (see above); the runtime and receipts stay until they are",
+            left.len(),
+            tilde(env, &receipt::dir(&home))
+        ));
+    }
+    if !removed.is_empty() {
+        eprintln!("{} from `{}`: {}", p.yellow("removed"), tilde(env, &home), removed.join(", "));
+    }
+    if !kept.is_empty() {
+        eprintln!(
+            "{} in `{}`: {} (`ovmem uninstall --all --purge --yes` deletes them)",
+            p.green("memories kept"),
+            tilde(env, &home),
+            kept.join(", ")
+        );
+    }
+    eprintln!(
+        "the `ovmem` command itself stays: remove it the way it was installed (npm uninstall -g ovmem, pipx uninstall ovmem, cargo uninstall ovmem, or delete {})",
+        std::env::current_exe().map(|e| e.display().to_string()).unwrap_or_else(|_| "the binary".into())
+    );
     Ok(out.code)
 }

@@ -4,7 +4,6 @@
 //! group's id, never by name).
 
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -64,11 +63,7 @@ fn drain(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> 
 /// Runs `r`; never panics, never waits past the timeout (plus a moment to collect the output).
 pub fn run(r: &Run) -> Ran {
     let mut cmd = match r.program {
-        Program::Shell(line) => {
-            let mut c = Command::new("/bin/sh");
-            c.arg("-c").arg(line);
-            c
-        }
+        Program::Shell(line) => crate::sys::shell(line),
         Program::File(p) => Command::new(p),
         Program::Argv(argv) => {
             let mut c = Command::new(argv.first().map(String::as_str).unwrap_or(""));
@@ -80,26 +75,25 @@ pub fn run(r: &Run) -> Ran {
         .envs(r.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    crate::sys::own_group(&mut cmd);
     let started = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
             let what = match r.program {
-                Program::Shell(_) => "/bin/sh".to_string(),
+                Program::Shell(_) => crate::sys::SHELL.to_string(),
                 Program::File(p) => p.display().to_string(),
                 Program::Argv(argv) => argv.first().cloned().unwrap_or_default(),
             };
             return Ran {
                 spawn_error: Some(format!("could not start `{what}`: {e}")),
-                code: e.raw_os_error().map(|n| if n == libc::ENOENT { 127 } else { 126 }),
+                code: e.raw_os_error().map(|_| if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 }),
                 elapsed: started.elapsed(),
                 ..Ran::default()
             };
         }
     };
-    let pgid = child.id() as i32;
     let mut stdin = child.stdin.take();
     let input = r.stdin.to_vec();
     // A hook that never reads its stdin must not block the writer: a thread of its own.
@@ -116,21 +110,19 @@ pub fn run(r: &Run) -> Ran {
     loop {
         match child.try_wait() {
             Ok(Some(status)) => {
-                use std::os::unix::process::ExitStatusExt;
                 ran.code = status.code();
-                ran.signal = status.signal();
+                ran.signal = crate::sys::signal_of(&status);
                 break;
             }
             Ok(None) if started.elapsed() >= r.timeout => {
                 ran.timed_out = true;
-                // SAFETY: signalling a process group this function created.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                crate::sys::kill_tree(&mut child);
                 let _ = child.wait();
                 break;
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             Err(_) => {
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                crate::sys::kill_tree(&mut child);
                 let _ = child.wait();
                 break;
             }
@@ -138,7 +130,7 @@ pub fn run(r: &Run) -> Ran {
     }
     ran.elapsed = started.elapsed();
     // Whatever the hook left running in its group goes with it, so the pipes close.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    crate::sys::kill_tree(&mut child);
     let _ = writer.join();
     ran.stdout = out.join().unwrap_or_default();
     ran.stderr = err.join().unwrap_or_default();

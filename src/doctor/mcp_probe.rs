@@ -1,9 +1,9 @@
 //! The `ovmem` MCP server entry as the harness would start it: its command, arguments and
 //! environment, over stdio, answering `initialize` and `tools/list` within a timeout.
 
+use crate::sys::OwnGroup;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -82,7 +82,7 @@ pub fn probe(s: &Server, cwd: &Path, extra: &[(String, String)], timeout: Durati
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
+        .own_group()
         .spawn()
     {
         Ok(c) => c,
@@ -91,7 +91,6 @@ pub fn probe(s: &Server, cwd: &Path, extra: &[(String, String)], timeout: Durati
             return out;
         }
     };
-    let pgid = child.id() as i32;
     let mut stdin = child.stdin.take().expect("piped");
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
@@ -170,8 +169,7 @@ pub fn probe(s: &Server, cwd: &Path, extra: &[(String, String)], timeout: Durati
     })();
     out.elapsed = started.elapsed();
     drop(stdin);
-    // SAFETY: signalling the process group this function created.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    crate::sys::kill_tree(&mut child);
     let _ = child.wait();
     let _ = reader.join();
     let stderr = errs.join().unwrap_or_default();

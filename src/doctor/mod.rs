@@ -62,6 +62,23 @@ pub struct Report {
 pub struct RuntimeState {
     pub path: PathBuf,
     pub present: bool,
+    /// The staged runtime's version, when it said one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Set when the hooks run an older runtime than this ovmem (a problem: what to run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<String>,
+}
+
+fn runtime_state(env: &Env) -> RuntimeState {
+    use crate::upgrade::{self, Staged};
+    let (version, stale) = match upgrade::staged(env) {
+        Staged::Current => (Some(upgrade::cli_version().to_string()), None),
+        Staged::Older { staged } => (Some(staged.clone()), Some(upgrade::stale_message(env, &staged))),
+        Staged::Newer { staged } => (Some(staged), None),
+        Staged::Absent | Staged::Unknown { .. } => (None, None),
+    };
+    RuntimeState { path: env.runtime_bin(), present: env.runtime_bin().is_file(), version, stale }
 }
 
 #[derive(Debug, Serialize)]
@@ -218,7 +235,7 @@ pub fn run(env: &Env, opts: &Options) -> Result<Report> {
         ok: true,
         problems: 0,
         ovmem_home: home.clone(),
-        runtime: RuntimeState { path: env.runtime_bin(), present: env.runtime_bin().is_file() },
+        runtime: runtime_state(env),
         targets: Vec::new(),
         duplicates: Vec::new(),
         legacy: Vec::new(),
@@ -286,6 +303,9 @@ pub fn run(env: &Env, opts: &Options) -> Result<Report> {
         problems += 1;
     }
     if !report.runtime.present && !receipts.is_empty() {
+        problems += 1;
+    }
+    if report.runtime.stale.is_some() {
         problems += 1;
     }
     report.problems = problems;

@@ -10,8 +10,6 @@
 
 use std::fs::{self, File};
 use std::io::ErrorKind;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -19,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{fault_point, meta, read_opt, sha256_hex, sync_dirs, sync_files, temp_beside, Meta};
 use crate::interrupt;
+use crate::sys;
 
 /// What kind of file a change is about; it decides how a rollback treats it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,19 +151,17 @@ enum Staged {
 impl Staged {
     fn new(target: &Path, bytes: &[u8], mode: u32, like: Option<Meta>) -> Result<Self> {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         let dir = target.parent().unwrap_or(Path::new("/"));
-        let anon = fs::OpenOptions::new().write(true).mode(mode).custom_flags(libc::O_TMPFILE).open(dir);
-        match anon {
-            Ok(mut f) => {
+        match sys::anon_temp(dir, mode) {
+            Some(mut f) => {
                 f.write_all(bytes).with_context(|| format!("could not write in `{}`", dir.display()))?;
-                f.set_permissions(fs::Permissions::from_mode(mode))?;
+                sys::set_file_mode(&f, mode)?;
                 if let Some(m) = like {
-                    let _ = std::os::unix::fs::fchown(&f, Some(m.uid), Some(m.gid));
+                    sys::chown(&f, m.uid, m.gid);
                 }
                 Ok(Self::Anon(f))
             }
-            Err(_) => Ok(Self::Named(temp_beside(target, bytes, mode, like)?)),
+            None => Ok(Self::Named(temp_beside(target, bytes, mode, like)?)),
         }
     }
 
@@ -180,28 +177,15 @@ impl Staged {
         match self {
             Self::Named(t) => Ok(t.into_temp_path()),
             Self::Anon(f) => {
-                use std::os::fd::AsRawFd;
-                let proc_path = std::ffi::CString::new(format!("/proc/self/fd/{}", f.as_raw_fd())).expect("no NUL");
                 for _ in 0..16 {
                     let name = temp_name(target);
-                    let c = std::ffi::CString::new(name.as_os_str().as_bytes()).context("a NUL in a path")?;
-                    // SAFETY: both are valid C strings; linkat does not retain them.
-                    let r = unsafe {
-                        libc::linkat(
-                            libc::AT_FDCWD,
-                            proc_path.as_ptr(),
-                            libc::AT_FDCWD,
-                            c.as_ptr(),
-                            libc::AT_SYMLINK_FOLLOW,
-                        )
-                    };
-                    if r == 0 {
-                        return tempfile::TempPath::try_from_path(name).map_err(Into::into);
-                    }
-                    let e = std::io::Error::last_os_error();
-                    if e.kind() != ErrorKind::AlreadyExists {
-                        return Err(e)
-                            .with_context(|| format!("could not create a file beside `{}`", target.display()));
+                    match sys::link_anon(&f, &name) {
+                        Ok(()) => return tempfile::TempPath::try_from_path(name).map_err(Into::into),
+                        Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                        Err(e) => {
+                            return Err(e)
+                                .with_context(|| format!("could not create a file beside `{}`", target.display()))
+                        }
                     }
                 }
                 anyhow::bail!("could not find a free temporary name beside `{}`", target.display())
@@ -216,22 +200,6 @@ fn temp_name(target: &Path) -> PathBuf {
     h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     target.with_file_name(format!(".{name}{}{}.{:016x}", super::TEMP_MARK, std::process::id(), h.finish()))
-}
-
-fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> std::io::Result<()> {
-    let a = std::ffi::CString::new(from.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
-    let b = std::ffi::CString::new(to.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
-    // SAFETY: valid C strings, AT_FDCWD.
-    let r = unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), flags) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-fn unsupported(e: &std::io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS) | Some(libc::ENOTSUP))
 }
 
 impl Tx {
@@ -278,7 +246,7 @@ impl Tx {
         let made = super::missing_dirs(&self.dir);
         fs::create_dir_all(&self.dir).with_context(|| format!("could not create `{}`", self.dir.display()))?;
         for d in &made {
-            let _ = fs::set_permissions(d, fs::Permissions::from_mode(0o700));
+            let _ = sys::set_mode(d, 0o700);
         }
         // The journal directory must survive a crash, and so must the home it was created in.
         let mut parents: Vec<PathBuf> = made.iter().filter_map(|d| d.parent().map(Path::to_path_buf)).collect();
@@ -372,7 +340,7 @@ impl Tx {
                 Ok(()) => {
                     // Inside `$OVMEM_HOME` everything is private to its owner.
                     if d.starts_with(&self.home) {
-                        let _ = fs::set_permissions(d, fs::Permissions::from_mode(0o700));
+                        let _ = sys::set_mode(d, 0o700);
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
@@ -454,8 +422,8 @@ impl Tx {
                     return Ok(());
                 }
                 let aside = temp_name(&c.path);
-                renameat2(&c.path, &aside, libc::RENAME_NOREPLACE)
-                    .or_else(|e| if unsupported(&e) { fs::rename(&c.path, &aside) } else { Err(e) })
+                sys::rename_noreplace(&c.path, &aside)
+                    .or_else(|e| if sys::unsupported(&e) { fs::rename(&c.path, &aside) } else { Err(e) })
                     .with_context(|| format!("could not remove `{}`", c.path.display()))?;
                 let gone = read_opt(&aside)?;
                 if !shared || gone == expect {
@@ -463,7 +431,7 @@ impl Tx {
                     return Ok(());
                 }
                 // Written in that instant: it goes back (unless a newer file is there already).
-                if renameat2(&aside, &c.path, libc::RENAME_NOREPLACE).is_err() {
+                if sys::rename_noreplace(&aside, &c.path).is_err() {
                     let _ = fs::remove_file(&aside);
                 }
                 continue;
@@ -473,23 +441,23 @@ impl Tx {
                 return Ok(());
             }
             if now.is_none() {
-                match renameat2(&tmp, &c.path, libc::RENAME_NOREPLACE) {
+                match sys::rename_noreplace(&tmp, &c.path) {
                     Ok(()) => return Ok(()),
                     // Created in that instant by someone else: theirs stays, ovmem redoes.
                     Err(e) if e.kind() == ErrorKind::AlreadyExists => {
                         staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
                         continue;
                     }
-                    Err(e) if unsupported(&e) => {
+                    Err(e) if sys::unsupported(&e) => {
                         fs::rename(&tmp, &c.path).with_context(|| format!("could not write `{}`", c.path.display()))?;
                         return Ok(());
                     }
                     Err(e) => return Err(e).with_context(|| format!("could not write `{}`", c.path.display())),
                 }
             }
-            match renameat2(&tmp, &c.path, libc::RENAME_EXCHANGE) {
+            match sys::rename_exchange(&tmp, &c.path) {
                 Ok(()) => {}
-                Err(e) if unsupported(&e) => {
+                Err(e) if sys::unsupported(&e) => {
                     fs::rename(&tmp, &c.path).with_context(|| format!("could not replace `{}`", c.path.display()))?;
                     return Ok(());
                 }
@@ -509,10 +477,10 @@ impl Tx {
             }
             // Another program wrote between ovmem's read and its rename: its bytes go back at once
             // (and if it wrote yet again in between, that newest write does).
-            renameat2(&tmp, &c.path, libc::RENAME_EXCHANGE)
+            sys::rename_exchange(&tmp, &c.path)
                 .with_context(|| format!("could not put `{}` back", c.path.display()))?;
             if read_opt(&tmp)? != c.after {
-                let _ = renameat2(&tmp, &c.path, libc::RENAME_EXCHANGE);
+                let _ = sys::rename_exchange(&tmp, &c.path);
             }
             staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
         }
@@ -575,7 +543,7 @@ impl Tx {
                 if read_opt(&c.path)? != c.after {
                     continue;
                 }
-                renameat2(&kf.tmp, &c.path, libc::RENAME_EXCHANGE)
+                sys::rename_exchange(&kf.tmp, &c.path)
                     .with_context(|| format!("could not put `{}` back", c.path.display()))?;
                 drop(kf);
                 if self.redo(k, c, late, false)? {
@@ -858,9 +826,10 @@ pub fn recover(ovmem_home: &Path) -> Result<Option<Recovered>> {
     Ok(Some(out))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn change<'a>(path: &Path, before: Option<&str>, after: Option<&str>) -> Change<'a> {
         Change {

@@ -7,11 +7,12 @@ pub mod journal;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
+
+use crate::sys;
 
 /// The largest file ovmem reads (configs of a few MB exist: `~/.claude.json`).
 pub const MAX_READ: u64 = 64 << 20;
@@ -122,7 +123,7 @@ pub fn read_capped(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
     if meta.len() > max {
         bail!("`{}` is larger than {}; ovmem does not read it", path.display(), size_text(max));
     }
-    let f = match OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path) {
+    let f = match sys::open_read_nonblocking(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("could not read `{}`", path.display())),
@@ -161,7 +162,10 @@ pub struct Meta {
 }
 
 pub fn meta(path: &Path) -> Option<Meta> {
-    fs::metadata(path).ok().map(|m| Meta { mode: m.permissions().mode() & 0o7777, uid: m.uid(), gid: m.gid() })
+    fs::metadata(path).ok().map(|m| {
+        let (uid, gid) = sys::owner(&m).unwrap_or_default();
+        Meta { mode: sys::mode(&m), uid, gid }
+    })
 }
 
 /// A new temp file beside `target` (random name, `O_EXCL`, so an existing file or symlink at that
@@ -176,10 +180,10 @@ pub fn temp_beside(target: &Path, bytes: &[u8], mode: u32, like: Option<Meta>) -
         .tempfile_in(dir)
         .with_context(|| format!("could not create a temporary file in `{}`", dir.display()))?;
     tmp.write_all(bytes).with_context(|| format!("could not write in `{}`", dir.display()))?;
-    tmp.as_file().set_permissions(fs::Permissions::from_mode(mode))?;
+    sys::set_file_mode(tmp.as_file(), mode)?;
     if let Some(m) = like {
         // Keep the owner when root edits someone else's file; harmless when unchanged.
-        let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(m.uid), Some(m.gid));
+        sys::chown(tmp.as_file(), m.uid, m.gid);
     }
     Ok(tmp)
 }
@@ -231,10 +235,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> 
 
 /// Whether process `pid` is alive.
 pub fn pid_alive(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else { return false };
-    // SAFETY: kill with signal 0 only checks for existence and permission.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    sys::pid_alive(pid)
 }
 
 /// The pid in an ovmem temp file name, if `name` is one.
@@ -307,13 +308,9 @@ impl InstallLock {
             let made = missing_dirs(dir);
             fs::create_dir_all(dir).with_context(|| format!("could not create `{}`", dir.display()))?;
             for d in &made {
-                let _ = fs::set_permissions(d, fs::Permissions::from_mode(0o700));
+                let _ = sys::set_mode(d, 0o700);
             }
-            let file = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .mode(0o600)
+            let file = sys::create_mode(OpenOptions::new().create(true).truncate(false).write(true), 0o600)
                 .open(&path)
                 .with_context(|| format!("could not open the lock file `{}`", path.display()))?;
             file.lock().with_context(|| format!("could not lock `{}`", path.display()))?;
@@ -335,7 +332,8 @@ impl InstallLock {
 
     fn still_there(file: &File, path: &Path) -> bool {
         match (file.metadata(), fs::metadata(path)) {
-            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+            // Without file identities (not Unix) an open lock file cannot be removed under it.
+            (Ok(a), Ok(b)) => sys::file_id(&a) == sys::file_id(&b),
             _ => false,
         }
     }
@@ -348,7 +346,7 @@ pub fn move_no_follow(from: &Path, to: &Path) -> Result<()> {
         .with_context(|| format!("could not create `{}`", to.display()))?;
     match fs::rename(from, to) {
         Ok(()) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+        Err(e) if sys::cross_device(&e) => {
             copy_no_follow(from, to).with_context(|| format!("could not copy `{}`", from.display()))?;
             remove_no_follow(from).with_context(|| format!("could not remove `{}`", from.display()))
         }
@@ -359,7 +357,7 @@ pub fn move_no_follow(from: &Path, to: &Path) -> Result<()> {
 fn copy_no_follow(src: &Path, dest: &Path) -> std::io::Result<()> {
     let m = fs::symlink_metadata(src)?;
     if m.file_type().is_symlink() {
-        std::os::unix::fs::symlink(fs::read_link(src)?, dest)
+        sys::symlink(&fs::read_link(src)?, dest)
     } else if m.is_dir() {
         fs::create_dir(dest)?;
         for e in fs::read_dir(src)? {
@@ -422,7 +420,7 @@ pub(crate) fn fault_point(point: &str) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

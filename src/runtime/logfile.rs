@@ -6,8 +6,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -61,7 +59,7 @@ pub fn append(dir: &Path, line: &[u8], rotate_at: u64) {
     if fs::metadata(&path).is_ok_and(|m| m.len() > rotate_at) {
         rotate(dir, rotate_at);
     }
-    if let Ok(mut f) = OpenOptions::new().create(true).append(true).mode(0o600).open(&path) {
+    if let Ok(mut f) = crate::sys::create_mode(OpenOptions::new().create(true).append(true), 0o600).open(&path) {
         // One write call: the line lands whole or (disk full) not at all.
         let _ = f.write(line);
     }
@@ -70,8 +68,8 @@ pub fn append(dir: &Path, line: &[u8], rotate_at: u64) {
 /// Shifts the generations under `hook.log.lock`, if `hook.log` is still too large once the lock
 /// is held (another process may have rotated it meanwhile).
 fn rotate(dir: &Path, rotate_at: u64) {
-    let Ok(lock) =
-        OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(dir.join("hook.log.lock"))
+    let Ok(lock) = crate::sys::create_mode(OpenOptions::new().create(true).truncate(false).write(true), 0o600)
+        .open(dir.join("hook.log.lock"))
     else {
         return;
     };
@@ -92,12 +90,11 @@ fn rotate(dir: &Path, rotate_at: u64) {
 
 fn flock(f: &File) -> bool {
     loop {
-        // SAFETY: flock on a descriptor this function's caller owns.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return true;
-        }
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return false;
+        // An advisory lock on every platform (flock on Unix, LockFileEx on Windows).
+        match f.lock() {
+            Ok(()) => return true,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return false,
         }
     }
 }

@@ -86,7 +86,7 @@ pub struct SendLock(#[allow(dead_code)] std::fs::File);
 
 impl SendLock {
     pub fn take(ovmem_home: &std::path::Path, wait: Wait) -> Option<Self> {
-        use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+        use crate::sys;
         let dir = ovmem_home.join("locks");
         let path = dir.join("outbox.lock");
         let until = match wait {
@@ -94,13 +94,15 @@ impl SendLock {
             Wait::Upto(d) => Instant::now() + d,
         };
         loop {
-            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir);
-            let file =
-                std::fs::OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(&path).ok()?;
+            let _ = sys::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(&dir);
+            let file = sys::create_mode(std::fs::OpenOptions::new().create(true).truncate(false).write(true), 0o600)
+                .open(&path)
+                .ok()?;
             if file.try_lock().is_ok() {
                 // A lock on a file removed meanwhile (an uninstall tidying up) would be no lock.
                 let same = match (file.metadata(), std::fs::metadata(&path)) {
-                    (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+                    // Where files have no ids to compare, the lock is as good as the file system's.
+                    (Ok(a), Ok(b)) => sys::file_id(&a) == sys::file_id(&b),
                     _ => false,
                 };
                 if same {
