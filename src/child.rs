@@ -12,8 +12,7 @@ use crate::sys::OwnGroup;
 /// How `cmd` exited and what it printed on stdout (at most `max` bytes), when it exited within
 /// `budget`; `None` when it could not start or ran out of time (it is killed then).
 pub fn output_within(cmd: &mut Command, budget: Duration, max: u64) -> Option<(ExitStatus, String)> {
-    let mut child =
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).own_group().spawn().ok()?;
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).own_group().spawn().ok()?;
     let mut out = child.stdout.take()?;
     let reader = std::thread::spawn(move || {
         let mut s = Vec::new();

@@ -8,8 +8,8 @@
 pub mod browse;
 pub mod curate;
 pub mod index;
-mod outbox;
 pub mod injections;
+mod outbox;
 pub mod rank;
 pub mod text;
 pub mod vectors;
