@@ -702,7 +702,7 @@ impl Store {
         }
         let mut q = Query::parse(query);
         // A question of stopwords alone ("the of a") asks nothing, by its words or its meaning.
-        let qvec = if q.terms.is_empty() { None } else { crate::embed::Model::get().embed(query) };
+        let qvec = if q.terms.is_empty() || words_only() { None } else { crate::embed::Model::get().embed(query) };
         let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
         {
             let mut lookup = c.prepare_cached(
@@ -1249,6 +1249,13 @@ pub struct Outbound<'a> {
 }
 
 pub use outbox::{Depth, Parked, Queued, SessionToEnd, PARK_AFTER};
+
+/// `OVMEM_RECALL_MODE=lexical`, a benchmark knob: recall by the words alone, as ovmem ranked before
+/// it had a semantic signal, so a benchmark can measure in one run what meaning adds.
+fn words_only() -> bool {
+    static WORDS_ONLY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *WORDS_ONLY.get_or_init(|| std::env::var("OVMEM_RECALL_MODE").is_ok_and(|m| m == "lexical"))
+}
 
 /// Deletes the vectors of `ids` (inside the caller's transaction).
 fn purge_vectors(c: &Connection, ids: &[i64]) -> Result<()> {
