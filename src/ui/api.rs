@@ -255,7 +255,7 @@ impl Api<'_> {
         let queue = crate::cmd::status::queue_status(self.env);
         let items = self.store.outbox_items(200)?;
         let parked: Vec<_> = items.iter().filter(|i| i.state == "parked").collect();
-        let failing: Vec<_> = items.iter().filter(|i| i.state != "parked" && i.attempts > 0).collect();
+        let failing: Vec<_> = items.iter().filter(|i| i.state != "parked" && i.last_error.is_some()).collect();
         let waiting = items.len() - parked.len();
         Ok(json!({ "backend": backend, "queue": queue, "failing": failing, "parked": parked, "waiting": waiting }))
     }
