@@ -95,10 +95,12 @@ impl Lab {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// What a Claude Code prompt hook in `dir` injects for `prompt`.
+    /// What a Claude Code prompt hook in `dir` injects for `prompt`, in a session of its own (a
+    /// session is given a memory once).
     fn recall(&self, dir: &Path, prompt: &str) -> String {
-        let stdin =
-            json!({"session_id": "s-recall", "cwd": dir, "hook_event_name": "UserPromptSubmit", "prompt": prompt});
+        static SESSION: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let session = format!("s-recall-{}", SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let stdin = json!({"session_id": session, "cwd": dir, "hook_event_name": "UserPromptSubmit", "prompt": prompt});
         let out = self.ovmem(dir, &["hook", "claude-code", "UserPromptSubmit"], stdin.to_string().as_bytes());
         assert_eq!(out.status.code(), Some(0));
         let text = String::from_utf8_lossy(&out.stdout);

@@ -76,7 +76,7 @@ fn sigkill_at_random_moments_then_one_install_and_one_uninstall_give_back_every_
         let text = std::fs::read_to_string(home.path().join(rel)).unwrap();
         assert_eq!(
             text.matches("/.ovmem/bin/ovmem hook").count(),
-            if rel.contains("cursor") { 6 } else { 5 },
+            if rel.contains("cursor") { 7 } else { 5 },
             "{rel}: {text}"
         );
     }

@@ -320,7 +320,7 @@ fn hooks_pointing_at_an_old_runtime_are_drift() {
     let v = json(&run("new", &["check", "--format", "json"]));
     let drift: Vec<&serde_json::Value> =
         v["findings"].as_array().unwrap().iter().filter(|f| f["kind"] == "ovmem-drift").collect();
-    assert_eq!(drift.len(), 12, "{v}");
+    assert_eq!(drift.len(), 13, "{v}");
     assert!(drift[0]["message"].as_str().unwrap().contains("/old/bin/ovmem"));
     // The old home's runtime is still there: a second OVMEM_HOME does not take its hooks over
     // silently, and says how to proceed.
@@ -333,7 +333,7 @@ fn hooks_pointing_at_an_old_runtime_are_drift() {
     assert!(run("new", &["install", "--harness", "cursor,cline", "--force"]).status.success());
     assert_eq!(run("new", &["check"]).status.code(), Some(0));
     let cursor = std::fs::read_to_string(home.path().join(".cursor/hooks.json")).unwrap();
-    assert!(!cursor.contains("/old/bin/ovmem") && cursor.matches("new/bin/ovmem hook cursor").count() == 6, "{cursor}");
+    assert!(!cursor.contains("/old/bin/ovmem") && cursor.matches("new/bin/ovmem hook cursor").count() == 7, "{cursor}");
 }
 
 #[test]

@@ -124,7 +124,7 @@ fn a_second_ovmem_home_neither_takes_over_nor_removes_the_first_one_s_hooks() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("took over"), "{}", stderr(&out));
     let text = std::fs::read_to_string(&hooks).unwrap();
-    assert!(!text.contains("first/bin") && text.matches("second/bin/ovmem hook").count() == 6, "{text}");
+    assert!(!text.contains("first/bin") && text.matches("second/bin/ovmem hook").count() == 7, "{text}");
 }
 
 #[test]

@@ -144,6 +144,71 @@ impl Model {
 }
 
 /// The largest char boundary of `s` at or below `i`.
+/// Everyday lines of a coding-agent chat about nothing in particular: what a question's vector
+/// is compared with to learn how near *unrelated* text sits to it (see [`Model::background`]).
+const UNRELATED: &[&str] = &[
+    "ok thanks",
+    "looks good to me",
+    "let me check that",
+    "can you run the tests again",
+    "I updated the file",
+    "what is the status",
+    "please fix the bug",
+    "done, anything else?",
+    "the meeting is at noon",
+    "we talked about this yesterday",
+    "here is the summary",
+    "that makes sense",
+    "try it again",
+    "I will take a look",
+    "the build passed",
+    "sure, go ahead",
+    "it works now",
+    "thanks for the help",
+    "where is the file",
+    "how does this work",
+    "what does this do",
+    "why did it fail",
+    "we should write some notes",
+    "this is the plan for today",
+    "the change is small",
+    "I don't know yet",
+    "remember this for later",
+    "it was merged last week",
+    "the weather is nice today",
+];
+
+impl Model {
+    /// How near unrelated text comes to `query` (a unit vector) on average: its mean cosine with
+    /// everyday chat ([`UNRELATED`]). A static embedding puts every text at some distance from
+    /// every other (0.1-0.5 between unrelated lines, depending on the question), so a memory found
+    /// by meaning alone has to be nearer to the question than that question's own background.
+    pub fn background(&self, query: &[f32]) -> f32 {
+        static UNRELATED_VECTORS: OnceLock<Vec<Vec<f32>>> = OnceLock::new();
+        let vectors = UNRELATED_VECTORS.get_or_init(|| UNRELATED.iter().filter_map(|t| self.embed(t)).collect());
+        if vectors.is_empty() {
+            return 0.0;
+        }
+        let sum: f32 = vectors.iter().map(|v| v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()).sum();
+        sum / vectors.len() as f32
+    }
+
+    /// Whether a question says something the model can read: at least two words it knows whole
+    /// (a word that is one token of the vocabulary, letters only). A question that is an
+    /// identifier, a code or a made-up word (`zqvorblinx7731`, `ERR_CONN_RESET`) is broken into
+    /// sub-word pieces whose mean means nothing; it is asked by its words alone.
+    pub fn has_meaning(&self, text: &str) -> bool {
+        let ids = self.tokenize(text);
+        let whole = |i: usize| {
+            let t = self.token(ids[i]);
+            !t.starts_with("##")
+                && t.chars().all(char::is_alphabetic)
+                && ids.get(i + 1).is_none_or(|&n| !self.token(n).starts_with("##"))
+        };
+        (0..ids.len()).filter(|&i| whole(i)).nth(1).is_some()
+    }
+}
+
 fn floor_char(s: &str, i: usize) -> usize {
     let mut i = i.min(s.len());
     while !s.is_char_boundary(i) {

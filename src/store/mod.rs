@@ -702,7 +702,9 @@ impl Store {
         }
         let mut q = Query::parse(query);
         // A question of stopwords alone ("the of a") asks nothing, by its words or its meaning.
-        let qvec = if q.terms.is_empty() || words_only() { None } else { crate::embed::Model::get().embed(query) };
+        let model = crate::embed::Model::get();
+        let qvec =
+            if q.terms.is_empty() || words_only() || !model.has_meaning(query) { None } else { model.embed(query) };
         let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
         {
             let mut lookup = c.prepare_cached(
@@ -736,8 +738,10 @@ impl Store {
         let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len() + near.len());
         let mut lens = Vec::with_capacity(scored.len() + near.len());
         let lexical: std::collections::HashSet<i64> = scored.iter().map(|s| s.doc).collect();
-        // Found by meaning alone, a memory must be near enough to be about the question at all.
-        let found_by_meaning = near.iter().filter(|(d, cos)| !lexical.contains(d) && *cos >= rank::MIN_COSINE);
+        // Found by meaning alone, a memory must be near enough to be about the question at all:
+        // above a fixed floor, and nearer than unrelated chat comes to this question.
+        let floor = qvec.as_deref().map_or(f32::MAX, |v| model.background(v).max(rank::MIN_COSINE));
+        let found_by_meaning = near.iter().filter(|(d, cos)| !lexical.contains(d) && *cos >= floor);
         for s in
             scored.iter().copied().chain(found_by_meaning.map(|&(doc, _)| rank::Scored { doc, score: 0.0, matched: 0 }))
         {
@@ -1287,7 +1291,15 @@ fn strip_topics(c: &Connection, bank: i64, session: &str, prompt: &str) -> Resul
             })
             .collect();
         if kept.len() != parts.len() {
-            c.execute("UPDATE memories SET topic = ?2 WHERE id = ?1", params![id, kept.join(" / ")])?;
+            let topic = kept.join(" / ");
+            c.execute("UPDATE memories SET topic = ?2 WHERE id = ?1", params![id, topic])?;
+            // Its vector was read from the old topic too: the forgotten prompt's meaning goes.
+            let (prompt, reply): (String, String) =
+                c.query_row("SELECT prompt, reply FROM memories WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            vectors::remove(c, id)?;
+            let mut pending = vectors::Pending::default();
+            pending.add(bank, id, vectors::embed(&prompt, &reply, &topic));
+            pending.flush(c)?;
             changed = true;
         }
     }
