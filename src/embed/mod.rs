@@ -118,29 +118,47 @@ impl Model {
     /// One vector for several texts (a memory's prompt, reply and topic), the first
     /// [`MAX_TOKENS`] tokens of them in order.
     pub fn embed_parts(&self, parts: &[&str]) -> Option<Vec<f32>> {
+        // Lazily, part by part: a part past the first MAX_TOKENS tokens is never tokenized.
+        let ids: Vec<u32> =
+            parts.iter().flat_map(|p| self.tokenize(head(p))).filter(|&id| id != UNK).take(MAX_TOKENS).collect();
+        self.mean(&ids)
+    }
+
+    /// A question's vector, when it says something the model can read: at least two words it
+    /// knows whole (a word that is one token of the vocabulary, letters only). A question that is
+    /// an identifier, a code or a made-up word (`zqvorblinx7731`, `ERR_CONN_RESET`) is broken into
+    /// sub-word pieces whose mean means nothing; it is asked by its words alone (`None`).
+    pub fn question(&self, text: &str) -> Option<Vec<f32>> {
+        let ids = self.tokenize(head(text));
+        let whole = |i: usize| {
+            let t = self.token(ids[i]);
+            !t.starts_with("##")
+                && t.chars().all(char::is_alphabetic)
+                && ids.get(i + 1).is_none_or(|&n| !self.token(n).starts_with("##"))
+        };
+        (0..ids.len()).filter(|&i| whole(i)).nth(1)?;
+        let known: Vec<u32> = ids.into_iter().filter(|&id| id != UNK).take(MAX_TOKENS).collect();
+        self.mean(&known)
+    }
+
+    /// The normalised mean of tokens' rows (each scaled back from int8).
+    fn mean(&self, ids: &[u32]) -> Option<Vec<f32>> {
         let mut sum = [0f32; DIMS];
-        let mut count = 0;
-        'parts: for part in parts {
-            // Only the beginning of a very long text is read.
-            let head = &part[..floor_char(part, MAX_TOKENS * 12)];
-            for id in self.tokenize(head) {
-                if id == UNK {
-                    continue;
-                }
-                if count == MAX_TOKENS {
-                    break 'parts;
-                }
-                let scale = f32::from_le_bytes(self.scales[4 * id as usize..4 * id as usize + 4].try_into().ok()?);
-                let row = &self.rows[id as usize * DIMS..(id as usize + 1) * DIMS];
-                for (s, &r) in sum.iter_mut().zip(row) {
-                    *s += r as f32 * scale;
-                }
-                count += 1;
+        for &id in ids {
+            let scale = f32::from_le_bytes(self.scales[4 * id as usize..4 * id as usize + 4].try_into().ok()?);
+            let row = &self.rows[id as usize * DIMS..(id as usize + 1) * DIMS];
+            for (s, &r) in sum.iter_mut().zip(row) {
+                *s += r as f32 * scale;
             }
         }
         let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
-        (count > 0 && norm > 0.0).then(|| sum.iter().map(|x| x / norm).collect())
+        (!ids.is_empty() && norm > 0.0).then(|| sum.iter().map(|x| x / norm).collect())
     }
+}
+
+/// The beginning of a text that is read: a static model's mean blurs past [`MAX_TOKENS`] tokens.
+fn head(s: &str) -> &str {
+    &s[..floor_char(s, MAX_TOKENS * 12)]
 }
 
 /// The largest char boundary of `s` at or below `i`.
@@ -191,21 +209,6 @@ impl Model {
         }
         let sum: f32 = vectors.iter().map(|v| v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()).sum();
         sum / vectors.len() as f32
-    }
-
-    /// Whether a question says something the model can read: at least two words it knows whole
-    /// (a word that is one token of the vocabulary, letters only). A question that is an
-    /// identifier, a code or a made-up word (`zqvorblinx7731`, `ERR_CONN_RESET`) is broken into
-    /// sub-word pieces whose mean means nothing; it is asked by its words alone.
-    pub fn has_meaning(&self, text: &str) -> bool {
-        let ids = self.tokenize(text);
-        let whole = |i: usize| {
-            let t = self.token(ids[i]);
-            !t.starts_with("##")
-                && t.chars().all(char::is_alphabetic)
-                && ids.get(i + 1).is_none_or(|&n| !self.token(n).starts_with("##"))
-        };
-        (0..ids.len()).filter(|&i| whole(i)).nth(1).is_some()
     }
 }
 

@@ -703,8 +703,7 @@ impl Store {
         let mut q = Query::parse(query);
         // A question of stopwords alone ("the of a") asks nothing, by its words or its meaning.
         let model = crate::embed::Model::get();
-        let qvec =
-            if q.terms.is_empty() || words_only() || !model.has_meaning(query) { None } else { model.embed(query) };
+        let qvec = if q.terms.is_empty() || words_only() { None } else { model.question(query) };
         let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
         {
             let mut lookup = c.prepare_cached(
@@ -909,7 +908,7 @@ impl Store {
         index::remove(c, bank, id, &terms)?;
         c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
         c.execute("DELETE FROM outbox WHERE memory_id = ?1", [id])?;
-        purge_vectors(c, &[id])?;
+        vectors::remove(c, id)?;
         if let Some(session) = &session {
             c.execute("DELETE FROM sessions WHERE session = ?1 AND bank = ?2", params![session, bank_name])?;
             if strip_topics(c, bank, session, &prompt)? {
@@ -1010,11 +1009,11 @@ impl Store {
                     let rows = stmt.query_map(params![src, dst], |r| r.get(0))?;
                     rows.collect::<rusqlite::Result<_>>()?
                 };
-                for d in &dups {
+                for &d in &dups {
                     c.execute("DELETE FROM memories WHERE id = ?1", [d])?;
                     c.execute("DELETE FROM outbox WHERE memory_id = ?1", [d])?;
+                    vectors::remove(c, d)?;
                 }
-                purge_vectors(c, &dups)?;
                 c.execute("UPDATE memories SET bank_id = ?2 WHERE bank_id = ?1", params![src, dst])?;
                 // Sign-bit blocks hold whole entries, so they move as they are.
                 c.execute("UPDATE vector_blocks SET bank_id = ?2 WHERE bank_id = ?1", params![src, dst])?;
@@ -1259,14 +1258,6 @@ pub use outbox::{Depth, Parked, Queued, SessionToEnd, PARK_AFTER};
 fn words_only() -> bool {
     static WORDS_ONLY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *WORDS_ONLY.get_or_init(|| std::env::var("OVMEM_RECALL_MODE").is_ok_and(|m| m == "lexical"))
-}
-
-/// Deletes the vectors of `ids` (inside the caller's transaction).
-fn purge_vectors(c: &Connection, ids: &[i64]) -> Result<()> {
-    for &id in ids {
-        vectors::remove(c, id)?;
-    }
-    Ok(())
 }
 
 /// Removes from the topics of `session`'s other memories in `bank` every part taken from
