@@ -5,6 +5,8 @@
 //! binary's `status`, `backend test`, `doctor`, `sync`, MCP `memory_search` and prompt hook must
 //! show none of it.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -12,7 +14,8 @@ use std::process::{Command, Stdio};
 use ovmem::backend::{configure, Choice, Secret};
 use serde_json::{json, Value};
 
-const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
+use common::OVMEM;
+
 const TOKEN: &str = "plain-words-token-4242";
 /// ESC ] 52 (clipboard write), clear screen, cursor home, C1 CSI, a bidi override, as JSON.
 const HOSTILE: &str = r"\u001b]52;c;ZWNobyBvd25lZA==\u0007\u001b[2J\u001b[H\u009b31m\u202eFAKE";
@@ -216,19 +219,9 @@ fn a_server_that_echoes_the_authorization_header_never_shows_the_token() {
 
 #[test]
 fn a_url_with_a_password_is_refused_and_plain_http_tokens_are_warned_about() {
-    let home = tempfile::tempdir().unwrap();
+    let home = common::Home::new();
     let run = |args: &[&str], env: &[(&str, &str)]| {
-        let out = Command::new(OVMEM)
-            .args(args)
-            .env_clear()
-            .env("HOME", home.path())
-            .env("PATH", "/usr/bin:/bin")
-            .env("NO_COLOR", "1")
-            .envs(env.iter().copied())
-            .current_dir(home.path())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = home.cmd(args).envs(env.iter().copied()).output().unwrap();
         (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
     };
     let (code, text) = run(
