@@ -692,14 +692,16 @@ fn rollback(dir: &Path, j: &Journal) -> Rollback {
             Err(e) => out.left.push(format!("could not put `{}` back: {e:#}", f.path.display())),
         }
     }
-    let mut dirs = j.dirs.clone();
-    dirs.reverse();
-    super::remove_empty_dirs(&dirs);
+    // A dead process's staged temp files go first: one left in a directory the transaction made
+    // would keep that directory, which then no receipt would record.
     let parents: Vec<PathBuf> = j.files.iter().filter_map(|f| f.path.parent().map(Path::to_path_buf)).collect();
-    let _ = sync_dirs(&parents);
     for p in &parents {
         super::sweep_temps(p);
     }
+    let mut dirs = j.dirs.clone();
+    dirs.reverse();
+    super::remove_empty_dirs(&dirs);
+    let _ = sync_dirs(&parents);
     out
 }
 
@@ -884,6 +886,23 @@ mod tests {
         std::mem::forget(tx);
         assert_eq!(recover(&home).unwrap().unwrap().outcome, Outcome::RolledForward);
         assert_eq!(fs::read_to_string(&a).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_directory_made_by_a_killed_transaction_goes_even_with_its_temp_file_in_it() {
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        let b = t.path().join("made/here/b");
+        let mut tx = Tx::begin(&home, "test");
+        tx.apply(&mut [change(&b, None, Some("new"))]).unwrap();
+        // Killed while the next file was staged: its temp file is still beside `b`.
+        let tmp = super::super::temp_beside(&b, b"next", 0o600, None).unwrap();
+        let (_, left) = tmp.keep().unwrap();
+        std::mem::forget(tx);
+        assert!(left.exists());
+        let r = recover(&home).unwrap().unwrap();
+        assert_eq!(r.outcome, Outcome::RolledBack { restored: 1 });
+        assert!(!t.path().join("made").exists(), "the directories the transaction made are left");
     }
 
     struct Append;
