@@ -207,7 +207,7 @@ impl Model {
         if vectors.is_empty() {
             return 0.0;
         }
-        let sum: f32 = vectors.iter().map(|v| v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()).sum();
+        let sum: f32 = vectors.iter().map(|v| dot(v, query)).sum();
         sum / vectors.len() as f32
     }
 }
@@ -248,6 +248,16 @@ impl Code {
         b
     }
 
+    /// The vector an encoded code stands for (`None`: not a code, e.g. the empty row of a memory
+    /// with no known token).
+    pub fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
+        if bytes.len() != CODE_BYTES {
+            return None;
+        }
+        let scale = f32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
+        Some(bytes[4..].iter().map(|&x| (x as i8) as f32 * scale).collect())
+    }
+
     /// Cosine of a unit query with the stored vector a code came from, read from its bytes.
     pub fn cosine(query: &[f32], bytes: &[u8]) -> f32 {
         if bytes.len() != CODE_BYTES {
@@ -260,6 +270,11 @@ impl Code {
         }
         dot * scale
     }
+}
+
+/// The dot product of two vectors (their cosine, when both are unit vectors).
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// A vector's signs, one bit per dimension: Hamming distance between two of them tracks the

@@ -749,7 +749,7 @@ impl Store {
                 lens.push(dl);
             }
         }
-        let vectors: std::collections::HashMap<i64, Vec<f32>> = match &qvec {
+        let mut vectors: std::collections::HashMap<i64, Vec<f32>> = match &qvec {
             Some(_) => vectors::vectors(c, &memories.iter().map(|(_, m)| m.id).collect::<Vec<_>>())?,
             None => Default::default(),
         };
@@ -767,8 +767,8 @@ impl Store {
                 let fields = [text::analyse(head(&m.prompt)), text::analyse(head(&m.reply)), text::analyse(&m.topic)];
                 let from = if lexical.contains(&m.id) { q.scan } else { 0 };
                 let (extra, bits) = rank::text_bm25(&q, &fields, *dl, avgdl, from);
-                let vector = vectors.get(&m.id).cloned();
-                let dense = qvec.as_ref().zip(vector.as_ref()).map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum());
+                let vector = vectors.remove(&m.id);
+                let dense = qvec.as_deref().zip(vector.as_deref()).map(|(a, b)| crate::embed::dot(a, b));
                 Candidate {
                     doc: m.id,
                     bm25: s.score + extra,
@@ -906,9 +906,7 @@ impl Store {
         let Some((bank, bank_name, prompt, reply, topic, session)) = row else { return Ok(false) };
         let terms = doc_terms(&prompt, &reply, &topic);
         index::remove(c, bank, id, &terms)?;
-        c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
-        c.execute("DELETE FROM outbox WHERE memory_id = ?1", [id])?;
-        vectors::remove(c, id)?;
+        Self::delete_rows(c, id)?;
         if let Some(session) = &session {
             c.execute("DELETE FROM sessions WHERE session = ?1 AND bank = ?2", params![session, bank_name])?;
             if strip_topics(c, bank, session, &prompt)? {
@@ -917,6 +915,14 @@ impl Store {
         }
         drop_unused_terms(c, terms.terms.iter().map(|(t, _)| t.as_str()))?;
         Ok(true)
+    }
+
+    /// Deletes a memory's row and the rows keyed by it (its outbox entry, its vector); its
+    /// postings are the caller's (removed, or rebuilt by [`Store::reindex`]).
+    fn delete_rows(c: &Connection, id: i64) -> Result<()> {
+        c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
+        c.execute("DELETE FROM outbox WHERE memory_id = ?1", [id])?;
+        vectors::remove(c, id)
     }
 
     /// Rewrites the database without free space, then truncates the WAL (see [`Store::forget_many`]).
@@ -970,11 +976,8 @@ impl Store {
             }
         }
         batch.flush(c)?;
-        let mut unused = c.prepare_cached(
-            "DELETE FROM vocab WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM terms WHERE term_id = ?1)",
-        )?;
         for t in old {
-            unused.execute([t])?;
+            drop_unused_vocab(c, t)?;
         }
         Ok(())
     }
@@ -1010,9 +1013,7 @@ impl Store {
                     rows.collect::<rusqlite::Result<_>>()?
                 };
                 for &d in &dups {
-                    c.execute("DELETE FROM memories WHERE id = ?1", [d])?;
-                    c.execute("DELETE FROM outbox WHERE memory_id = ?1", [d])?;
-                    vectors::remove(c, d)?;
+                    Self::delete_rows(c, d)?;
                 }
                 c.execute("UPDATE memories SET bank_id = ?2 WHERE bank_id = ?1", params![src, dst])?;
                 // Sign-bit blocks hold whole entries, so they move as they are.
@@ -1305,9 +1306,15 @@ fn drop_unused_terms<'a>(c: &Connection, terms: impl Iterator<Item = &'a str>) -
         c.prepare_cached("DELETE FROM postings WHERE term_id = ?1 AND bank_id IN (SELECT bank_id FROM terms WHERE term_id = ?1 AND df <= 0)")?
             .execute([id])?;
         c.prepare_cached("DELETE FROM terms WHERE term_id = ?1 AND df <= 0")?.execute([id])?;
-        c.prepare_cached("DELETE FROM vocab WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM terms WHERE term_id = ?1)")?
-            .execute([id])?;
+        drop_unused_vocab(c, id)?;
     }
+    Ok(())
+}
+
+/// Drops a vocabulary entry that no bank's index uses any more.
+fn drop_unused_vocab(c: &Connection, term_id: i64) -> Result<()> {
+    c.prepare_cached("DELETE FROM vocab WHERE id = ?1 AND NOT EXISTS (SELECT 1 FROM terms WHERE term_id = ?1)")?
+        .execute([term_id])?;
     Ok(())
 }
 

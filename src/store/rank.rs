@@ -292,15 +292,10 @@ impl Ord for Keyed {
     }
 }
 
-/// The BM25 share of the terms that were not scanned (too common to be worth their posting
-/// lists), computed on a candidate's own text, so candidates are ranked on the whole question.
-/// Returns the extra score and match bits.
-pub fn complete(query: &Query, fields: &[Vec<Term>; 3], dl: u32, avgdl: f32) -> (f32, u32) {
-    text_bm25(query, fields, dl, avgdl, query.scan)
-}
-
-/// BM25 of the query's terms from `from` on, computed on a memory's own text (for the terms not
-/// scanned, and for a memory found by its meaning alone).
+/// BM25 of the query's terms from `from` on, computed on a memory's own text: the share of the
+/// terms that were not scanned (too common to be worth their posting lists), so candidates are
+/// ranked on the whole question, or every term for a memory found by its meaning alone. Returns
+/// the extra score and match bits.
 pub fn text_bm25(query: &Query, fields: &[Vec<Term>; 3], dl: u32, avgdl: f32, from: usize) -> (f32, u32) {
     let mut score = 0.0;
     let mut matched = 0;
@@ -473,9 +468,9 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
         .zip(&sets)
         .map(|(c, set)| c.dense.map(|d| if set.len() < NEAR_EMPTY { d * NEAR_EMPTY_FACTOR } else { d }))
         .collect();
-    let fused = fuse(&lexical, &dense);
     // How near each is to the question by meaning alone, on the candidates' scale (0..1).
     let meaning = nearness(&dense);
+    let fused = fuse(&lexical, dense.iter().any(Option::is_some).then_some(&meaning[..]));
     let mut scored: Vec<(usize, f32)> = candidates
         .iter()
         .zip(&fused)
@@ -490,7 +485,7 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
     let floor = scored[0].1 * 0.05;
     scored.retain(|(_, s)| *s >= floor);
     let relevant = scored[0].1 * SAME_QUESTION;
-    let score_at: HashMap<usize, f32> = scored.iter().copied().collect();
+    let score_of: HashMap<usize, f32> = scored.iter().copied().collect();
 
     // Supersession: two candidates on the same subject, the later first. Either the later one
     // restates the earlier (both cover nearly the same words of the question, at least half of
@@ -508,10 +503,10 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
             let strong_shared = q.terms.iter().enumerate().any(|(i, t)| t.strong && shared & (1 << i) != 0);
             let cn = &candidates[newer];
             // The meaning: both answer this question well, and say things about one subject.
-            let answers = |i: &usize| score_at[i] >= relevant || meaning[*i] >= SAME_MEANING;
+            let answers = |i: &usize| score_of[i] >= relevant || meaning[*i] >= SAME_MEANING;
             let both = answers(a) && answers(b);
             let subject = match (&ca.vector, &cb.vector) {
-                (Some(x), Some(y)) if both => x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>(),
+                (Some(x), Some(y)) if both => crate::embed::dot(x, y),
                 _ => 0.0,
             };
             if subject >= RESTATE_COS
@@ -540,7 +535,6 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
     // with its best one, in the same item, so a follow-up is shown with the turn that gives it
     // its meaning), supersessions honoured.
     let order: Vec<usize> = scored.iter().map(|(i, _)| *i).collect();
-    let score_of: HashMap<usize, f32> = scored.iter().copied().collect();
     let mut sel = Selection { picked: Vec::new(), used: HashSet::default(), seen: HashSet::default() };
     for pass in 0..2 {
         for &i in &order {
@@ -630,20 +624,17 @@ fn nearness(dense: &[Option<f32>]) -> Vec<f32> {
 /// about this far apart in the distilled model).
 const COSINE_SPREAD: f32 = 0.25;
 
-/// `w·minmax(lexical) + (1−w)·minmax(cosine)` per candidate; a candidate without a vector has
-/// the lowest cosine. Without any cosine the lexical score alone (min-max normalised).
-pub fn fuse(lexical: &[f32], dense: &[Option<f32>]) -> Vec<f32> {
+/// `w·minmax(lexical) + (1−w)·minmax(cosine)` per candidate, the cosines given as their
+/// [`nearness`] (a candidate without a vector has the lowest). Without any cosine (`None`) the
+/// lexical score alone (min-max normalised).
+fn fuse(lexical: &[f32], meaning: Option<&[f32]>) -> Vec<f32> {
     let (llo, lhi) = minmax(lexical.iter().copied());
     // The lexical floor is zero (no match at all), not the weakest candidate's score.
     let lex = (llo.min(0.0), lhi);
-    if dense.iter().all(Option::is_none) {
+    let Some(meaning) = meaning else {
         return lexical.iter().map(|&l| norm(l, lex)).collect();
-    }
-    lexical
-        .iter()
-        .zip(nearness(dense))
-        .map(|(&l, d)| LEXICAL_WEIGHT * norm(l, lex) + (1.0 - LEXICAL_WEIGHT) * d)
-        .collect()
+    };
+    lexical.iter().zip(meaning).map(|(&l, d)| LEXICAL_WEIGHT * norm(l, lex) + (1.0 - LEXICAL_WEIGHT) * d).collect()
 }
 
 /// A session's other turns shown with its best one score at least this share of it (a short

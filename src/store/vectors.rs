@@ -219,10 +219,8 @@ pub fn vectors(c: &Connection, ids: &[i64]) -> Result<std::collections::HashMap<
     for &id in ids {
         let mut rows = stmt.query([id])?;
         if let Some(r) = rows.next()? {
-            let code = r.get_ref(0)?.as_blob()?;
-            if code.len() == embed::CODE_BYTES {
-                let scale = f32::from_le_bytes(code[..4].try_into().expect("4 bytes"));
-                out.insert(id, code[4..].iter().map(|&x| (x as i8) as f32 * scale).collect());
+            if let Some(v) = Code::decode(r.get_ref(0)?.as_blob()?) {
+                out.insert(id, v);
             }
         }
     }
