@@ -440,19 +440,26 @@ impl Ctx<'_> {
                 }
             }
         }
+        let chars = block.chars().count();
+        self.record(store, canonical_name(self.event.kind).to_string(), ids, chars, "the injection");
+        Some(block)
+    }
+
+    /// Records what this event gave the session (or, with no ids, a reset of its context); a
+    /// failure (`what` could not be recorded) is noted, never the hook's failure.
+    fn record(&self, store: &Store, event: String, memory_ids: Vec<i64>, chars: usize, what: &str) {
         let record = store::Injection {
             at: store::now(),
             harness: Some(self.event.harness.clone()),
             session: self.known_session().then(|| self.event.session.clone()),
             bank: self.bank(),
-            event: canonical_name(self.event.kind).to_string(),
-            memory_ids: ids,
-            chars: block.chars().count(),
+            event,
+            memory_ids,
+            chars,
         };
         if let Err(e) = store.record_injection(&record) {
-            self.note(format!("could not record the injection: {e:#}"));
+            self.note(format!("could not record {what}: {e:#}"));
         }
-        Some(block)
     }
 
     fn session_start(&self) -> RunResult {
@@ -476,20 +483,10 @@ impl Ctx<'_> {
         Ok((Outcome { context: self.recent_block(&store)?, deny: None }, note))
     }
 
-    /// Marks that this session's context was compacted or cleared (`why`).
+    /// Marks that this session's context was compacted or cleared (`why`); only called for a
+    /// session the harness named.
     fn reset(&self, store: &Store, why: &str) {
-        let record = store::Injection {
-            at: store::now(),
-            harness: Some(self.event.harness.clone()),
-            session: Some(self.event.session.clone()),
-            bank: self.bank(),
-            event: format!("{}{why}", store::injections::RESET),
-            memory_ids: Vec::new(),
-            chars: 0,
-        };
-        if let Err(e) = store.record_injection(&record) {
-            self.note(format!("could not record the context reset: {e:#}"));
-        }
+        self.record(store, format!("{}{why}", store::injections::RESET), Vec::new(), 0, "the context reset");
     }
 
     fn prompt(&self) -> RunResult {
