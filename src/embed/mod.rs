@@ -248,27 +248,27 @@ impl Code {
         b
     }
 
-    /// The vector an encoded code stands for (`None`: not a code, e.g. the empty row of a memory
-    /// with no known token).
-    pub fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
+    /// An encoded code's scale and int8 components (`None`: not a code, e.g. the empty row of a
+    /// memory with no known token).
+    fn parts(bytes: &[u8]) -> Option<(f32, impl Iterator<Item = f32> + '_)> {
         if bytes.len() != CODE_BYTES {
             return None;
         }
         let scale = f32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
-        Some(bytes[4..].iter().map(|&x| (x as i8) as f32 * scale).collect())
+        Some((scale, bytes[4..].iter().map(|&x| (x as i8) as f32)))
     }
 
-    /// Cosine of a unit query with the stored vector a code came from, read from its bytes.
+    /// The vector an encoded code stands for (`None`: not a code).
+    pub fn decode(bytes: &[u8]) -> Option<Vec<f32>> {
+        let (scale, q) = Self::parts(bytes)?;
+        Some(q.map(|x| x * scale).collect())
+    }
+
+    /// Cosine of a unit query with the stored vector a code came from, read from its bytes (0 for
+    /// what is not a code).
     pub fn cosine(query: &[f32], bytes: &[u8]) -> f32 {
-        if bytes.len() != CODE_BYTES {
-            return 0.0;
-        }
-        let scale = f32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
-        let mut dot = 0f32;
-        for (q, &c) in query.iter().zip(&bytes[4..]) {
-            dot += q * (c as i8) as f32;
-        }
-        dot * scale
+        let Some((scale, q)) = Self::parts(bytes) else { return 0.0 };
+        query.iter().zip(q).map(|(a, c)| a * c).sum::<f32>() * scale
     }
 }
 
