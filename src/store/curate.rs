@@ -140,6 +140,8 @@ impl Store {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
             .optional()?;
+        // The later memories that revise it still do after the edit.
+        let revisers: Vec<i64> = super::revise::revisers(c, &[id])?.into_iter().map(|(_, newer)| newer).collect();
         Self::forget_in(c, id)?;
         let mut batch = super::Writes::default();
         let new = NewMemory {
@@ -157,6 +159,7 @@ impl Store {
             anyhow::bail!("memory {id} could not be stored again after its edit (rolled back)")
         };
         batch.flush(c)?;
+        super::revise::revised_by(c, new_id, &revisers)?;
         if let Some((bank, project, status)) = &queued {
             Self::enqueue(c, new_id, &super::Outbound { bank, project, status })?;
         }

@@ -11,6 +11,7 @@ pub mod index;
 pub mod injections;
 mod outbox;
 pub mod rank;
+pub mod revise;
 pub mod text;
 pub mod vectors;
 
@@ -36,7 +37,7 @@ const OUTBOX: &str = include_str!("outbox.sql");
 /// above `v`, each in the same write transaction. A new step takes the next number and is added
 /// here; each helper of a change that adds tables owns its own step.
 type Step = (i64, fn(&Connection) -> Result<()>);
-const STEPS: &[Step] = &[(4, vectors::create), (5, injections::step), (6, outbox::step_6)];
+const STEPS: &[Step] = &[(4, vectors::create), (5, injections::step), (6, outbox::step_6), (7, revise::step_7)];
 
 /// The schema version of a store that has run every step.
 const VERSION: i64 = {
@@ -244,6 +245,9 @@ pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
+/// How many revisions of a revision are followed from a candidate.
+const REVISION_DEPTH: usize = 3;
+
 /// Characters of a candidate's prompt and of its reply read when candidates are reranked.
 const RERANK_TEXT: usize = 4000;
 
@@ -256,17 +260,23 @@ fn floor_char(s: &str, i: usize) -> usize {
     i
 }
 
-/// What one transaction adds besides the memory rows: their postings and their vectors.
+/// What one transaction adds besides the memory rows: their postings, their vectors, and which
+/// earlier memories each revises (found once the postings are written).
 #[derive(Default)]
 struct Writes {
     postings: Batch,
     vectors: vectors::Pending,
+    added: Vec<i64>,
 }
 
 impl Writes {
     fn flush(&mut self, c: &Connection) -> Result<()> {
         self.postings.flush(c)?;
-        self.vectors.flush(c)
+        self.vectors.flush(c)?;
+        for id in self.added.drain(..) {
+            revise::link(c, id)?;
+        }
+        Ok(())
     }
 }
 
@@ -492,6 +502,7 @@ impl Store {
         let id = c.last_insert_rowid();
         batch.postings.add(c, bank, id, terms)?;
         batch.vectors.add(bank, id, vector);
+        batch.added.push(id);
         Ok(Some(id))
     }
 
@@ -749,6 +760,27 @@ impl Store {
                 lens.push(dl);
             }
         }
+        // The later memories that revise a candidate come with it, and the ones that revise
+        // those (a decision changed twice), whatever their own words.
+        let mut links: Vec<(i64, i64)> = Vec::new();
+        let mut frontier: Vec<i64> = memories.iter().map(|(_, m)| m.id).collect();
+        for _ in 0..REVISION_DEPTH {
+            let found = revise::revisers(c, &frontier)?;
+            frontier.clear();
+            for (older, newer) in found {
+                links.push((older, newer));
+                if !memories.iter().any(|(_, m)| m.id == newer) {
+                    if let Some((m, dl)) = self.get_with_len(newer)? {
+                        memories.push((rank::Scored { doc: newer, score: 0.0, matched: 0 }, m));
+                        lens.push(dl);
+                        frontier.push(newer);
+                    }
+                }
+            }
+            if frontier.is_empty() {
+                break;
+            }
+        }
         let mut vectors: std::collections::HashMap<i64, Vec<f32>> = match &qvec {
             Some(_) => vectors::vectors(c, &memories.iter().map(|(_, m)| m.id).collect::<Vec<_>>())?,
             None => Default::default(),
@@ -781,9 +813,11 @@ impl Store {
                 }
             })
             .collect();
-        let ranked = rank::rerank(&q, &candidates, now(), limit);
         let index_of: std::collections::HashMap<i64, usize> =
             memories.iter().enumerate().map(|(i, (_, m))| (m.id, i)).collect();
+        let links: Vec<(usize, usize)> =
+            links.iter().filter_map(|(o, n)| Some((*index_of.get(o)?, *index_of.get(n)?))).collect();
+        let ranked = rank::rerank(&q, &candidates, &links, now(), limit);
         Ok(ranked
             .into_iter()
             .filter_map(|r| {
@@ -917,11 +951,12 @@ impl Store {
         Ok(true)
     }
 
-    /// Deletes a memory's row and the rows keyed by it (its outbox entry, its vector); its
+    /// Deletes a memory's row and the rows keyed by it (its outbox entry, its vector, its revision pairs); its
     /// postings are the caller's (removed, or rebuilt by [`Store::reindex`]).
     fn delete_rows(c: &Connection, id: i64) -> Result<()> {
         c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
         c.execute("DELETE FROM outbox WHERE memory_id = ?1", [id])?;
+        revise::remove(c, id)?;
         vectors::remove(c, id)
     }
 

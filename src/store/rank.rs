@@ -445,8 +445,15 @@ fn revises(fields: &[Vec<Term>; 3]) -> bool {
 
 /// Reranks candidates and picks up to `limit`: near-duplicates dropped, at most one memory per
 /// session until every session had its turn, a later memory on the same subject placed before
-/// the earlier one (which is marked).
-pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Vec<Ranked> {
+/// the earlier one (which is marked). `revisions` are the pairs (older, newer) of candidates'
+/// indexes recorded when the newer was written ([`super::revise`]).
+pub fn rerank(
+    q: &Query,
+    candidates: &[Candidate],
+    revisions: &[(usize, usize)],
+    now: i64,
+    limit: usize,
+) -> Vec<Ranked> {
     if candidates.is_empty() || limit == 0 {
         return Vec::new();
     }
@@ -481,6 +488,13 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
             (i, f * recency)
         })
         .collect();
+    // A revision answers whatever the memory it revises answers: it scores at least as well
+    // (through a chain of revisions too), and is shown before it.
+    for _ in 0..revisions.len().min(4) {
+        for &(older, newer) in revisions {
+            scored[newer].1 = scored[newer].1.max(scored[older].1);
+        }
+    }
     scored.sort_by(|a, b| b.1.total_cmp(&a.1));
     let floor = scored[0].1 * 0.05;
     scored.retain(|(_, s)| *s >= floor);
@@ -493,6 +507,15 @@ pub fn rerank(q: &Query, candidates: &[Candidate], now: i64, limit: usize) -> Ve
     // `switch`, `instead`, …), answers a good part of the question, and shares an identifier of
     // the question or half of it with the earlier one, and some of its wording.
     let mut superseded_by: HashMap<usize, usize> = HashMap::default();
+    for &(older, newer) in revisions {
+        let later = |a: usize, b: usize| {
+            (candidates[a].created_at, candidates[a].doc) > (candidates[b].created_at, candidates[b].doc)
+        };
+        let current = superseded_by.entry(older).or_insert(newer);
+        if later(newer, *current) {
+            *current = newer;
+        }
+    }
     let mut revising: Vec<Option<bool>> = vec![None; candidates.len()];
     for (ai, (a, _)) in scored.iter().enumerate() {
         for (b, _) in scored.iter().skip(ai + 1) {
@@ -738,7 +761,7 @@ mod tests {
                 vector: Some(vec![1.0, 0.0]),
             })
             .collect();
-        let top = rerank(&q, &candidates, 1_000_000_000, 3);
+        let top = rerank(&q, &candidates, &[], 1_000_000_000, 3);
         let docs: Vec<i64> = top.iter().map(|r| r.doc).collect();
         assert_eq!(&docs[..2], &[2, 1], "the reviser, then the answer it revises: {docs:?}");
         assert_eq!(top[1].superseded_by, Some(2), "the answer is marked as revised");

@@ -1,0 +1,420 @@
+//! Which memory revises which. When a memory says it changes something ("we drop RabbitMQ and go
+//! with Kafka", "switched the TTL to 72 h", "改用 Postgres"), the earlier memories on the same
+//! subject are found by the rare words they share with it, and each pair is recorded as it is
+//! written. Recall then brings the revision back with the memory it revised, even when the
+//! question's words only find the original, shows it first and marks the original superseded.
+//! Time is the events' own (`created_at`), so an import of old history links as a capture would.
+
+use anyhow::Result;
+use rusqlite::{params, Connection, OptionalExtension};
+use rustc_hash::FxHashMap;
+
+use super::text;
+
+/// Schema step 7: the `revisions` table (older memory, the later one that revises it).
+pub(super) fn step_7(c: &Connection) -> Result<()> {
+    c.execute_batch(
+        "CREATE TABLE IF NOT EXISTS revisions (
+            older INTEGER NOT NULL,
+            newer INTEGER NOT NULL,
+            PRIMARY KEY (older, newer)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS revisions_newer ON revisions (newer);",
+    )?;
+    Ok(())
+}
+
+/// Word beginnings that say a text changes an earlier choice, in the languages ovmem's users
+/// write. "now" and "update" are left out: they are said of everything, not only of revisions.
+const CUES: &[&str] = &[
+    // English. Words that also describe everyday edits ("moved the helper", "changed the
+    // signature", "latency dropped") count only in the phrases that revise a choice.
+    "actually",
+    "instead",
+    "switch",
+    "replac",
+    "revert",
+    "swap",
+    "undo",
+    "undid",
+    "roll back",
+    "rolled back",
+    "rollback",
+    "supersed",
+    "deprecat",
+    "no longer",
+    "anymore",
+    "any more",
+    "change of plan",
+    "changed my mind",
+    "changed our mind",
+    "change it to",
+    "changed it to",
+    "changed to",
+    "changing to",
+    "migrate to",
+    "migrated to",
+    "migrating to",
+    "migrate from",
+    "migrated from",
+    "migrating from",
+    "move to",
+    "moved to",
+    "moving to",
+    "move off",
+    "moved off",
+    "went back to",
+    "go back to",
+    "stop using",
+    "stopped using",
+    "not use",
+    "was a mistake",
+    "get rid of",
+    "got rid of",
+    "over to",
+    "in favour of",
+    "in favor of",
+    "is gone",
+    "new direction",
+    "can't stay",
+    "cannot stay",
+    "in place of",
+    "rather than",
+    // German
+    "stattdessen",
+    "umgestellt",
+    "umstell",
+    "ersetz",
+    "gewechselt",
+    "wechsel",
+    "nicht mehr",
+    // French, Spanish, Portuguese, Italian
+    "plutôt",
+    "remplac",
+    "désormais",
+    "en lugar de",
+    "en vez de",
+    "reemplaz",
+    "cambiamos",
+    "em vez de",
+    "substitu",
+    "invece",
+    "sostituit",
+];
+
+/// The same for scripts written without spaces, matched anywhere in the text.
+const CJK_CUES: &[&str] = &[
+    "改用",
+    "换成",
+    "改成",
+    "改为",
+    "替换",
+    "不再",
+    "取代",
+    "換成",
+    "改為",
+    "替換", // Chinese
+    "代わりに",
+    "切り替え",
+    "置き換え",
+    "変更",
+    "やめて",
+    "移行", // Japanese
+    "대신",
+    "변경",
+    "바꿨",
+    "바꾸",
+    "교체",
+    "전환", // Korean
+];
+
+/// Whether `text` says it revises something.
+pub fn says_revision(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    if CJK_CUES.iter().any(|c| lower.contains(c)) {
+        return true;
+    }
+    // A cue begins a word: "drop" in "dropped", not in "eavesdrop".
+    CUES.iter().any(|cue| {
+        lower
+            .match_indices(cue)
+            .any(|(i, _)| lower[..i].chars().next_back().is_none_or(|p| !p.is_alphanumeric() && p != '_'))
+    })
+}
+
+/// At most this many of the memory's rarest terms are looked up.
+const TERMS: usize = 16;
+/// A term in more memories than this share of the bank (or this many) says nothing of a subject.
+const COMMON_SHARE: f64 = 0.2;
+const COMMON_MAX: u32 = 2_000;
+/// An earlier memory may be on the same subject when it shares this share of the looked-up
+/// terms' weight (IDF, identifiers and numbers counting double)...
+const SAME_SUBJECT: f64 = 0.2;
+/// ...and is within this share of the best such memory. At most [`OLDER`] are linked.
+const NEAR_BEST: f64 = 0.8;
+const OLDER: usize = 2;
+
+/// Records which earlier memories of its bank memory `id` revises, if it says it revises
+/// anything. Runs in the writer's transaction, after the memory's postings are written.
+pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
+    let row: Option<(i64, String, String, i64, i64)> = c
+        .prepare_cached(
+            "SELECT m.bank_id, m.prompt, m.reply, m.created_at, b.docs FROM memories m
+             JOIN banks b ON b.id = m.bank_id WHERE m.id = ?1",
+        )?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .optional()?;
+    let Some((bank, prompt, reply, at, docs)) = row else { return Ok(0) };
+    let head = |s: &str| s.chars().take(2_000).collect::<String>();
+    let (prompt, reply) = (head(&prompt), head(&reply));
+    // What the user asked for: an assistant describes every edit in words like these ("moved
+    // the read to spawn_blocking", "replaced the loop"), a user changing a choice says so.
+    // A memory with no prompt (a fact written by hand) is judged on its text.
+    let asked = if prompt.trim().is_empty() { &reply } else { &prompt };
+    if !says_revision(asked) {
+        return Ok(0);
+    }
+    // The memory's distinct terms (its own words: the session's topic is shared by every turn
+    // of the session, so it is left out), with their document frequency in the bank.
+    let mut strong: FxHashMap<String, bool> = FxHashMap::default();
+    for t in text::analyse(&prompt).into_iter().chain(text::analyse(&reply)) {
+        *strong.entry(t.text).or_insert(false) |= t.strong;
+    }
+    let common = ((docs as f64 * COMMON_SHARE) as u32).clamp(2, COMMON_MAX);
+    let mut lookup = c.prepare_cached(
+        "SELECT v.id, t.df FROM vocab v JOIN terms t ON t.term_id = v.id AND t.bank_id = ?2 WHERE v.term = ?1",
+    )?;
+    let mut terms: Vec<(i64, f64)> = Vec::new();
+    for (term, is_strong) in &strong {
+        let found: Option<(i64, u32)> =
+            lookup.query_row(params![term, bank], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+        // A term only this memory has cannot be shared; one most memories have is no subject.
+        if let Some((tid, df)) = found.filter(|&(_, df)| df >= 2 && df <= common) {
+            let idf = ((docs as f64 + 1.0) / df as f64).ln();
+            terms.push((tid, if *is_strong { 2.0 * idf } else { idf }));
+        }
+    }
+    terms.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    terms.truncate(TERMS);
+    let mass: f64 = terms.iter().map(|t| t.1).sum();
+    if terms.len() < 2 || mass <= 0.0 {
+        return Ok(0);
+    }
+    let mut shared: FxHashMap<i64, f64> = FxHashMap::default();
+    let mut list = Vec::new();
+    for &(tid, w) in &terms {
+        list.clear();
+        super::index::postings(c, bank, tid, &mut list)?;
+        for p in &list {
+            if p.doc != id {
+                *shared.entry(p.doc).or_insert(0.0) += w;
+            }
+        }
+    }
+    let mut ranked: Vec<(i64, f64)> =
+        shared.into_iter().map(|(d, w)| (d, w / mass)).filter(|&(_, s)| s >= SAME_SUBJECT).collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    // The things the memory names (a service, a file, a product: identifiers, however common):
+    // an earlier memory must name two of them (one, if it names only one), or it is about
+    // another subject however much of its wording it shares: "NATS keeps dropping jobs in
+    // search-indexer; switch to Kafka" names NATS as ledger-worker's choice does, but revises
+    // only a memory that names search-indexer too.
+    let names: Vec<&str> =
+        strong.iter().filter(|(t, s)| **s && t.chars().any(char::is_alphabetic)).map(|(t, _)| t.as_str()).collect();
+    let mut older = c.prepare_cached("SELECT created_at, prompt, reply FROM memories WHERE id = ?1")?;
+    let mut best: Option<f64> = None;
+    let mut linked = 0;
+    for (doc, s) in ranked.into_iter().take(4 * OLDER) {
+        if best.is_some_and(|b| s < b * NEAR_BEST) || linked >= OLDER {
+            break;
+        }
+        let row: Option<(i64, String, String)> =
+            older.query_row([doc], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()?;
+        let Some((then, p, r)) = row else { continue };
+        // Only an earlier memory is revised (the event's own time; the id breaks a tie).
+        if (then, doc) >= (at, id) {
+            continue;
+        }
+        if !names.is_empty() {
+            let theirs: Vec<text::Term> =
+                text::analyse(&head(&p)).into_iter().chain(text::analyse(&head(&r))).collect();
+            let mut named: Vec<&str> = theirs.iter().map(|t| t.text.as_str()).filter(|t| names.contains(t)).collect();
+            named.sort_unstable();
+            named.dedup();
+            if named.len() < names.len().min(2) {
+                continue;
+            }
+        }
+        best.get_or_insert(s);
+        revised_by(c, doc, &[id])?;
+        linked += 1;
+    }
+    Ok(linked)
+}
+
+/// The later memories that revise each of `ids` (older id, newer id), oldest reviser first.
+pub fn revisers(c: &Connection, ids: &[i64]) -> Result<Vec<(i64, i64)>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT r.older, r.newer FROM revisions r JOIN memories m ON m.id = r.newer
+         WHERE r.older = ?1 ORDER BY m.created_at, r.newer",
+    )?;
+    let mut out = Vec::new();
+    for &id in ids {
+        let rows = stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        for row in rows {
+            out.push(row?);
+        }
+    }
+    Ok(out)
+}
+
+/// Records that `newer` revise `older` (an edited memory keeps its revisers).
+pub(super) fn revised_by(c: &Connection, older: i64, newer: &[i64]) -> Result<()> {
+    let mut insert = c.prepare_cached("INSERT OR IGNORE INTO revisions (older, newer) VALUES (?1, ?2)")?;
+    for n in newer {
+        insert.execute(params![older, n])?;
+    }
+    Ok(())
+}
+
+/// Drops the pairs a deleted memory is part of.
+pub(super) fn remove(c: &Connection, id: i64) -> Result<()> {
+    c.prepare_cached("DELETE FROM revisions WHERE older = ?1 OR newer = ?1")?.execute([id])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewMemory, Store};
+
+    const DAY: i64 = 86_400;
+
+    fn turn<'a>(prompt: &'a str, reply: &'a str, at: i64) -> NewMemory<'a> {
+        NewMemory { bank: "p", prompt, reply, harness: Some("codex"), created_at: at, ..Default::default() }
+    }
+
+    /// A bank with a decision about billing-api's queue, everyday turns about it and about
+    /// another service, and filler, so that words are as rare as in a real bank.
+    fn bank() -> (Store, i64, i64) {
+        let s = Store::open_in_memory().unwrap();
+        let t0 = 1_700_000_000;
+        let decision = s
+            .add(&turn(
+                "For billing-api, which broker should carry the invoice jobs: RabbitMQ or NATS?",
+                "RabbitMQ: the team already runs it. Wired in config/billing-api.toml.",
+                t0,
+            ))
+            .unwrap()
+            .unwrap();
+        let other = s
+            .add(&turn(
+                "For ledger-worker, which broker should carry the posting jobs: RabbitMQ or NATS?",
+                "NATS: it is already in the cluster. Wired in config/ledger-worker.toml.",
+                t0 + DAY,
+            ))
+            .unwrap()
+            .unwrap();
+        for (i, (p, r)) in [
+            ("fix the flaky test in billing-api", "Moved the fixture to a per-test schema; it passes 200 runs."),
+            ("bump serde in ledger-worker", "Bumped serde; nothing used the changed APIs."),
+            ("why is the docker build slow?", "The dependency layer came after COPY src; moved it before."),
+            ("add a health endpoint", "Added /healthz returning the build hash."),
+        ]
+        .iter()
+        .enumerate()
+        {
+            s.add(&turn(p, r, t0 + (2 + i as i64) * DAY)).unwrap();
+        }
+        (s, decision, other)
+    }
+
+    fn pairs(s: &Store) -> Vec<(i64, i64)> {
+        let mut stmt = s.conn.prepare("SELECT older, newer FROM revisions ORDER BY older, newer").unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn a_revision_is_linked_to_the_decision_it_changes_and_recalled_with_it() {
+        let (s, decision, _) = bank();
+        let at = 1_700_000_000 + 40 * DAY;
+        let revision = s
+            .add(&turn(
+                "RabbitMQ keeps losing invoice jobs in billing-api; let's switch to Kafka",
+                "Done: Kafka carries them now, config/billing-api.toml updated.",
+                at,
+            ))
+            .unwrap()
+            .unwrap();
+        assert_eq!(pairs(&s), [(decision, revision)]);
+        // A question in the decision's words alone brings the revision back, first, and the
+        // decision marked as superseded by it.
+        let hits = s.recall("p", "which broker did we pick?", 5).unwrap();
+        let ids: Vec<i64> = hits.iter().map(|h| h.memory.id).collect();
+        let (r, d) = (ids.iter().position(|&i| i == revision), ids.iter().position(|&i| i == decision));
+        assert!(r.is_some() && r < d, "{ids:?}");
+        assert_eq!(hits[d.unwrap()].superseded_by, Some((revision, at)));
+        // An edited decision is still revised by it.
+        let edited = match s.edit(decision, "For billing-api, RabbitMQ carries the invoice jobs", "").unwrap() {
+            crate::store::curate::Edited::Replaced(id) => id,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(pairs(&s), [(edited, revision)]);
+        // Forgetting either side drops the pair.
+        assert!(s.forget(revision).unwrap());
+        assert!(pairs(&s).is_empty());
+    }
+
+    #[test]
+    fn everyday_edits_and_other_subjects_are_not_revisions() {
+        let (s, _, _) = bank();
+        let at = 1_700_000_000 + 40 * DAY;
+        // An assistant describing an edit in revision words, to a prompt that revises nothing.
+        s.add(&turn("make the billing-api invoice jobs async", "Replaced the blocking send; moved it to a task.", at))
+            .unwrap();
+        // A revision of another service's choice, in much the same words as the billing-api one.
+        s.add(&turn(
+            "NATS keeps dropping posting jobs in search-indexer; switch to Kafka",
+            "Switched; config/search-indexer.toml updated.",
+            at + 1,
+        ))
+        .unwrap();
+        assert!(pairs(&s).is_empty(), "{:?}", pairs(&s));
+    }
+
+    #[test]
+    fn an_imported_history_links_by_the_events_own_time() {
+        let (s, decision, _) = bank();
+        // Written after the decision but dated before it (an imported older history): it
+        // cannot revise what came after it.
+        s.add(&turn("let's switch billing-api's invoice jobs to Kafka instead of RabbitMQ", "Noted.", 1_600_000_000))
+            .unwrap();
+        assert!(pairs(&s).iter().all(|&(older, _)| older != decision), "{:?}", pairs(&s));
+    }
+
+    #[test]
+    fn revision_wording_is_recognised_in_many_languages() {
+        for t in [
+            "change of plan: we drop RabbitMQ and go with Kafka",
+            "Actually, use Postgres for the idempotency keys",
+            "Switched the cache to Redis",
+            "we no longer run the nightly job",
+            "Wir nutzen stattdessen Postgres",
+            "On remplace Redis par Postgres",
+            "幂等键改用 Postgres 存储",
+            "キャッシュを Redis に切り替えました",
+            "캐시를 Redis 대신 Postgres로",
+        ] {
+            assert!(says_revision(t), "{t}");
+        }
+        for t in [
+            "We use Postgres for the idempotency keys",
+            "Moved the dependency layer before COPY src, so rebuilds drop from 252s to 17s",
+            "Bumped serde; nothing used the changed APIs",
+            "the migration cost is not worth it",
+            "update the docs now",
+        ] {
+            assert!(!says_revision(t), "{t}");
+        }
+    }
+}
