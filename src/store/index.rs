@@ -128,6 +128,17 @@ pub fn term_id(conn: &Connection, term: &str, create: bool) -> rusqlite::Result<
     Ok(Some(conn.last_insert_rowid()))
 }
 
+/// A term's id and its document frequency in `bank`, when some memory of the bank has it.
+pub fn term_df(conn: &Connection, bank: i64, term: &str) -> rusqlite::Result<Option<(i64, u32)>> {
+    let found: Option<(i64, i64)> = conn
+        .prepare_cached(
+            "SELECT v.id, t.df FROM vocab v JOIN terms t ON t.term_id = v.id AND t.bank_id = ?2 WHERE v.term = ?1",
+        )?
+        .query_row(params![term, bank], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    Ok(found.filter(|f| f.1 > 0).map(|(id, df)| (id, df as u32)))
+}
+
 /// Postings collected for a batch of documents, written in one go: a capture is a batch of one,
 /// an import a batch of many thousands (which is what makes imports fast).
 #[derive(Default)]

@@ -260,20 +260,21 @@ fn floor_char(s: &str, i: usize) -> usize {
     i
 }
 
-/// What one transaction adds besides the memory rows: their postings, their vectors, and which
-/// earlier memories each revises (found once the postings are written).
+/// What one transaction adds besides the memory rows: their postings, their vectors, and the
+/// memories that say they revise something, linked to what they revise once the postings are
+/// written.
 #[derive(Default)]
 struct Writes {
     postings: Batch,
     vectors: vectors::Pending,
-    added: Vec<i64>,
+    revisions: Vec<i64>,
 }
 
 impl Writes {
     fn flush(&mut self, c: &Connection) -> Result<()> {
         self.postings.flush(c)?;
         self.vectors.flush(c)?;
-        for id in self.added.drain(..) {
+        for id in self.revisions.drain(..) {
             revise::link(c, id)?;
         }
         Ok(())
@@ -502,7 +503,9 @@ impl Store {
         let id = c.last_insert_rowid();
         batch.postings.add(c, bank, id, terms)?;
         batch.vectors.add(bank, id, vector);
-        batch.added.push(id);
+        if revise::says_it_revises(m.prompt, m.reply) {
+            batch.revisions.push(id);
+        }
         Ok(Some(id))
     }
 
@@ -716,16 +719,9 @@ impl Store {
         let model = crate::embed::Model::get();
         let qvec = if q.terms.is_empty() || words_only() { None } else { model.question(query) };
         let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
-        {
-            let mut lookup = c.prepare_cached(
-                "SELECT v.id, t.df FROM vocab v JOIN terms t ON t.term_id = v.id AND t.bank_id = ?2 WHERE v.term = ?1",
-            )?;
-            for t in &q.terms {
-                let found: Option<(i64, i64)> =
-                    lookup.query_row(params![t.text, bank_id], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
-                if let Some((id, df)) = found.filter(|f| f.1 > 0) {
-                    ids.insert(t.text.clone(), (id, df as u32));
-                }
+        for t in &q.terms {
+            if let Some(found) = index::term_df(c, bank_id, &t.text)? {
+                ids.insert(t.text.clone(), found);
             }
         }
         q.weigh(docs as u32, |t| ids.get(t).map(|x| x.1));

@@ -154,8 +154,23 @@ const SAME_SUBJECT: f64 = 0.2;
 const NEAR_BEST: f64 = 0.8;
 const OLDER: usize = 2;
 
-/// Records which earlier memories of its bank memory `id` revises, if it says it revises
-/// anything. Runs in the writer's transaction, after the memory's postings are written.
+/// The part of a memory's fields read for revisions.
+fn head(s: &str) -> String {
+    s.chars().take(2_000).collect()
+}
+
+/// Whether a memory's own words say it revises something: what the user asked for, since an
+/// assistant describes every edit in words like these ("moved the read to spawn_blocking",
+/// "replaced the loop") and a user changing a choice says so. A memory with no prompt (a fact
+/// written by hand) is judged on its text. Checked as the memory is inserted, so only these
+/// memories are looked at again by [`link`].
+pub(super) fn says_it_revises(prompt: &str, reply: &str) -> bool {
+    let (prompt, reply) = (head(prompt), head(reply));
+    says_revision(if prompt.trim().is_empty() { &reply } else { &prompt })
+}
+
+/// Records which earlier memories of its bank memory `id` revises ([`says_it_revises`] said it
+/// revises something). Runs in the writer's transaction, after the memory's postings are written.
 pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
     let row: Option<(i64, String, String, i64, i64)> = c
         .prepare_cached(
@@ -165,15 +180,7 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
         .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
         .optional()?;
     let Some((bank, prompt, reply, at, docs)) = row else { return Ok(0) };
-    let head = |s: &str| s.chars().take(2_000).collect::<String>();
     let (prompt, reply) = (head(&prompt), head(&reply));
-    // What the user asked for: an assistant describes every edit in words like these ("moved
-    // the read to spawn_blocking", "replaced the loop"), a user changing a choice says so.
-    // A memory with no prompt (a fact written by hand) is judged on its text.
-    let asked = if prompt.trim().is_empty() { &reply } else { &prompt };
-    if !says_revision(asked) {
-        return Ok(0);
-    }
     // The memory's distinct terms (its own words: the session's topic is shared by every turn
     // of the session, so it is left out), with their document frequency in the bank.
     let mut strong: FxHashMap<String, bool> = FxHashMap::default();
@@ -181,15 +188,10 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
         *strong.entry(t.text).or_insert(false) |= t.strong;
     }
     let common = ((docs as f64 * COMMON_SHARE) as u32).clamp(2, COMMON_MAX);
-    let mut lookup = c.prepare_cached(
-        "SELECT v.id, t.df FROM vocab v JOIN terms t ON t.term_id = v.id AND t.bank_id = ?2 WHERE v.term = ?1",
-    )?;
     let mut terms: Vec<(i64, f64)> = Vec::new();
     for (term, is_strong) in &strong {
-        let found: Option<(i64, u32)> =
-            lookup.query_row(params![term, bank], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
         // A term only this memory has cannot be shared; one most memories have is no subject.
-        if let Some((tid, df)) = found.filter(|&(_, df)| df >= 2 && df <= common) {
+        if let Some((tid, df)) = super::index::term_df(c, bank, term)?.filter(|&(_, df)| df >= 2 && df <= common) {
             let idf = ((docs as f64 + 1.0) / df as f64).ln();
             terms.push((tid, if *is_strong { 2.0 * idf } else { idf }));
         }
