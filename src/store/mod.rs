@@ -804,6 +804,7 @@ impl Store {
                     session: m.session.as_deref(),
                     created_at: m.created_at,
                     fields,
+                    said: [&m.prompt, &m.reply],
                     dense,
                     vector,
                 }

@@ -322,6 +322,8 @@ pub struct Candidate<'a> {
     pub created_at: i64,
     /// The memory's fields, analysed (prompt, reply, topic).
     pub fields: [Vec<Term>; 3],
+    /// The memory's prompt and reply as written, for whether it says it revises something.
+    pub said: [&'a str; 2],
     /// Cosine of the question's vector with the memory's (`None`: no vector on either side).
     pub dense: Option<f32>,
     /// The memory's own vector, for telling whether two memories are on one subject.
@@ -423,26 +425,6 @@ fn jaccard(a: &HashSet<&str>, b: &HashSet<&str>) -> f32 {
     }
 }
 
-/// Words that say a turn revises an earlier decision.
-const REVISION_CUES: &[&str] = &[
-    "actual",
-    "instead",
-    "switch",
-    "chang",
-    "revert",
-    "no longer",
-    "anymor",
-    "now",
-    "drop",
-    "replac",
-    "move",
-    "updat",
-];
-
-fn revises(fields: &[Vec<Term>; 3]) -> bool {
-    fields[0].iter().chain(&fields[1]).any(|t| REVISION_CUES.iter().any(|c| t.text.starts_with(c)))
-}
-
 /// Reranks candidates and picks up to `limit`: near-duplicates dropped, at most one memory per
 /// session until every session had its turn, a later memory on the same subject placed before
 /// the earlier one (which is marked). `revisions` are the pairs (older, newer) of candidates'
@@ -533,7 +515,8 @@ pub fn rerank(
                 _ => 0.0,
             };
             if subject >= RESTATE_COS
-                || subject >= SUBJECT_COS && *revising[newer].get_or_insert_with(|| revises(&cn.fields))
+                || subject >= SUBJECT_COS
+                    && *revising[newer].get_or_insert_with(|| super::revise::says_it_revises(cn.said[0], cn.said[1]))
             {
                 superseded_by.entry(older).or_insert(newer);
                 continue;
@@ -542,7 +525,7 @@ pub fn rerank(
             let may_restate =
                 on_shared >= 0.5 && on_shared >= 0.85 * coverage(q, ca.matched).max(coverage(q, cb.matched));
             let may_revise = coverage(q, cn.matched) >= 0.4 && (strong_shared || on_shared >= 0.5) && {
-                *revising[newer].get_or_insert_with(|| revises(&cn.fields))
+                *revising[newer].get_or_insert_with(|| super::revise::says_it_revises(cn.said[0], cn.said[1]))
             };
             if !may_restate && !may_revise {
                 continue;
@@ -588,11 +571,27 @@ pub fn rerank(
         }
     }
     // Never below BM25: the memory plain BM25 ranks first over the whole question is shown,
-    // whatever the fusion and the rerank made of it (in the last slot when it fell out).
-    let plain = (0..candidates.len()).max_by(|&a, &b| candidates[a].bm25.total_cmp(&candidates[b].bm25));
-    if let Some(p) = plain.filter(|&p| candidates[p].bm25 > 0.0 && !sel.used.contains(&p)) {
-        if sel.picked.len() == limit {
-            sel.picked.pop();
+    // whatever the fusion and the rerank made of it, and so is the one the words alone rank
+    // first (BM25 with how much of the question it covers): a meaning that puts many memories
+    // about one service close together must not hide the one that answers (in the last slots
+    // when they fell out).
+    let best = |by: &dyn Fn(usize) -> f32| (0..candidates.len()).max_by(|&a, &b| by(a).total_cmp(&by(b)));
+    let mut kept: Vec<usize> = Vec::with_capacity(2);
+    for p in [best(&|i| lexical[i]), best(&|i| candidates[i].bm25)].into_iter().flatten() {
+        if candidates[p].bm25 > 0.0 && !kept.contains(&p) {
+            kept.push(p);
+        }
+    }
+    for &p in &kept {
+        if sel.used.contains(&p) {
+            continue;
+        }
+        if sel.picked.len() >= limit {
+            // The last item that is not kept this way makes room.
+            match sel.picked.iter().rposition(|(i, _)| !kept.contains(i)) {
+                Some(j) => drop(sel.picked.remove(j)),
+                None => break,
+            }
         }
         sel.picked.push((p, Vec::new()));
     }
@@ -757,6 +756,7 @@ mod tests {
                 session: Some(sessions[i]),
                 created_at: 1_000 * (i as i64 + 1),
                 fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
+                said: [t, ""],
                 dense: Some(0.5),
                 vector: Some(vec![1.0, 0.0]),
             })
@@ -766,6 +766,40 @@ mod tests {
         assert_eq!(&docs[..2], &[2, 1], "the reviser, then the answer it revises: {docs:?}");
         assert_eq!(top[1].superseded_by, Some(2), "the answer is marked as revised");
         assert_eq!(top[0].superseded_by, Some(3), "a reviser revised again is marked too");
+    }
+
+    /// Many memories about one service sit close by meaning to a question about it; the one
+    /// that also has the question's other idea is what the words rank first, and is shown.
+    #[test]
+    fn what_the_words_rank_first_is_shown_whatever_the_meaning_says() {
+        let q = q("what availability target for billing", &[("bill", 25), ("avail", 30), ("target", 30)], 600);
+        let texts = [
+            "for billing we agreed on a monthly availability of 99.5 percent, reviewed every second week",
+            "who owns billing",
+            "who is on call for billing",
+            "where does billing keep its signing key",
+            "billing pages the payments team",
+            "billing deploys on fridays",
+        ];
+        let candidates: Vec<Candidate> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Candidate {
+                doc: i as i64 + 1,
+                bm25: if i == 0 { 6.4 } else { 6.9 + 0.02 * i as f32 },
+                matched: if i == 0 { 0b011 } else { 0b001 },
+                session: None,
+                created_at: 1_000,
+                fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
+                said: [t, ""],
+                dense: Some(if i == 0 { 0.73 } else { 0.8 - 0.01 * i as f32 }),
+                vector: None,
+            })
+            .collect();
+        let docs: Vec<i64> = rerank(&q, &candidates, &[], 1_000, 3).iter().map(|r| r.doc).collect();
+        assert_eq!(docs.len(), 3);
+        assert!(docs.contains(&1), "the memory covering most of the question is shown: {docs:?}");
+        assert!(docs.contains(&6), "and so is plain BM25's first: {docs:?}");
     }
 
     #[test]
