@@ -19,7 +19,8 @@ pub fn run(timeout_s: u64, retry_parked: bool, json: bool) -> Result<i32> {
     let cfg = Config::load(&env)?;
     let store = Store::open(&env.ovmem_home().join("memory.db"), Duration::from_secs(10))?;
     let spooled = spool::replay(&env, &store, None);
-    let embedded = store.backfill_vectors(Duration::from_secs(timeout_s))?;
+    let caught = store.backfill(Duration::from_secs(timeout_s))?;
+    let embedded = caught.embedded;
     let requeued = if retry_parked { store.requeue_parked()? } else { 0 };
     let p = Printer::new();
     let budget = Duration::from_secs(timeout_s);
@@ -35,7 +36,7 @@ pub fn run(timeout_s: u64, retry_parked: bool, json: bool) -> Result<i32> {
     let (left_spooled, _) = spool::depth(&env);
     if json {
         output::json(&serde_json::json!({
-            "backend": kind.unwrap_or("local"), "spooled_stored": spooled, "embedded": embedded, "sent": f.sent, "parked": f.parked,
+            "backend": kind.unwrap_or("local"), "spooled_stored": spooled, "embedded": embedded, "checked_for_revisions": caught.checked, "sent": f.sent, "parked": f.parked,
             "sessions_ended": f.ended, "requeued": requeued, "busy": f.busy,
             "waiting": stats.queued, "parked_total": stats.parked, "spooled_waiting": left_spooled, "error": f.error,
         }));
@@ -45,6 +46,9 @@ pub fn run(timeout_s: u64, retry_parked: bool, json: bool) -> Result<i32> {
         }
         if embedded > 0 {
             eprintln!("{} {embedded} memory(ies) for recall by meaning", p.green("embedded"));
+        }
+        if caught.checked > 0 {
+            eprintln!("{} {} older memory(ies) for revised decisions", p.green("checked"), caught.checked);
         }
         if requeued > 0 {
             eprintln!("{} {requeued} parked memory(ies) back in the queue", p.green("requeued"));

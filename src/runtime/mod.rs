@@ -466,7 +466,7 @@ impl Ctx<'_> {
         let store = self.open()?;
         let replayed = spool::replay(self.env, &store, None);
         let _ = store.prune(7 * 86_400);
-        let _ = store.backfill_vectors(BACKFILL_BUDGET);
+        let _ = store.backfill(BACKFILL_BUDGET);
         self.flush(&store);
         let mut notes: Vec<String> =
             (replayed > 0).then(|| format!("stored {replayed} spooled item(s)")).into_iter().collect();
@@ -586,7 +586,7 @@ impl Ctx<'_> {
             Ok((note, store)) => {
                 // An older store's memories get their vectors a few at a time, after the turn is
                 // safe, so no stop waits long for them.
-                let _ = store.backfill_vectors(BACKFILL_BUDGET);
+                let _ = store.backfill(BACKFILL_BUDGET);
                 // Stored locally: now the server, within what is left of the budget.
                 // The flush ends (OpenViking: commits) the session of every turn it delivers.
                 if self.link().is_some() {

@@ -37,7 +37,8 @@ const OUTBOX: &str = include_str!("outbox.sql");
 /// above `v`, each in the same write transaction. A new step takes the next number and is added
 /// here; each helper of a change that adds tables owns its own step.
 type Step = (i64, fn(&Connection) -> Result<()>);
-const STEPS: &[Step] = &[(4, vectors::create), (5, injections::step), (6, outbox::step_6), (7, revise::step_7)];
+const STEPS: &[Step] =
+    &[(4, vectors::create), (5, injections::step), (6, outbox::step_6), (7, revise::step_7), (8, revise::step_8)];
 
 /// The schema version of a store that has run every step.
 const VERSION: i64 = {
@@ -179,6 +180,15 @@ pub struct Hit {
     /// Other turns of its session worth showing with it (a follow-up, an earlier step), oldest
     /// first.
     pub with: Vec<Memory>,
+}
+
+/// What [`Store::backfill`] caught up on.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Backfilled {
+    /// Memories given their vector.
+    pub embedded: usize,
+    /// Memories checked for whether they revise an earlier one.
+    pub checked: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -837,19 +847,31 @@ impl Store {
             .collect())
     }
 
-    /// Embeds memories stored without a vector (an older store's), newest first, in small
-    /// transactions until none is left or `budget` is spent; returns how many were embedded.
-    pub fn backfill_vectors(&self, budget: Duration) -> Result<usize> {
+    /// Catches up on what an older store's memories lack, in small transactions until nothing is
+    /// left or `budget` is spent: their vectors (newest first), then whether they revise an
+    /// earlier memory.
+    pub fn backfill(&self, budget: Duration) -> Result<Backfilled> {
         const STEP: usize = 64;
         let deadline = Instant::now() + budget;
-        let mut done = 0;
+        let mut done = Backfilled::default();
         loop {
             let n = self.write(|c| vectors::backfill(c, STEP))?;
-            done += n;
-            if n < STEP || Instant::now() >= deadline {
+            done.embedded += n;
+            if n < STEP {
+                break;
+            }
+            if Instant::now() >= deadline {
                 return Ok(done);
             }
         }
+        while Instant::now() < deadline && revise::unchecked(&self.conn)? {
+            let n = self.write(|c| revise::backfill(c, STEP))?;
+            done.checked += n;
+            if n < STEP {
+                break;
+            }
+        }
+        Ok(done)
     }
 
     /// Memories without a vector yet.
@@ -1623,7 +1645,7 @@ mod tests {
         assert_eq!(s.stats().unwrap().schema_version, VERSION);
         assert_eq!(s.missing_vectors().unwrap(), 2);
         assert!(s.recall("b", "Where does continuous integration push things to production?", 5).unwrap().is_empty());
-        assert_eq!(s.backfill_vectors(Duration::from_secs(5)).unwrap(), 2);
+        assert_eq!(s.backfill(Duration::from_secs(5)).unwrap(), Backfilled { embedded: 2, checked: 2 });
         assert_eq!(s.missing_vectors().unwrap(), 0);
         let hits = s.recall("b", "Where does continuous integration push things to production?", 5).unwrap();
         assert!(hits[0].memory.prompt.contains("Jenkins"), "{hits:?}");

@@ -24,6 +24,49 @@ pub(super) fn step_7(c: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Schema step 8: the memories stored before revisions were recorded are checked afterwards, a
+/// few at a time ([`backfill`]). The one row holds the highest id not checked yet.
+pub(super) fn step_8(c: &Connection) -> Result<()> {
+    c.execute_batch(
+        "CREATE TABLE IF NOT EXISTS revisions_unchecked (upto INTEGER NOT NULL);
+         INSERT INTO revisions_unchecked (upto) SELECT max(id) FROM memories HAVING max(id) IS NOT NULL;",
+    )?;
+    Ok(())
+}
+
+/// Whether memories stored before revisions were recorded are left to check.
+pub(super) fn unchecked(c: &Connection) -> Result<bool> {
+    Ok(c.prepare_cached("SELECT 1 FROM revisions_unchecked LIMIT 1")?.exists([])?)
+}
+
+/// Checks up to `limit` of the memories stored before revisions were recorded, newest first,
+/// linking those that revise an earlier one, inside the caller's transaction; returns how many
+/// were checked (fewer than `limit`: none is left).
+pub(super) fn backfill(c: &Connection, limit: usize) -> Result<usize> {
+    let upto: Option<i64> = c.query_row("SELECT max(upto) FROM revisions_unchecked", [], |r| r.get(0))?;
+    let Some(upto) = upto else { return Ok(0) };
+    let todo: Vec<(i64, String, String)> = {
+        let mut stmt =
+            c.prepare_cached("SELECT id, prompt, reply FROM memories WHERE id <= ?1 ORDER BY id DESC LIMIT ?2")?;
+        let rows = stmt.query_map(params![upto, limit as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for (id, prompt, reply) in &todo {
+        if says_it_revises(prompt, reply) {
+            link(c, *id)?;
+        }
+    }
+    match todo.last() {
+        Some(&(last, _, _)) if todo.len() == limit => {
+            c.execute("UPDATE revisions_unchecked SET upto = ?1", [last - 1])?;
+        }
+        _ => {
+            c.execute("DELETE FROM revisions_unchecked", [])?;
+        }
+    }
+    Ok(todo.len())
+}
+
 /// Word beginnings that say a text changes an earlier choice, in the languages ovmem's users
 /// write. "now" and "update" are left out: they are said of everything, not only of revisions.
 const CUES: &[&str] = &[
@@ -365,6 +408,29 @@ mod tests {
         // Forgetting either side drops the pair.
         assert!(s.forget(revision).unwrap());
         assert!(pairs(&s).is_empty());
+    }
+
+    #[test]
+    fn memories_stored_before_revisions_were_recorded_are_checked_later() {
+        let (s, decision, _) = bank();
+        let revision = s
+            .add(&turn(
+                "RabbitMQ keeps losing invoice jobs in billing-api; let's switch to Kafka",
+                "Done: Kafka carries them now, config/billing-api.toml updated.",
+                1_700_000_000 + 40 * DAY,
+            ))
+            .unwrap()
+            .unwrap();
+        // As a store migrated from before schema step 7 is: no pairs, every memory unchecked.
+        s.conn.execute_batch("DELETE FROM revisions").unwrap();
+        s.conn.execute_batch("DELETE FROM revisions_unchecked").unwrap();
+        step_8(&s.conn).unwrap();
+        assert!(pairs(&s).is_empty());
+        let batches: Vec<usize> = (0..4).map(|_| s.write(|c| backfill(c, 3)).unwrap()).collect();
+        assert_eq!(batches, [3, 3, 1, 0], "seven memories, three at a time, newest first, then nothing left");
+        assert_eq!(pairs(&s), [(decision, revision)]);
+        let hits = s.recall("p", "which broker did we pick?", 5).unwrap();
+        assert_eq!(hits[0].memory.id, revision, "{hits:?}");
     }
 
     #[test]
