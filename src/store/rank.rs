@@ -499,6 +499,28 @@ pub fn rerank(
         }
     }
     let mut revising: Vec<Option<bool>> = vec![None; candidates.len()];
+    let mut says = |newer: usize| {
+        let c = &candidates[newer];
+        *revising[newer].get_or_insert_with(|| super::revise::says_it_revises(c.said[0], c.said[1]))
+    };
+    let mut names: Vec<Option<Vec<&str>>> = vec![None; candidates.len()];
+    let mut named_alike = |older: usize, newer: usize| {
+        let named = names[newer].get_or_insert_with(|| {
+            let f = &candidates[newer].fields;
+            let mut n: Vec<&str> = f[0]
+                .iter()
+                .chain(&f[1])
+                .filter(|t| t.strong && super::revise::is_name(&t.text))
+                .map(|t| t.text.as_str())
+                .collect();
+            n.sort_unstable();
+            n.dedup();
+            n
+        });
+        super::revise::names_alike(named, |n| sets[older].contains(n))
+    };
+    // Pairs found, in the order found; a pair found by meaning alone carries its cosine.
+    let mut found: Vec<(usize, usize, Option<f32>)> = Vec::new();
     for (ai, (a, _)) in scored.iter().enumerate() {
         for (b, _) in scored.iter().skip(ai + 1) {
             let (ca, cb) = (&candidates[*a], &candidates[*b]);
@@ -514,26 +536,43 @@ pub fn rerank(
                 (Some(x), Some(y)) if both => crate::embed::dot(x, y),
                 _ => 0.0,
             };
-            if subject >= RESTATE_COS
-                || subject >= SUBJECT_COS
-                    && *revising[newer].get_or_insert_with(|| super::revise::says_it_revises(cn.said[0], cn.said[1]))
-            {
-                superseded_by.entry(older).or_insert(newer);
+            if subject >= RESTATE_COS {
+                found.push((older, newer, None));
+                continue;
+            }
+            if subject >= SUBJECT_COS && says(newer) {
+                found.push((older, newer, (!named_alike(older, newer)).then_some(subject)));
                 continue;
             }
             // The words: the cheap tests first; the wording is compared only for pairs that pass.
             let may_restate =
                 on_shared >= 0.5 && on_shared >= 0.85 * coverage(q, ca.matched).max(coverage(q, cb.matched));
-            let may_revise = coverage(q, cn.matched) >= 0.4 && (strong_shared || on_shared >= 0.5) && {
-                *revising[newer].get_or_insert_with(|| super::revise::says_it_revises(cn.said[0], cn.said[1]))
-            };
+            let may_revise = coverage(q, cn.matched) >= 0.4 && (strong_shared || on_shared >= 0.5) && says(newer);
             if !may_restate && !may_revise {
                 continue;
             }
             let overlap = jaccard(&sets[*a], &sets[*b]);
             if may_restate && overlap >= 0.5 || may_revise && overlap >= 0.12 {
-                superseded_by.entry(older).or_insert(newer);
+                found.push((older, newer, None));
             }
+        }
+    }
+    // A revision changes one choice: by meaning alone, a memory revises only the few it is
+    // nearest to. A static embedding puts most memories of a project close together, and one
+    // "change of plan" about one service would otherwise mark every one of them superseded.
+    let mut nearest: HashMap<usize, Vec<f32>> = HashMap::default();
+    for &(_, newer, cos) in &found {
+        if let Some(c) = cos {
+            nearest.entry(newer).or_default().push(c);
+        }
+    }
+    for cosines in nearest.values_mut() {
+        cosines.sort_by(|a, b| b.total_cmp(a));
+        cosines.truncate(BY_MEANING);
+    }
+    for (older, newer, cos) in found {
+        if cos.is_none_or(|c| nearest[&newer].last().is_some_and(|&l| c >= l)) {
+            superseded_by.entry(older).or_insert(newer);
         }
     }
 
@@ -605,6 +644,9 @@ pub fn rerank(
         })
         .collect()
 }
+
+/// A memory found by meaning alone to revise others revises at most this many of them.
+const BY_MEANING: usize = 2;
 
 /// Weight of the lexical score in the fusion (the rest is the cosine's), both min-max normalised
 /// over the candidates: the convex fusion measured as the robust choice (see docs/memory.md).
@@ -800,6 +842,49 @@ mod tests {
         assert_eq!(docs.len(), 3);
         assert!(docs.contains(&1), "the memory covering most of the question is shown: {docs:?}");
         assert!(docs.contains(&6), "and so is plain BM25's first: {docs:?}");
+    }
+
+    /// One "change of plan" about one service, close by meaning to memories about others (as a
+    /// static embedding puts most memories of a project): it is taken as revising at most the
+    /// two it is nearest to, not every memory shown with it.
+    #[test]
+    fn a_revision_found_by_meaning_alone_marks_only_what_it_is_nearest_to() {
+        let q = q("which store holds the job queue", &[("store", 20), ("job", 20), ("queue", 20)], 600);
+        let texts = [
+            "checkout-web keeps its job queue in a store called basin",
+            "audit-log puts the queue of jobs in the tundra store",
+            "fraud-scorer stores its job queue in the delta store",
+            "pricing-engine: jobs queue up in the steppe store",
+            "change of plan on ledger-worker: we drop the old store and go with marsh for its job queue, \
+             because the nightly reconciliation overran twice last month and finance escalated it to \
+             the platform group, who asked for a cheaper setup before renewal",
+        ];
+        let candidates: Vec<Candidate> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                // Cosines of 0.74 to 0.84 with the revision: one subject by the meaning's rule.
+                let mut v = [0.0f32; 6];
+                v[0] = 1.0;
+                v[i + 1] = (0.1 * (i as f32 + 1.0)).sqrt();
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                Candidate {
+                    doc: i as i64 + 1,
+                    bm25: 5.0,
+                    matched: 0b111,
+                    session: None,
+                    created_at: 1_000 * (i as i64 + 1),
+                    fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
+                    said: [t, ""],
+                    dense: Some(0.7),
+                    vector: Some(v.iter().map(|x| x / n).collect()),
+                }
+            })
+            .collect();
+        let top = rerank(&q, &candidates, &[], 10_000, 5);
+        let marked: Vec<i64> = top.iter().filter(|r| r.superseded_by == Some(5)).map(|r| r.doc).collect();
+        assert!(!marked.is_empty() && marked.len() <= 2, "marked superseded by the ledger-worker revision: {marked:?}");
+        assert_eq!(top.len(), 5, "every memory is still shown");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::text;
 
@@ -212,6 +212,20 @@ pub(super) fn says_it_revises(prompt: &str, reply: &str) -> bool {
     says_revision(if prompt.trim().is_empty() { &reply } else { &prompt })
 }
 
+/// Whether an identifier names a thing (a service, a file, a product), not a number or a port.
+pub(super) fn is_name(term: &str) -> bool {
+    term.chars().any(char::is_alphabetic)
+}
+
+/// Whether an earlier memory (`has`: does it say this term) names what a later one names: two of
+/// `names` (one, if there is one), or it is about another subject however much of its wording it
+/// shares: "NATS keeps dropping jobs in search-indexer; switch to Kafka" names NATS as
+/// ledger-worker's choice does, but revises only a memory that names search-indexer too. A later
+/// memory that names nothing may revise any.
+pub(super) fn names_alike(names: &[&str], has: impl Fn(&str) -> bool) -> bool {
+    names.iter().filter(|n| has(n)).count() >= names.len().min(2)
+}
+
 /// Records which earlier memories of its bank memory `id` revises ([`says_it_revises`] said it
 /// revises something). Runs in the writer's transaction, after the memory's postings are written.
 pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
@@ -264,8 +278,7 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
     // another subject however much of its wording it shares: "NATS keeps dropping jobs in
     // search-indexer; switch to Kafka" names NATS as ledger-worker's choice does, but revises
     // only a memory that names search-indexer too.
-    let names: Vec<&str> =
-        strong.iter().filter(|(t, s)| **s && t.chars().any(char::is_alphabetic)).map(|(t, _)| t.as_str()).collect();
+    let names: Vec<&str> = strong.iter().filter(|(t, s)| **s && is_name(t)).map(|(t, _)| t.as_str()).collect();
     let mut older = c.prepare_cached("SELECT created_at, prompt, reply FROM memories WHERE id = ?1")?;
     let mut best: Option<f64> = None;
     let mut linked = 0;
@@ -281,12 +294,9 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
             continue;
         }
         if !names.is_empty() {
-            let theirs: Vec<text::Term> =
-                text::analyse(&head(&p)).into_iter().chain(text::analyse(&head(&r))).collect();
-            let mut named: Vec<&str> = theirs.iter().map(|t| t.text.as_str()).filter(|t| names.contains(t)).collect();
-            named.sort_unstable();
-            named.dedup();
-            if named.len() < names.len().min(2) {
+            let theirs: FxHashSet<String> =
+                text::analyse(&head(&p)).into_iter().chain(text::analyse(&head(&r))).map(|t| t.text).collect();
+            if !names_alike(&names, |n| theirs.contains(n)) {
                 continue;
             }
         }
