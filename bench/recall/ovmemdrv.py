@@ -66,6 +66,25 @@ def parse_items(context):
     return items
 
 
+# Hooks of a replayed history run at their turn's own date, as they would have when the turn
+# happened: Claude Code, Codex and Cursor send no time, so ovmem takes the clock's. libfaketime
+# (`apt install faketime`) moves the clock of each capture process; without it every such turn
+# would be stamped with the moment the benchmark ran.
+FAKETIME_LIBS = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+                 "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1"]
+FAKETIME = next((p for p in FAKETIME_LIBS if os.path.exists(p)), None)
+
+
+def clock_at(ts):
+    """The environment that runs a process with its wall clock stopped at `ts` (None: no libfaketime):
+    stopped, not started there, so that a run stamps every turn alike."""
+    if FAKETIME is None:
+        return None
+    when = datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    # Only the wall clock moves: deadlines run on the monotonic clock, as they do for real.
+    return {"LD_PRELOAD": FAKETIME, "FAKETIME": when, "TZ": "UTC", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+
 class Ovmem:
     """One throwaway HOME + OVMEM_HOME; every call is a whole ovmem process."""
 
@@ -102,7 +121,7 @@ class Ovmem:
         """A turn as the harness reports it; a reply with no prompt before it gets only the stop."""
         events = capture_events(harness, session, cwd, prompt, reply, ts)
         for event, payload in events[0 if prompt else 1:]:
-            self.hook(harness, event, payload)
+            self.hook(harness, event, payload, clock_at(ts))
 
     def recall(self, question, cwd, k, session, extra_env=None):
         """Asks through Claude Code's UserPromptSubmit with OVMEM_RECALL_LIMIT=k (in `session`,

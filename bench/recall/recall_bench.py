@@ -20,7 +20,7 @@ import datasets
 import gen_coding
 import needle
 from baselines import BM25, recency_top
-from ovmemdrv import Ovmem, import_line, make_project_dir, time_true
+from ovmemdrv import FAKETIME, Ovmem, import_line, make_project_dir, time_true
 from units import TurnIndex, contains_run, lme_haystack, shared_words
 
 CLAUDE_LIMIT = 9500  # adapters/claude-code.toml context_limit: every recall is asked through Claude Code
@@ -511,7 +511,11 @@ def main():
     command = " ".join(["bash bench/recall/run.sh"] + argv)
     results = {"label": args.label, "binary": cfg["binary"], "capture": args.capture, "quick": args.quick, "ks": ks,
                "seed": args.seed, "command": command.strip(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-               "host_cpus": os.cpu_count(), "suites": {}}
+               "host_cpus": os.cpu_count(), "capture_clock": "turn dates (libfaketime)" if FAKETIME else "now",
+               "suites": {}}
+    if args.capture == "hooks" and not FAKETIME:
+        print("warning: libfaketime not found (apt install faketime): turns from harnesses that send no time "
+              "are stamped with the moment they are captured", file=sys.stderr)
     try:
         for s in suites:
             print(f"suite {s}", file=sys.stderr, flush=True)
@@ -526,7 +530,7 @@ def main():
     with open(out, "w") as fh:
         json.dump(results, fh, indent=1)
     lines = [f"## ovmem recall benchmark {args.label}".rstrip(), "",
-             f"capture: `{args.capture}`; recall through `ovmem hook claude-code UserPromptSubmit` with "
+             f"capture: `{args.capture}` (clock: {results['capture_clock']}); recall through `ovmem hook claude-code UserPromptSubmit` with "
              f"OVMEM_RECALL_LIMIT=k; {'quick sample' if args.quick else 'full run'}, seed {args.seed}; "
              f"{results['wall_s']:.0f} s on {os.cpu_count()} cores.", ""]
     pub = results["suites"].get("public")
