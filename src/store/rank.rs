@@ -519,7 +519,8 @@ pub fn rerank(
         });
         super::revise::names_alike(named, |n| sets[older].contains(n))
     };
-    // Pairs found, in the order found; a pair found by meaning alone carries its cosine.
+    // Pairs (older, newer) in the order found; one found by meaning alone, between memories that
+    // do not name the same things, carries its cosine.
     let mut found: Vec<(usize, usize, Option<f32>)> = Vec::new();
     for (ai, (a, _)) in scored.iter().enumerate() {
         for (b, _) in scored.iter().skip(ai + 1) {
