@@ -507,15 +507,7 @@ pub fn rerank(
     let mut named_alike = |older: usize, newer: usize| {
         let named = names[newer].get_or_insert_with(|| {
             let f = &candidates[newer].fields;
-            let mut n: Vec<&str> = f[0]
-                .iter()
-                .chain(&f[1])
-                .filter(|t| t.strong && super::revise::is_name(&t.text))
-                .map(|t| t.text.as_str())
-                .collect();
-            n.sort_unstable();
-            n.dedup();
-            n
+            super::revise::names(f[0].iter().chain(&f[1]).map(|t| (t.text.as_str(), t.strong)))
         });
         super::revise::names_alike(named, |n| sets[older].contains(n))
     };

@@ -212,9 +212,14 @@ pub(super) fn says_it_revises(prompt: &str, reply: &str) -> bool {
     says_revision(if prompt.trim().is_empty() { &reply } else { &prompt })
 }
 
-/// Whether an identifier names a thing (a service, a file, a product), not a number or a port.
-pub(super) fn is_name(term: &str) -> bool {
-    term.chars().any(char::is_alphabetic)
+/// The things a memory names, from its terms and whether each is an identifier: its identifiers
+/// with a letter (a service, a file, a product; not a number or a port), each once.
+pub(super) fn names<'a>(terms: impl Iterator<Item = (&'a str, bool)>) -> Vec<&'a str> {
+    let mut n: Vec<&str> =
+        terms.filter(|(t, strong)| *strong && t.chars().any(char::is_alphabetic)).map(|(t, _)| t).collect();
+    n.sort_unstable();
+    n.dedup();
+    n
 }
 
 /// Whether an earlier memory (`has`: does it say this term) names what a later one names: two of
@@ -278,7 +283,7 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
     // another subject however much of its wording it shares: "NATS keeps dropping jobs in
     // search-indexer; switch to Kafka" names NATS as ledger-worker's choice does, but revises
     // only a memory that names search-indexer too.
-    let names: Vec<&str> = strong.iter().filter(|(t, s)| **s && is_name(t)).map(|(t, _)| t.as_str()).collect();
+    let names = names(strong.iter().map(|(t, s)| (t.as_str(), *s)));
     let mut older = c.prepare_cached("SELECT created_at, prompt, reply FROM memories WHERE id = ?1")?;
     let mut best: Option<f64> = None;
     let mut linked = 0;
