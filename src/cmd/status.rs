@@ -184,11 +184,10 @@ pub(crate) fn queue_status(env: &Env) -> QueueStatus {
     q
 }
 
-/// A scope whose trust Codex (or TRAE CLI) must be asked about, and the cache key of the answer.
+/// A scope whose trust Codex (or TRAE CLI) must be asked about.
 struct TrustAsk {
     harness: usize,
     scope: usize,
-    key: Option<String>,
 }
 
 /// What a trust answer depends on: the binary, the hooks file, the trust config, the receipt and
@@ -278,7 +277,7 @@ fn harnesses(env: &Env, project: Option<&Path>) -> Result<Vec<HarnessStatus>> {
                 let key = trust_key(env, &target, &location);
                 match key.as_ref().and_then(|k| cache.get(k)) {
                     Some(v) => trust = v,
-                    None => asks.push(TrustAsk { harness: out.len(), scope: scopes.len(), key }),
+                    None => asks.push(TrustAsk { harness: out.len(), scope: scopes.len() }),
                 }
             }
             scopes.push(ScopeStatus { scope, project: proj, location, installed, receipt_error, entries, trust });
@@ -315,17 +314,17 @@ fn harnesses(env: &Env, project: Option<&Path>) -> Result<Vec<HarnessStatus>> {
     // The slow part, all at once: versions (npm packages are read, not run; other binaries are
     // cached by their identity) and trust listings (cached by the files they depend on).
     let all = harness::all();
-    let asked: Vec<(Target, Option<String>)> = asks
+    let asked: Vec<Target> = asks
         .iter()
         .map(|a| {
             let sc = &out[a.harness].scopes[a.scope];
-            (Target { env, harness: &all[a.harness], scope: sc.scope, project: sc.project.clone() }, a.key.clone())
+            Target { env, harness: &all[a.harness], scope: sc.scope, project: sc.project.clone() }
         })
         .collect();
     let (versions, trusts) = std::thread::scope(|s| {
         let handles: Vec<_> = asked
             .iter()
-            .map(|(target, _)| {
+            .map(|target| {
                 s.spawn(move || {
                     let rec = receipt::load(&target.receipt_path()).ok().flatten()?;
                     trust_state(env, target, &rec)
@@ -338,9 +337,12 @@ fn harnesses(env: &Env, project: Option<&Path>) -> Result<Vec<HarnessStatus>> {
     for (i, v) in versioned.into_iter().zip(versions) {
         out[i].version = v;
     }
-    for ((a, (_, key)), t) in asks.iter().zip(&asked).zip(trusts) {
+    for ((a, target), t) in asks.iter().zip(&asked).zip(trusts) {
         // Only settled answers are kept: "trust unknown" (a failure) is asked again next time.
-        if let Some(k) = key {
+        // Keyed by the files as they are after the answer: a harness may write its own config
+        // the first time it is asked (Codex does, in a new home), and the next run would miss.
+        let key = target.location().ok().and_then(|l| trust_key(env, target, &l));
+        if let Some(k) = &key {
             if t.as_deref().is_some_and(|t| !t.starts_with("trust unknown")) {
                 cache.put(k.clone(), t.clone());
             }
