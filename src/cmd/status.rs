@@ -192,6 +192,13 @@ struct TrustAsk {
 
 /// What a trust answer depends on: the binary, the hooks file, the trust config, the receipt and
 /// the project, as they are now.
+/// Where a failed trust answer is kept: under its key and the current ten minutes, so it is
+/// asked again at the latest ten minutes later.
+fn unanswered(key: &str) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+    format!("{key}@{}", now / 600)
+}
+
 fn trust_key(env: &Env, t: &Target, location: &Path) -> Option<String> {
     let bin = t.harness.detect(env).binary?;
     let files = [
@@ -275,7 +282,8 @@ fn harnesses(env: &Env, project: Option<&Path>) -> Result<Vec<HarnessStatus>> {
             let mut trust = None;
             if rec.is_some() && installed && h.manifest.kind == InstallKind::JsonHooks && h.manifest.trust.is_some() {
                 let key = trust_key(env, &target, &location);
-                match key.as_ref().and_then(|k| cache.get(k)) {
+                let found = key.as_ref().and_then(|k| cache.get(k).or_else(|| cache.get(&unanswered(k))));
+                match found {
                     Some(v) => trust = v,
                     None => asks.push(TrustAsk { harness: out.len(), scope: scopes.len() }),
                 }
@@ -338,14 +346,14 @@ fn harnesses(env: &Env, project: Option<&Path>) -> Result<Vec<HarnessStatus>> {
         out[i].version = v;
     }
     for ((a, target), t) in asks.iter().zip(&asked).zip(trusts) {
-        // Only settled answers are kept: "trust unknown" (a failure) is asked again next time.
-        // Keyed by the files as they are after the answer: a harness may write its own config
-        // the first time it is asked (Codex does, in a new home), and the next run would miss.
+        // Keyed by the files as they are after the answer: a harness may write its own files
+        // while it answers, and the next run would miss. A settled answer holds until they
+        // change; "trust unknown" (no answer, a failure) for a few minutes only, so a harness
+        // that does not answer costs its timeout once, not at every `ovmem status`.
         let key = target.location().ok().and_then(|l| trust_key(env, target, &l));
-        if let Some(k) = &key {
-            if t.as_deref().is_some_and(|t| !t.starts_with("trust unknown")) {
-                cache.put(k.clone(), t.clone());
-            }
+        if let (Some(k), Some(answer)) = (&key, t.as_deref()) {
+            let k = if answer.starts_with("trust unknown") { unanswered(k) } else { k.clone() };
+            cache.put(k, t.clone());
         }
         out[a.harness].scopes[a.scope].trust = t;
     }
