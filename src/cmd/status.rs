@@ -192,13 +192,6 @@ struct TrustAsk {
 
 /// What a trust answer depends on: the binary, the hooks file, the trust config, the receipt and
 /// the project, as they are now.
-/// Where a failed trust answer is kept: under its key and the current ten minutes, so it is
-/// asked again at the latest ten minutes later.
-fn unanswered(key: &str) -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
-    format!("{key}@{}", now / 600)
-}
-
 fn trust_key(env: &Env, t: &Target, location: &Path) -> Option<String> {
     let bin = t.harness.detect(env).binary?;
     let files = [
@@ -216,6 +209,13 @@ fn trust_key(env: &Env, t: &Target, location: &Path) -> Option<String> {
     ];
     let parts: Vec<&str> = files.iter().map(String::as_str).collect();
     Some(crate::cache::key("trust", &parts))
+}
+
+/// Where a failed trust answer is kept: under its key and the current ten minutes, so it is
+/// asked again at the latest ten minutes later.
+fn unanswered(key: &str) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+    format!("{key}@{}", now / 600)
 }
 
 pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {

@@ -584,8 +584,8 @@ impl Ctx<'_> {
         set_pending(self.pending, None);
         match stored {
             Ok((note, store)) => {
-                // An older store's memories get their vectors a few at a time, after the turn is
-                // safe, so no stop waits long for them.
+                // An older store's memories get their vectors and revision links a few at a
+                // time, after the turn is safe, so no stop waits long for them.
                 let _ = store.backfill(BACKFILL_BUDGET);
                 // Stored locally: now the server, within what is left of the budget.
                 // The flush ends (OpenViking: commits) the session of every turn it delivers.

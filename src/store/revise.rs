@@ -278,11 +278,8 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
     let mut ranked: Vec<(i64, f64)> =
         shared.into_iter().map(|(d, w)| (d, w / mass)).filter(|&(_, s)| s >= SAME_SUBJECT).collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-    // The things the memory names (a service, a file, a product: identifiers, however common):
-    // an earlier memory must name two of them (one, if it names only one), or it is about
-    // another subject however much of its wording it shares: "NATS keeps dropping jobs in
-    // search-indexer; switch to Kafka" names NATS as ledger-worker's choice does, but revises
-    // only a memory that names search-indexer too.
+    // What the memory names (identifiers, however common): an earlier memory must name it too
+    // ([`names_alike`]).
     let names = names(strong.iter().map(|(t, s)| (t.as_str(), *s)));
     let mut older = c.prepare_cached("SELECT created_at, prompt, reply FROM memories WHERE id = ?1")?;
     let mut best: Option<f64> = None;
