@@ -20,7 +20,7 @@ import datasets
 import gen_coding
 import needle
 from baselines import BM25, recency_top
-from ovmemdrv import FAKETIME, Ovmem, import_line, make_project_dir, time_true
+from ovmemdrv import FAKETIME, FAKETIME_LIBS, Ovmem, import_line, make_project_dir, time_true
 from units import TurnIndex, contains_run, lme_haystack, shared_words
 
 CLAUDE_LIMIT = 9500  # adapters/claude-code.toml context_limit: every recall is asked through Claude Code
@@ -487,6 +487,8 @@ def main():
     ap.add_argument("--latency-runs", type=int, default=5, help="extra passes over the 20 needle questions for latency")
     ap.add_argument("--out", help="JSON results file (default: $OVMEM_BENCH_DIR/recall/results-<time>.json)")
     ap.add_argument("--keep", action="store_true", help="keep the throwaway homes and banks")
+    ap.add_argument("--real-clock", action="store_true", help="capture without libfaketime (turns that carry no "
+                    "time are stamped now; revision figures then read low)")
     ap.add_argument("--label", default="", help="what was measured (e.g. the git revision), copied into the results")
     args = ap.parse_args()
     ks = [int(k) for k in args.ks.split(",")]
@@ -513,9 +515,14 @@ def main():
                "seed": args.seed, "command": command.strip(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "host_cpus": os.cpu_count(), "capture_clock": "turn dates (libfaketime)" if FAKETIME else "now",
                "suites": {}}
-    if args.capture == "hooks" and not FAKETIME:
-        print("warning: libfaketime not found (apt install faketime): turns from harnesses that send no time "
-              "are stamped with the moment they are captured", file=sys.stderr)
+    if args.capture == "hooks" and not FAKETIME and "coding" in suites:
+        if not args.real_clock:
+            sys.exit("libfaketime not found (looked in " + ", ".join(FAKETIME_LIBS) + "): without it, turns from "
+                     "harnesses that send no time are stamped with the moment they are captured, and revision order "
+                     "is measured on the wrong dates (current-first reads ~13 points low). Install it "
+                     "(`apt install faketime`) or pass --real-clock to measure anyway.")
+        print("warning: --real-clock: turns from harnesses that send no time are stamped with the moment they are "
+              "captured", file=sys.stderr)
     try:
         for s in suites:
             print(f"suite {s}", file=sys.stderr, flush=True)
