@@ -329,10 +329,25 @@ function closeSession() {
 
 // Live updates: new captures appear at the top, counts and the open session follow.
 let source = null;
+const STALLED_MS = 8000;
 function listen() {
   if (source) return;
   // Each answer is one event and the end of the stream; EventSource asks again a second later.
   source = new EventSource("/api/events?token=" + encodeURIComponent(TOKEN));
+  // The viewer answers about once a second. A stream that has said nothing for a while is stuck
+  // (a connection that stalled, or an answer that was not a stream, which closes an EventSource
+  // for good): the page would never update again, so it starts over.
+  const restart = () => {
+    if (source) source.close();
+    source = null;
+    if (!document.hidden) listen();
+  };
+  clearTimeout(listen.watch);
+  listen.watch = setTimeout(restart, STALLED_MS);
+  source.addEventListener("change", () => {
+    clearTimeout(listen.watch);
+    listen.watch = setTimeout(restart, STALLED_MS);
+  });
   source.addEventListener("change", async (ev) => {
     $("live").classList.add("on");
     clearTimeout(listen.quiet);
@@ -362,7 +377,7 @@ function listen() {
 }
 // A hidden tab lets go of its stream, so the viewer's idle timer can run.
 document.addEventListener("visibilitychange", () => {
-  if (document.hidden && source) { source.close(); source = null; $("live").classList.remove("on"); }
+  if (document.hidden && source) { source.close(); source = null; clearTimeout(listen.watch); $("live").classList.remove("on"); }
   else if (!document.hidden) listen();
 });
 
