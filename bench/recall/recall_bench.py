@@ -519,7 +519,7 @@ def main():
         if not args.real_clock:
             sys.exit("libfaketime not found (looked in " + ", ".join(FAKETIME_LIBS) + "): without it, turns from "
                      "harnesses that send no time are stamped with the moment they are captured, and revision order "
-                     "is measured on the wrong dates (current-first reads ~13 points low). Install it "
+                     "is measured on the wrong dates (current-first reads low). Install it "
                      "(`apt install faketime`) or pass --real-clock to measure anyway.")
         print("warning: --real-clock: turns from harnesses that send no time are stamped with the moment they are "
               "captured", file=sys.stderr)

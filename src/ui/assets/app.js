@@ -329,26 +329,22 @@ function closeSession() {
 
 // Live updates: new captures appear at the top, counts and the open session follow.
 let source = null;
+// The viewer answers about once a second. A stream that has said nothing for this long is stuck
+// (a connection that stalled, or an answer that was not a stream, which closes an EventSource for
+// good): the page would never update again, so it starts over. A hidden tab holds no stream and
+// no such timer.
 const STALLED_MS = 8000;
+function watchStall() {
+  clearTimeout(listen.watch);
+  listen.watch = setTimeout(() => { source.close(); source = null; listen(); }, STALLED_MS);
+}
 function listen() {
   if (source) return;
   // Each answer is one event and the end of the stream; EventSource asks again a second later.
   source = new EventSource("/api/events?token=" + encodeURIComponent(TOKEN));
-  // The viewer answers about once a second. A stream that has said nothing for a while is stuck
-  // (a connection that stalled, or an answer that was not a stream, which closes an EventSource
-  // for good): the page would never update again, so it starts over.
-  const restart = () => {
-    if (source) source.close();
-    source = null;
-    if (!document.hidden) listen();
-  };
-  clearTimeout(listen.watch);
-  listen.watch = setTimeout(restart, STALLED_MS);
-  source.addEventListener("change", () => {
-    clearTimeout(listen.watch);
-    listen.watch = setTimeout(restart, STALLED_MS);
-  });
+  watchStall();
   source.addEventListener("change", async (ev) => {
+    watchStall();
     $("live").classList.add("on");
     clearTimeout(listen.quiet);
     listen.quiet = setTimeout(() => $("live").classList.remove("on"), 5000);
