@@ -113,8 +113,9 @@ tar -C "$work" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - 
 # crates.io: `cargo package` builds the packaged crate from its own files, so what is
 # published is known to compile with the committed Cargo.lock.
 if [ -z "${OVMEM_DIST_SKIP_CRATE:-}" ]; then
-    cargo package --locked --manifest-path "$root/Cargo.toml"
-    cp "$root/target/package/ovmem-$version.crate" "$out/"
+    # Both crates of the workspace together: ovmem's is verified against the encoder's package.
+    cargo package --locked --workspace --manifest-path "$root/Cargo.toml"
+    cp "$root/target/package/ovmem-$version.crate" "$root/target/package/ovmem-encoder-"*.crate "$out/"
 fi
 
 echo "dist/build.sh: ovmem $version ($target, wheel $wheel_platform) in $out:"

@@ -53,6 +53,10 @@ impl Lab {
         let (_, code) =
             self.run(&["memory", "import", path.to_str().unwrap(), "--project", self.proj.to_str().unwrap()], b"", &[]);
         assert_eq!(code, 0);
+        // An import writes words only; the vectors come from `ovmem sync` (or, a few at a time,
+        // from later hooks), as a user who imports a history runs it.
+        let (_, code) = self.run(&["sync", "--timeout", "600"], b"", &[]);
+        assert_eq!(code, 0);
     }
 
     /// The context Claude Code's prompt hook injects for `prompt` (empty when nothing), each

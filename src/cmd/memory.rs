@@ -382,6 +382,13 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 "imported {added} memories ({dup} already present) in {secs:.1} s ({:.0}/s)",
                 (added + dup) as f64 / secs.max(1e-6)
             );
+            if added > 0 {
+                let waiting = store.missing_vectors().unwrap_or(added as i64);
+                eprintln!(
+                    "{waiting} memories wait for their vectors (found by their words until then): later hooks add a \
+                     few each, `ovmem sync --timeout 600` adds them on every core"
+                );
+            }
             let p = Printer::new();
             let cut = cut.into_inner().unwrap_or_else(|e| e.into_inner());
             if !cut.is_empty() {

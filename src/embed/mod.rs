@@ -1,35 +1,47 @@
-//! A local semantic signal: texts as vectors from a static embedding table distilled from
-//! all-MiniLM-L6-v2 (`models/minilm-static.bin`, built by `tools/embed/distill.py` from the
-//! pinned model and embedded in the binary), so a question finds a memory that says the same
-//! thing in other words, offline and in well under a millisecond. A text's vector is the
-//! normalised mean of its tokens' rows (each row already weighted by how rare its token is).
-//! Vectors are stored as int8 with one scale ([`Code`]) plus their signs ([`Bits`]) for a fast
-//! first pass over a whole bank.
+//! A local semantic signal: texts as vectors from all-MiniLM-L6-v2 run in-process
+//! ([`Encoder`], int8 weights embedded in the binary), so a question finds a memory that says the
+//! same thing in other words, offline. `models/minilm-l6.bin` (written by
+//! `tools/embed/export.py`) holds the model's WordPiece vocabulary, read here, then the encoder's
+//! tensors; the tokenizer is [`tokenize`]. Vectors are stored as int8 with one scale ([`Code`]) plus their
+//! signs ([`Bits`]) for a fast first pass over a whole bank.
 
 pub mod tokenize;
 
 use std::sync::OnceLock;
 
-/// The table: see `tools/embed/distill.py` (`write`) for the layout.
-static TABLE: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/minilm-static.bin"));
+pub use ovmem_encoder::Encoder;
+
+/// The model file: see `tools/embed/export.py` (`write`) for the layout.
+static MODEL_FILE: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/minilm-l6.bin"));
 
 /// Dimensions of a vector.
-pub const DIMS: usize = 256;
+pub const DIMS: usize = ovmem_encoder::HIDDEN;
 /// Bytes of a vector's signs.
 pub const BITS: usize = DIMS / 8;
-/// Tokens of a text read at most (its beginning): a static model's mean blurs past that.
-const MAX_TOKENS: usize = 384;
+/// Tokens of a memory read at most (its beginning; the prompt comes first): the model was
+/// trained on up to 128, and its cost grows with every one.
+const MAX_TOKENS: usize = 128;
+/// Tokens of a question read at most: the prompt hook encodes it while the agent waits.
+const QUESTION_TOKENS: usize = 64;
 
 /// The model's unknown token, which carries no meaning here.
 const UNK: u32 = 100;
 
+/// The embedded model (read once per process).
+pub fn encoder() -> &'static Encoder {
+    static ENCODER: OnceLock<Encoder> = OnceLock::new();
+    ENCODER.get_or_init(|| {
+        let tensors = Model::parse(MODEL_FILE).map_or(MODEL_FILE.len(), |(_, o)| o);
+        Encoder::parse(MODEL_FILE, tensors).expect("the embedded encoder is well-formed")
+    })
+}
+
+/// The model's vocabulary.
 pub struct Model {
     n: usize,
     offsets: &'static [u8],
     sorted: &'static [u8],
-    scales: &'static [u8],
     text: &'static [u8],
-    rows: &'static [i8],
 }
 
 fn u32_at(b: &[u8], i: usize) -> u32 {
@@ -37,35 +49,28 @@ fn u32_at(b: &[u8], i: usize) -> u32 {
 }
 
 impl Model {
-    /// The embedded model (its layout is checked once).
+    /// The embedded model's vocabulary (its layout is checked once).
     pub fn get() -> &'static Model {
         static MODEL: OnceLock<Model> = OnceLock::new();
-        MODEL.get_or_init(|| Model::parse(TABLE).expect("the embedded embedding table is well-formed"))
+        MODEL.get_or_init(|| Model::parse(MODEL_FILE).expect("the embedded model file is well-formed").0)
     }
 
-    fn parse(b: &'static [u8]) -> Option<Model> {
-        if b.get(..8)? != b"OVEMB001" {
+    /// The vocabulary and the offset of what follows it (the encoder's tensors).
+    fn parse(b: &'static [u8]) -> Option<(Model, usize)> {
+        if b.get(..8)? != b"OVBERT02" {
             return None;
         }
-        let n = u32_at(&b[8..], 0) as usize;
-        let dims = u32_at(&b[8..], 1) as usize;
-        if dims != DIMS {
-            return None;
-        }
-        let mut o = 16;
+        let n = u32_at(b.get(8..12)?, 0) as usize;
+        let mut o: usize = 12;
         let mut take = |len: usize| -> Option<&'static [u8]> {
-            let s = b.get(o..o + len)?;
+            let s = b.get(o..o.checked_add(len)?)?;
             o += len;
             Some(s)
         };
         let offsets = take(4 * (n + 1))?;
         let sorted = take(4 * n)?;
-        let scales = take(4 * n)?;
         let text = take(u32_at(offsets, n) as usize)?;
-        let rows = take(n * DIMS)?;
-        // SAFETY: i8 and u8 have the same size and alignment.
-        let rows = unsafe { std::slice::from_raw_parts(rows.as_ptr().cast::<i8>(), rows.len()) };
-        Some(Model { n, offsets, sorted, scales, text, rows })
+        Some((Model { n, offsets, sorted, text }, o))
     }
 
     /// The vocabulary's size.
@@ -121,7 +126,7 @@ impl Model {
         // Lazily, part by part: a part past the first MAX_TOKENS tokens is never tokenized.
         let ids: Vec<u32> =
             parts.iter().flat_map(|p| self.tokenize(head(p))).filter(|&id| id != UNK).take(MAX_TOKENS).collect();
-        self.mean(&ids)
+        self.encode(&ids)
     }
 
     /// A question's vector, when it says something the model can read: at least two words it
@@ -137,81 +142,22 @@ impl Model {
                 && ids.get(i + 1).is_none_or(|&n| !self.token(n).starts_with("##"))
         };
         (0..ids.len()).filter(|&i| whole(i)).nth(1)?;
-        let known: Vec<u32> = ids.into_iter().filter(|&id| id != UNK).take(MAX_TOKENS).collect();
-        self.mean(&known)
+        let known: Vec<u32> = ids.into_iter().filter(|&id| id != UNK).take(QUESTION_TOKENS).collect();
+        self.encode(&known)
     }
 
-    /// The normalised mean of tokens' rows (each scaled back from int8).
-    fn mean(&self, ids: &[u32]) -> Option<Vec<f32>> {
-        let mut sum = [0f32; DIMS];
-        for &id in ids {
-            let scale = f32::from_le_bytes(self.scales[4 * id as usize..4 * id as usize + 4].try_into().ok()?);
-            let row = &self.rows[id as usize * DIMS..(id as usize + 1) * DIMS];
-            for (s, &r) in sum.iter_mut().zip(row) {
-                *s += r as f32 * scale;
-            }
-        }
-        let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
-        (!ids.is_empty() && norm > 0.0).then(|| sum.iter().map(|x| x / norm).collect())
+    /// The model's sentence vector for word-piece ids (`None` without any).
+    fn encode(&self, ids: &[u32]) -> Option<Vec<f32>> {
+        (!ids.is_empty()).then(|| encoder().encode(ids))
     }
 }
 
-/// The beginning of a text that is read: a static model's mean blurs past [`MAX_TOKENS`] tokens.
+/// The beginning of a text that is read: no more than [`MAX_TOKENS`] tokens are.
 fn head(s: &str) -> &str {
     &s[..floor_char(s, MAX_TOKENS * 12)]
 }
 
 /// The largest char boundary of `s` at or below `i`.
-/// Everyday lines of a coding-agent chat about nothing in particular: what a question's vector
-/// is compared with to learn how near *unrelated* text sits to it (see [`Model::background`]).
-const UNRELATED: &[&str] = &[
-    "ok thanks",
-    "looks good to me",
-    "let me check that",
-    "can you run the tests again",
-    "I updated the file",
-    "what is the status",
-    "please fix the bug",
-    "done, anything else?",
-    "the meeting is at noon",
-    "we talked about this yesterday",
-    "here is the summary",
-    "that makes sense",
-    "try it again",
-    "I will take a look",
-    "the build passed",
-    "sure, go ahead",
-    "it works now",
-    "thanks for the help",
-    "where is the file",
-    "how does this work",
-    "what does this do",
-    "why did it fail",
-    "we should write some notes",
-    "this is the plan for today",
-    "the change is small",
-    "I don't know yet",
-    "remember this for later",
-    "it was merged last week",
-    "the weather is nice today",
-];
-
-impl Model {
-    /// How near unrelated text comes to `query` (a unit vector) on average: its mean cosine with
-    /// everyday chat ([`UNRELATED`]). A static embedding puts every text at some distance from
-    /// every other (0.1-0.5 between unrelated lines, depending on the question), so a memory found
-    /// by meaning alone has to be nearer to the question than that question's own background.
-    pub fn background(&self, query: &[f32]) -> f32 {
-        static UNRELATED_VECTORS: OnceLock<Vec<Vec<f32>>> = OnceLock::new();
-        let vectors = UNRELATED_VECTORS.get_or_init(|| UNRELATED.iter().filter_map(|t| self.embed(t)).collect());
-        if vectors.is_empty() {
-            return 0.0;
-        }
-        let sum: f32 = vectors.iter().map(|v| dot(v, query)).sum();
-        sum / vectors.len() as f32
-    }
-}
-
 fn floor_char(s: &str, i: usize) -> usize {
     let mut i = i.min(s.len());
     while !s.is_char_boundary(i) {

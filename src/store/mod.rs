@@ -37,8 +37,14 @@ const OUTBOX: &str = include_str!("outbox.sql");
 /// above `v`, each in the same write transaction. A new step takes the next number and is added
 /// here; each helper of a change that adds tables owns its own step.
 type Step = (i64, fn(&Connection) -> Result<()>);
-const STEPS: &[Step] =
-    &[(4, vectors::create), (5, injections::step), (6, outbox::step_6), (7, revise::step_7), (8, revise::step_8)];
+const STEPS: &[Step] = &[
+    (4, vectors::create),
+    (5, injections::step),
+    (6, outbox::step_6),
+    (7, revise::step_7),
+    (8, revise::step_8),
+    (9, vectors::step_9),
+];
 
 /// The schema version of a store that has run every step.
 const VERSION: i64 = {
@@ -471,7 +477,7 @@ impl Store {
         let terms = doc_terms(m.prompt, m.reply, m.topic);
         let hash = content_hash(m.kind, m.prompt, m.reply);
         let vector = vectors::embed(m.prompt, m.reply, m.topic);
-        Self::insert_analysed(c, &m, &terms, &hash, vector, batch)
+        Self::insert_analysed(c, &m, &terms, &hash, Some(vector), batch)
     }
 
     /// [`Store::insert`] with the analysis done beforehand (an import analyses on another thread).
@@ -480,7 +486,7 @@ impl Store {
         m: &NewMemory,
         terms: &index::DocTerms,
         hash: &[u8],
-        vector: Option<Vec<f32>>,
+        vector: Option<Option<Vec<f32>>>,
         batch: &mut Writes,
     ) -> Result<Option<i64>> {
         if m.prompt.trim().is_empty() && m.reply.trim().is_empty() {
@@ -512,7 +518,10 @@ impl Store {
         }
         let id = c.last_insert_rowid();
         batch.postings.add(c, bank, id, terms)?;
-        batch.vectors.add(bank, id, vector);
+        // `None`: embedded later, by [`Store::backfill`].
+        if let Some(vector) = vector {
+            batch.vectors.add(bank, id, vector);
+        }
         if revise::says_it_revises(m.prompt, m.reply) {
             batch.revisions.push(id);
         }
@@ -536,13 +545,14 @@ impl Store {
 
     /// Imports memories in transactions of `batch_size` rows: rows and their postings are written
     /// together, while the next batch is read and analysed on a second thread, which is what makes
-    /// a large import fast. Stops at the first error the iterator yields, keeping what came before.
+    /// a large import fast. Their vectors come later ([`Store::backfill`]: hooks, `ovmem sync`).
+    /// Stops at the first error the iterator yields, keeping what came before.
     /// Returns (added, duplicates).
     pub fn import<I>(&self, memories: I, batch_size: usize) -> Result<(usize, usize)>
     where
         I: Iterator<Item = Result<Memory>> + Send,
     {
-        type Analysed = (Memory, index::DocTerms, Vec<u8>, Option<Vec<f32>>);
+        type Analysed = (Memory, index::DocTerms, Vec<u8>);
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Analysed>>>(2);
         std::thread::scope(|scope| {
             scope.spawn(move || {
@@ -557,8 +567,7 @@ impl Store {
                             }
                             let terms = doc_terms(&m.prompt, &m.reply, &m.topic);
                             let hash = content_hash(m.kind, &m.prompt, &m.reply);
-                            let vector = vectors::embed(&m.prompt, &m.reply, &m.topic);
-                            chunk.push((m, terms, hash, vector));
+                            chunk.push((m, terms, hash));
                             if chunk.len() >= batch_size && tx.send(Ok(std::mem::take(&mut chunk))).is_err() {
                                 return;
                             }
@@ -578,7 +587,7 @@ impl Store {
                 let (a, d) = self.write(|c| {
                     let mut batch = Writes::default();
                     let (mut a, mut d) = (0, 0);
-                    for (m, terms, hash, vector) in &chunk {
+                    for (m, terms, hash) in &chunk {
                         let new = NewMemory {
                             bank: &m.bank,
                             kind: m.kind,
@@ -590,7 +599,7 @@ impl Store {
                             created_at: m.created_at,
                             turn_id: None,
                         };
-                        match Self::insert_analysed(c, &new, terms, hash, vector.clone(), &mut batch)? {
+                        match Self::insert_analysed(c, &new, terms, hash, None, &mut batch)? {
                             Some(_) => a += 1,
                             None => d += 1,
                         }
@@ -727,7 +736,8 @@ impl Store {
         let mut q = Query::parse(query);
         // A question of stopwords alone ("the of a") asks nothing, by its words or its meaning.
         let model = crate::embed::Model::get();
-        let qvec = if q.terms.is_empty() || words_only() { None } else { model.question(query) };
+        let mode = recall_mode();
+        let qvec = if q.terms.is_empty() || mode == Mode::Lexical { None } else { model.question(query) };
         let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
         for t in &q.terms {
             if let Some(found) = index::term_df(c, bank_id, &t.text)? {
@@ -742,6 +752,9 @@ impl Store {
             lists.push(list);
         }
         let avgdl = len as f32 / docs as f32 / index::UNIT;
+        if matches!(mode, Mode::Semantic | Mode::Fusion) {
+            return self.baseline(mode, &q, &lists, avgdl, bank_id, qvec.as_deref(), limit);
+        }
         let scored = rank::bm25(&q, &lists, avgdl, rank::RERANK);
         // The meaning: the memories nearest to the question, whatever their words.
         let near: Vec<(i64, f32)> = match &qvec {
@@ -754,9 +767,8 @@ impl Store {
         let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len() + near.len());
         let mut lens = Vec::with_capacity(scored.len() + near.len());
         let lexical: std::collections::HashSet<i64> = scored.iter().map(|s| s.doc).collect();
-        // Found by meaning alone, a memory must be near enough to be about the question at all:
-        // above a fixed floor, and nearer than unrelated chat comes to this question.
-        let floor = qvec.as_deref().map_or(f32::MAX, |v| model.background(v).max(rank::MIN_COSINE));
+        // Found by meaning alone, a memory must be near enough to be about the question at all.
+        let floor = if qvec.is_some() { rank::MIN_COSINE } else { f32::MAX };
         let found_by_meaning = near.iter().filter(|(d, cos)| !lexical.contains(d) && *cos >= floor);
         for s in
             scored.iter().copied().chain(found_by_meaning.map(|&(doc, _)| rank::Scored { doc, score: 0.0, matched: 0 }))
@@ -847,6 +859,62 @@ impl Store {
             .collect())
     }
 
+    /// The benchmark's reference rankers over the same bank and the same question
+    /// (`OVMEM_RECALL_MODE`): the model's cosine alone, or the plain convex fusion
+    /// `0.5·minmax(BM25) + 0.5·minmax(cosine)` over the union of both top-100s.
+    #[allow(clippy::too_many_arguments)]
+    fn baseline(
+        &self,
+        mode: Mode,
+        q: &Query,
+        lists: &[Vec<Posting>],
+        avgdl: f32,
+        bank: i64,
+        qvec: Option<&[f32]>,
+        limit: usize,
+    ) -> Result<Vec<Hit>> {
+        const POOL: usize = 100;
+        let c = &*self.conn;
+        let near = match qvec {
+            Some(v) => vectors::search(c, bank, v, POOL)?,
+            None => Vec::new(),
+        };
+        let mut score: Vec<(i64, f32)> = if mode == Mode::Semantic {
+            near
+        } else {
+            let lexical = rank::bm25(q, lists, avgdl, POOL);
+            let mut ids: Vec<i64> = lexical.iter().map(|s| s.doc).chain(near.iter().map(|n| n.0)).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let cos: std::collections::HashMap<i64, f32> = match qvec {
+                Some(v) => vectors::cosines(c, &ids, v)?.into_iter().collect(),
+                None => Default::default(),
+            };
+            let bm: std::collections::HashMap<i64, f32> = lexical.iter().map(|s| (s.doc, s.score)).collect();
+            let range = |xs: &mut dyn Iterator<Item = f32>| {
+                xs.fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), x| (lo.min(x), hi.max(x)))
+            };
+            let (blo, bhi) = range(&mut bm.values().copied());
+            let (clo, chi) = range(&mut cos.values().copied());
+            let norm = |x: f32, lo: f32, hi: f32| if hi > lo { (x - lo) / (hi - lo) } else { 1.0 };
+            ids.iter()
+                .map(|id| {
+                    let b = bm.get(id).map_or(0.0, |&x| norm(x, blo.min(0.0), bhi));
+                    let d = cos.get(id).map_or(0.0, |&x| norm(x, clo, chi));
+                    (*id, 0.5 * b + 0.5 * d)
+                })
+                .collect()
+        };
+        score.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+        let mut hits = Vec::with_capacity(limit);
+        for (id, s) in score.into_iter().take(limit) {
+            if let Some(memory) = self.get(id)? {
+                hits.push(Hit { memory, score: s, superseded_by: None, terms: Vec::new(), with: Vec::new() });
+            }
+        }
+        Ok(hits)
+    }
+
     /// Catches up on what an older store's memories lack, in small transactions until nothing is
     /// left or `budget` is spent: their vectors (newest first), then whether they revise an
     /// earlier memory.
@@ -854,14 +922,25 @@ impl Store {
         const STEP: usize = 64;
         let deadline = Instant::now() + budget;
         let mut done = Backfilled::default();
+        // Vectors are computed outside any transaction (the model takes tens of milliseconds per
+        // memory, and no writer should wait for it), at least one per call, then written.
+        // A long budget (`ovmem sync`) uses every core; a hook's short one, this thread.
+        let workers = if budget >= Duration::from_secs(1) {
+            std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
+        } else {
+            1
+        };
         loop {
-            let n = self.write(|c| vectors::backfill(c, STEP))?;
+            let todo = vectors::todo(&self.conn, 16 * workers)?;
+            let embedded = vectors::embed_until(&todo, deadline, workers);
+            let n = embedded.len();
+            self.write(|c| vectors::fill(c, &embedded))?;
             done.embedded += n;
-            if n < STEP {
-                break;
-            }
-            if Instant::now() >= deadline {
+            if n < todo.len() || Instant::now() >= deadline {
                 return Ok(done);
+            }
+            if todo.len() < 16 * workers {
+                break;
             }
         }
         while Instant::now() < deadline && revise::unchecked(&self.conn)? {
@@ -1308,11 +1387,25 @@ pub struct Outbound<'a> {
 
 pub use outbox::{Depth, Parked, Queued, SessionToEnd, PARK_AFTER};
 
-/// `OVMEM_RECALL_MODE=lexical`, a benchmark knob: recall by the words alone, as ovmem ranked before
-/// it had a semantic signal, so a benchmark can measure in one run what meaning adds.
-fn words_only() -> bool {
-    static WORDS_ONLY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *WORDS_ONLY.get_or_init(|| std::env::var("OVMEM_RECALL_MODE").is_ok_and(|m| m == "lexical"))
+/// `OVMEM_RECALL_MODE`, a benchmark knob, so one run measures what each part adds: `lexical`,
+/// recall by the words alone (as ovmem ranked before it had a semantic signal); `semantic`, by the
+/// model's cosine alone; `fused`, the plain convex fusion of both ([`Store::baseline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Full,
+    Lexical,
+    Semantic,
+    Fusion,
+}
+
+fn recall_mode() -> Mode {
+    static MODE: std::sync::OnceLock<Mode> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("OVMEM_RECALL_MODE").as_deref() {
+        Ok("lexical") => Mode::Lexical,
+        Ok("semantic") => Mode::Semantic,
+        Ok("fused") => Mode::Fusion,
+        _ => Mode::Full,
+    })
 }
 
 /// Removes from the topics of `session`'s other memories in `bank` every part taken from
@@ -1603,6 +1696,10 @@ mod tests {
             })
         });
         s.import(ms, 300).unwrap();
+        // An import leaves the vectors to the backfill.
+        assert_eq!(vector_rows(&s), (0, 0));
+        assert_eq!(s.missing_vectors().unwrap(), n as i64);
+        assert_eq!(s.backfill(Duration::from_secs(600)).unwrap().embedded, n);
         assert_eq!(vector_rows(&s), (n as i64, n as i64));
         let blocks: i64 = s.conn.query_row("SELECT count(*) FROM vector_blocks", [], |r| r.get(0)).unwrap();
         assert_eq!(blocks, 3);

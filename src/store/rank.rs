@@ -31,10 +31,10 @@ const PART: f32 = 0.3;
 /// Candidates reranked on their text.
 pub const RERANK: usize = 30;
 /// Candidates found by their meaning (nearest vectors) joined to those found by their words.
-pub const DENSE: usize = 30;
-/// A memory found by its meaning alone needs at least this cosine with the question: unrelated
-/// short texts mostly sit at 0.1-0.3 in the distilled model, a short paraphrase from about 0.35.
-pub const MIN_COSINE: f32 = 0.3;
+pub const DENSE: usize = 50;
+/// A memory found by its meaning alone needs at least this cosine with the question: with the
+/// model, unrelated short texts mostly sit at -0.05-0.15, a paraphrase from about 0.25.
+pub const MIN_COSINE: f32 = 0.2;
 /// How much naming what the question names counts (see `entities`).
 const ENTITY: f32 = 0.3;
 /// How much covering the whole question and having its words close together count at rerank.
@@ -551,7 +551,7 @@ pub fn rerank(
         }
     }
     // A revision changes one choice: by meaning alone, a memory revises only the few it is
-    // nearest to. A static embedding puts most memories of a project close together, and one
+    // nearest to. A sentence model puts most memories of a project fairly close together, and one
     // "change of plan" about one service would otherwise mark every one of them superseded.
     let mut nearest: HashMap<usize, Vec<f32>> = HashMap::default();
     for &(_, newer, cos) in &found {
@@ -587,7 +587,7 @@ pub fn rerank(
                 continue;
             }
             // The later memory on this subject goes first (and takes the last slot if only one
-            // is left). Only the one that revises this memory: a static embedding finds one
+            // is left). Only the one that revises this memory: an embedding finds one
             // subject in many memories written alike (decisions of one kind about other
             // services), and following that chain filled every slot before the memory that
             // answers (measured in docs/benchmarks.md). A later revision of the reviser is
@@ -644,8 +644,8 @@ const BY_MEANING: usize = 2;
 /// Weight of the lexical score in the fusion (the rest is the cosine's), both min-max normalised
 /// over the candidates: the convex fusion measured as the robust choice (see docs/memory.md).
 pub const LEXICAL_WEIGHT: f32 = 0.5;
-/// A memory with fewer distinct words than this is near-empty ("ok", "thanks"): a static
-/// embedding puts it close to everything, so its cosine counts this much.
+/// A memory with fewer distinct words than this is near-empty ("ok", "thanks"): its vector says
+/// little, so its cosine counts this much.
 const NEAR_EMPTY: usize = 3;
 const NEAR_EMPTY_FACTOR: f32 = 0.5;
 /// Two memories that both answer the question (at least this share of the best score) are on one
@@ -653,7 +653,7 @@ const NEAR_EMPTY_FACTOR: f32 = 0.5;
 /// (`instead`, `switched`, …), or restates it when they are closer still.
 const SAME_QUESTION: f32 = 0.4;
 const SAME_MEANING: f32 = 0.5;
-const SUBJECT_COS: f32 = 0.6;
+const SUBJECT_COS: f32 = 0.5;
 const RESTATE_COS: f32 = 0.9;
 
 fn minmax(xs: impl Iterator<Item = f32>) -> (f32, f32) {
@@ -678,7 +678,7 @@ fn nearness(dense: &[Option<f32>]) -> Vec<f32> {
 }
 
 /// The smallest cosine spread normalised to the full 0..1 (unrelated texts and paraphrases lie
-/// about this far apart in the distilled model).
+/// about this far apart in the model).
 const COSINE_SPREAD: f32 = 0.25;
 
 /// `w·minmax(lexical) + (1−w)·minmax(cosine)` per candidate, the cosines given as their
@@ -837,8 +837,8 @@ mod tests {
         assert!(docs.contains(&6), "and so is plain BM25's first: {docs:?}");
     }
 
-    /// One "change of plan" about one service, close by meaning to memories about others (as a
-    /// static embedding puts most memories of a project): it is taken as revising at most the
+    /// One "change of plan" about one service, close by meaning to memories about others (as an
+    /// embedding puts most memories of a project): it is taken as revising at most the
     /// two it is nearest to, not every memory shown with it.
     #[test]
     fn a_revision_found_by_meaning_alone_marks_only_what_it_is_nearest_to() {

@@ -445,8 +445,12 @@ mod tests {
         let batches: Vec<usize> = (0..4).map(|_| s.write(|c| backfill(c, 3)).unwrap()).collect();
         assert_eq!(batches, [3, 3, 1, 0], "seven memories, three at a time, newest first, then nothing left");
         assert_eq!(pairs(&s), [(decision, revision)]);
+        // The link found late orders them: the revision above the decision it replaced, which is
+        // marked (another service's broker decision may rank anywhere: the question names none).
         let hits = s.recall("p", "which broker did we pick?", 5).unwrap();
-        assert_eq!(hits[0].memory.id, revision, "{hits:?}");
+        let at = |id: i64| hits.iter().position(|h| h.memory.id == id);
+        assert!(at(revision).unwrap() < at(decision).unwrap(), "{hits:?}");
+        assert_eq!(hits[at(decision).unwrap()].superseded_by.map(|s| s.0), Some(revision));
     }
 
     #[test]

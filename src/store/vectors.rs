@@ -139,24 +139,76 @@ pub fn remove(c: &Connection, memory: i64) -> Result<()> {
     Ok(())
 }
 
-/// Embeds up to `limit` memories that have no vector yet (newest first: they are the likeliest to
-/// be asked about), inside the caller's transaction; returns how many.
-pub fn backfill(c: &Connection, limit: usize) -> Result<usize> {
-    let todo: Vec<(i64, i64, String, String, String)> = {
-        let mut stmt = c.prepare_cached(
-            "SELECT m.id, m.bank_id, m.prompt, m.reply, m.topic FROM memories m
-             WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id)
-             ORDER BY m.id DESC LIMIT ?1",
-        )?;
-        let rows = stmt.query_map([limit as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
-        rows.collect::<rusqlite::Result<_>>()?
+/// A memory waiting for its vector: (id, bank, prompt, reply, topic).
+pub type Todo = (i64, i64, String, String, String);
+/// A vector computed for one: (id, bank, vector; `None` when no token of it is known).
+pub type Embedded = (i64, i64, Option<Vec<f32>>);
+
+/// Up to `limit` memories that have no vector yet, newest first (they are the likeliest to be
+/// asked about): (id, bank, prompt, reply, topic).
+pub fn todo(c: &Connection, limit: usize) -> Result<Vec<Todo>> {
+    let mut stmt = c.prepare_cached(
+        "SELECT m.id, m.bank_id, m.prompt, m.reply, m.topic FROM memories m
+         WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id)
+         ORDER BY m.id DESC LIMIT ?1",
+    )?;
+    let rows = stmt.query_map([limit as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The vectors of `todo`'s memories, on `workers` threads, in order, until `deadline` (at least
+/// the first one): (id, bank, vector).
+pub fn embed_until(todo: &[Todo], deadline: std::time::Instant, workers: usize) -> Vec<Embedded> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some((id, bank, prompt, reply, topic)) = todo.get(i) else { break };
+            if i > 0 && std::time::Instant::now() >= deadline {
+                break;
+            }
+            out.push((i, (*id, *bank, embed(prompt, reply, topic))));
+        }
+        out
     };
+    let mut done: Vec<(usize, Embedded)> = if workers <= 1 {
+        work()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers).map(|_| s.spawn(work)).collect();
+            handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        })
+    };
+    done.sort_by_key(|d| d.0);
+    done.into_iter().map(|d| d.1).collect()
+}
+
+/// Writes vectors computed outside the transaction (by [`Store::backfill`]) for the memories
+/// that still exist and still lack one.
+///
+/// [`Store::backfill`]: super::Store::backfill
+pub fn fill(c: &Connection, done: &[Embedded]) -> Result<()> {
     let mut pending = Pending::default();
-    for (id, bank, prompt, reply, topic) in &todo {
-        pending.add(*bank, *id, embed(prompt, reply, topic));
+    for &(id, bank, ref v) in done {
+        let lacks: bool = c
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM memories m WHERE m.id = ?1 AND m.bank_id = ?2
+                 AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id))",
+            )?
+            .query_row(params![id, bank], |r| r.get(0))?;
+        if lacks {
+            pending.add(bank, id, v.clone());
+        }
     }
-    pending.flush(c)?;
-    Ok(todo.len())
+    pending.flush(c)
+}
+
+/// Schema step 9: the vectors of the static table that came before the model are dropped, to be
+/// computed again by the model (backfill), newest first.
+pub fn step_9(c: &Connection) -> Result<()> {
+    c.execute_batch("DELETE FROM vectors; DELETE FROM vector_blocks;")?;
+    Ok(())
 }
 
 /// Memories without a vector yet.
