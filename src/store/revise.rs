@@ -34,6 +34,39 @@ pub(super) fn step_8(c: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Schema step 10: memories that say they revise something and were linked by their words alone
+/// (an import writes no vectors), to be linked again by meaning once every memory has its vector
+/// ([`relink`]).
+pub(super) fn step_10(c: &Connection) -> Result<()> {
+    c.execute_batch("CREATE TABLE IF NOT EXISTS revisions_relink (id INTEGER PRIMARY KEY);")?;
+    Ok(())
+}
+
+/// Queues memories to be linked again by meaning ([`relink`]).
+pub(super) fn queue_relink(c: &Connection, ids: &[i64]) -> Result<()> {
+    let mut insert = c.prepare_cached("INSERT OR IGNORE INTO revisions_relink (id) VALUES (?1)")?;
+    for id in ids {
+        insert.execute([id])?;
+    }
+    Ok(())
+}
+
+/// Links up to `limit` queued memories again (by words and meaning), inside the caller's
+/// transaction; returns how many were taken (fewer than `limit`: none is left).
+pub(super) fn relink(c: &Connection, limit: usize) -> Result<usize> {
+    let ids: Vec<i64> = {
+        let mut stmt = c.prepare_cached("SELECT id FROM revisions_relink ORDER BY id DESC LIMIT ?1")?;
+        let rows = stmt.query_map([limit as i64], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    let mut done = c.prepare_cached("DELETE FROM revisions_relink WHERE id = ?1")?;
+    for &id in &ids {
+        link(c, id)?;
+        done.execute([id])?;
+    }
+    Ok(ids.len())
+}
+
 /// Whether memories stored before revisions were recorded are left to check.
 pub(super) fn unchecked(c: &Connection) -> Result<bool> {
     Ok(c.prepare_cached("SELECT 1 FROM revisions_unchecked LIMIT 1")?.exists([])?)
@@ -200,6 +233,12 @@ const SAME_SUBJECT: f64 = 0.2;
 /// ...and is within this share of the best such memory. At most [`OLDER`] are linked.
 const NEAR_BEST: f64 = 0.8;
 const OLDER: usize = 2;
+/// By meaning, an earlier memory is on the same subject when the model's vectors of the two are
+/// at least this close (decisions and their revisions in other words measure about 0.45-0.8,
+/// turns of one project on other subjects mostly below 0.4), and within [`NEAR_BEST_COS`] of the
+/// nearest such memory.
+const SAME_SUBJECT_COS: f32 = 0.45;
+const NEAR_BEST_COS: f32 = 0.1;
 
 /// The part of a memory's fields read for revisions.
 fn head(s: &str) -> String {
@@ -266,7 +305,8 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
     terms.truncate(TERMS);
     let mass: f64 = terms.iter().map(|t| t.1).sum();
     if terms.len() < 2 || mass <= 0.0 {
-        return Ok(0);
+        // Too few shared words to judge by: by meaning alone.
+        terms.clear();
     }
     let mut shared: FxHashMap<i64, f64> = FxHashMap::default();
     let mut list = Vec::new();
@@ -286,31 +326,56 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
     // ([`names_alike`]).
     let names = names(strong.iter().map(|(t, s)| (t.as_str(), *s)));
     let mut older = c.prepare_cached("SELECT created_at, prompt, reply FROM memories WHERE id = ?1")?;
-    let mut best: Option<f64> = None;
-    let mut linked = 0;
-    for (doc, s) in ranked.into_iter().take(4 * OLDER) {
-        if best.is_some_and(|b| s < b * NEAR_BEST) || linked >= OLDER {
-            break;
-        }
+    // An earlier memory this one may revise: earlier (the event's own time; the id breaks a
+    // tie) and naming what this one names ([`names_alike`]).
+    let mut may_revise = |doc: i64| -> Result<bool> {
         let row: Option<(i64, String, String)> =
             older.query_row([doc], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()?;
-        let Some((then, p, r)) = row else { continue };
-        // Only an earlier memory is revised (the event's own time; the id breaks a tie).
+        let Some((then, p, r)) = row else { return Ok(false) };
         if (then, doc) >= (at, id) {
-            continue;
+            return Ok(false);
         }
-        if !names.is_empty() {
-            let theirs: FxHashSet<String> =
-                text::analyse(&head(&p)).into_iter().chain(text::analyse(&head(&r))).map(|t| t.text).collect();
-            if !names_alike(&names, |n| theirs.contains(n)) {
-                continue;
-            }
+        if names.is_empty() {
+            return Ok(true);
+        }
+        let theirs: FxHashSet<String> =
+            text::analyse(&head(&p)).into_iter().chain(text::analyse(&head(&r))).map(|t| t.text).collect();
+        Ok(names_alike(&names, |n| theirs.contains(n)))
+    };
+    let mut best: Option<f64> = None;
+    let mut linked: Vec<i64> = Vec::new();
+    for (doc, s) in ranked.into_iter().take(4 * OLDER) {
+        if best.is_some_and(|b| s < b * NEAR_BEST) || linked.len() >= OLDER {
+            break;
+        }
+        if !may_revise(doc)? {
+            continue;
         }
         best.get_or_insert(s);
         revised_by(c, doc, &[id])?;
-        linked += 1;
+        linked.push(doc);
     }
-    Ok(linked)
+    // By meaning: a revision said in other words than the decision it changes ("duplicate
+    // request protection" for "idempotency keys") shares too few rare words with it, but the
+    // model puts the two close together. The nearest earlier memories, when near enough.
+    if linked.len() < OLDER {
+        if let Some(v) = super::vectors::vectors(c, &[id])?.remove(&id) {
+            let near = super::vectors::search(c, bank, &v, 4 * OLDER + 1)?;
+            let mut best: Option<f32> = None;
+            for (doc, cos) in near {
+                if linked.len() >= OLDER || cos < SAME_SUBJECT_COS || best.is_some_and(|b| cos < b - NEAR_BEST_COS) {
+                    break;
+                }
+                if doc == id || linked.contains(&doc) || !may_revise(doc)? {
+                    continue;
+                }
+                best.get_or_insert(cos);
+                revised_by(c, doc, &[id])?;
+                linked.push(doc);
+            }
+        }
+    }
+    Ok(linked.len())
 }
 
 /// The later memories that revise each of `ids` (older id, newer id), oldest reviser first.
