@@ -19,6 +19,7 @@ import time
 import datasets
 import gen_coding
 import needle
+import written
 from baselines import BM25, recency_top
 from ovmemdrv import FAKETIME, FAKETIME_LIBS, Ovmem, import_line, make_project_dir, time_true
 from units import TurnIndex, contains_run, lme_haystack, shared_words
@@ -43,6 +44,17 @@ def systems(cfg):
     return ("ovmem",) + tuple(f"ovmem-{m}" for m in cfg.get("modes", ())) + ("bm25", "recency")
 
 
+def mode_env(mode):
+    """The environment a system named `ovmem-<mode>` is asked with: OVMEM_RECALL_MODE=<mode>, or for
+    `--variant NAME:VAR=VALUE,...`, those variables."""
+    if mode in VARIANTS:
+        return dict(VARIANTS[mode])
+    return {"OVMEM_RECALL_MODE": mode}
+
+
+VARIANTS = {}
+
+
 def score(q, ranked, by_tid, items=None):
     """`ranked`: one set of turn ids per injected item, in order (`items`: their text, for the
     superseded marker). Returns the per-question figures."""
@@ -58,6 +70,8 @@ def score(q, ranked, by_tid, items=None):
     }
     if q.evidence_turns:
         out["turn_hit"] = bool(q.evidence_turns & shown)
+        # The share of the evidence turns shown (the long-conversation benchmarks' measure).
+        out["turn_recall"] = len(q.evidence_turns & shown) / len(q.evidence_turns)
     if q.current_turn:
         first = lambda tids: next((i for i, r in enumerate(ranked) if r & tids), None)  # noqa: E731
         cur, old = first({q.current_turn}), first(q.superseded_turns)
@@ -118,7 +132,7 @@ def evaluate(task):
             for k in cfg["ks"]:
                 res["k"][k] = {}
                 for name, mode in [("ovmem", None)] + [(f"ovmem-{m}", m) for m in cfg.get("modes", ())]:
-                    env = {"OVMEM_RECALL_MODE": mode} if mode else None
+                    env = mode_env(mode) if mode else None
                     ctx, items, ms = om.recall(q.text, proj, k, f"bench-q{qi}-k{k}-{random.getrandbits(40):010x}", env)
                     ranked = [{hay.turns[i].tid for i in index.turns_of(it)} for it in items]
                     o = score(q, ranked, by_tid, items)
@@ -197,7 +211,7 @@ def aggregate(haystack_results, ks, cfg):
             for s in systems(cfg):
                 ms = [r["k"][k][s] for r in rs]
                 e = {m: mean(x.get(m) for x in ms) for m in
-                     ("recall", "hit", "turn_hit", "current_hit", "stale_only", "current_first", "superseded_marked",
+                     ("recall", "hit", "turn_hit", "turn_recall", "current_hit", "stale_only", "current_first", "superseded_marked",
                       "items", "sessions", "ctx_chars")}
                 e = {m: v for m, v in e.items() if v is not None}
                 e["sessions_max"] = max(x["sessions"] for x in ms) if ms else 0
@@ -284,6 +298,28 @@ def suite_coding(args, cfg):
             "split": args.split, "questions": nq, "questions_left_out": dropped,
             "max_shared_words": gen_coding.MAX_SHARED,
             "summary": aggregate(res, cfg["ks"], cfg), "haystacks": res}
+
+
+def suite_written(args, cfg):
+    kinds = [k.strip() for k in args.written_kinds.split(",") if k.strip()]
+    split = None if args.written_split == "all" else args.written_split
+    hays = written.load(kinds, split)
+    if not hays:
+        return {"skipped": f"no written histories of {', '.join(kinds)} in the {args.written_split} split"}
+    print(f"  [written] {len(hays)} histories ({args.written_split}), {sum(len(h.turns) for h in hays)} turns, "
+          f"{sum(len(h.questions) for h in hays)} questions", file=sys.stderr)
+    res = run_pool("written", hays, dict(cfg, harness=None, session_replay=True),
+                   foreign=hays[1:] + hays[:1] if len(hays) > 1 else None)
+    out = {"split": args.written_split, "histories": [h.hid for h in hays],
+           "questions": sum(len(h.questions) for h in hays), "summary": aggregate(res, cfg["ks"], cfg),
+           "haystacks": res}
+    # Each kind on its own too: a long conversation and a coding project are different tasks.
+    out["by_kind"] = {}
+    for kind in kinds:
+        rs = [r for r in res if r["hid"].startswith(kind + "/")]
+        if rs:
+            out["by_kind"][kind] = aggregate(rs, cfg["ks"], cfg)
+    return out
 
 
 def parse_size(s):
@@ -407,6 +443,13 @@ def report_recall(name, s, ks, cfg):
             lines.append("| " + " | ".join([cat] + [f(e[str(k)][sy].get("turn_hit"), 1, True) for k in ks
                                                      for sy in syst]) + " |")
         lines.append("")
+        head = ["category"] + [f"turn R@{k} {label(sy)}" for k in ks for sy in syst]
+        lines += ["Share of the evidence turns among the injected items (evidence-turn recall):", "",
+                  "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for cat, e in s.items():
+            lines.append("| " + " | ".join([cat] + [f(e[str(k)][sy].get("turn_recall"), 1, True) for k in ks
+                                                     for sy in syst]) + " |")
+        lines.append("")
     for rev in ("revision", "reversal"):
         if rev not in s:
             continue
@@ -479,6 +522,13 @@ def main():
                          "seeds): tune on dev, measure on held")
     ap.add_argument("--modes", default="", help="also ask with OVMEM_RECALL_MODE set to each of these "
                                                  "(lexical,semantic,fused) and report each as its own system")
+    ap.add_argument("--written-kinds", default=",".join(written.KINDS),
+                    help="written suite: which folders of bench/recall/written/ to run")
+    ap.add_argument("--written-split", choices=("dev", "held", "all"), default="dev",
+                    help="written suite: tune on dev, report held")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME:VAR=VALUE,...: also ask every question with these environment variables set, "
+                         "reported as ovmem-NAME (for trying a change against the default in one run)")
     ap.add_argument("--public-questions", type=int, default=60)
     ap.add_argument("--public-harness", default="gemini-cli", help="hooks used to capture the public set "
                                                                    "(gemini-cli payloads carry the session dates)")
@@ -496,8 +546,12 @@ def main():
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     tmp = tempfile.mkdtemp(prefix="ovmem-recall-")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for v in args.variant:
+        name, _, assigns = v.partition(":")
+        VARIANTS[name] = dict(a.split("=", 1) for a in assigns.split(",") if a)
+        modes.append(name)
     for m in modes:
-        if m not in MODES:
+        if m not in MODES and m not in VARIANTS:
             raise SystemExit(f"--modes: `{m}` is not one of {', '.join(MODES)}")
     cfg = {"binary": os.path.realpath(args.ovmem), "capture": args.capture, "ks": ks, "jobs": args.jobs, "tmp": tmp,
            "keep": args.keep, "modes": modes}
@@ -515,7 +569,7 @@ def main():
                "seed": args.seed, "command": command.strip(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "host_cpus": os.cpu_count(), "capture_clock": "turn dates (libfaketime)" if FAKETIME else "now",
                "suites": {}}
-    if args.capture == "hooks" and not FAKETIME and "coding" in suites:
+    if args.capture == "hooks" and not FAKETIME and ("coding" in suites or "written" in suites):
         if not args.real_clock:
             sys.exit("libfaketime not found (looked in " + ", ".join(FAKETIME_LIBS) + "): without it, turns from "
                      "harnesses that send no time are stamped with the moment they are captured, and revision order "
@@ -526,7 +580,7 @@ def main():
     try:
         for s in suites:
             print(f"suite {s}", file=sys.stderr, flush=True)
-            fn = {"public": suite_public, "coding": suite_coding, "needle": suite_needle}[s]
+            fn = {"public": suite_public, "coding": suite_coding, "needle": suite_needle, "written": suite_written}[s]
             results["suites"][s] = fn(args, cfg)
     finally:
         if not args.keep:
@@ -553,6 +607,14 @@ def main():
                                f"{cod['questions']} questions (each shares at most {cod['max_shared_words']} content "
                                f"words with its answer turns; {cod['questions_left_out']} left out), session recall",
                                cod["summary"], ks, cfg)
+    wr = results["suites"].get("written")
+    if wr and "skipped" in wr:
+        lines += ["### written histories", "", f"Skipped: {wr['skipped']}.", ""]
+    elif wr:
+        for kind, summ in wr["by_kind"].items():
+            n = sum(1 for h in wr["histories"] if h.startswith(kind + "/"))
+            lines += report_recall(f"written {kind} ({wr['split']} split): {n} histories, {summ['all']['n']} questions, "
+                                   f"session recall", summ, ks, cfg)
     nd = results["suites"].get("needle")
     if nd:
         lines += report_needle(nd, ks)

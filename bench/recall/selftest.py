@@ -6,9 +6,10 @@ import sys
 
 import gen_coding
 import needle
+import written
 from baselines import BM25, recency_top
 from ovmemdrv import capture_events, parse_items
-from units import TurnIndex, contains_run, lme_haystack, shared_words
+from units import CJK, TurnIndex, contains_run, lme_haystack, shared_words
 
 FAILS = []
 
@@ -116,6 +117,24 @@ def main():
             texts[split] = {q.text for x in hays for q in x.questions}
         check(got / n <= 0.65, f"{split}: plain BM25 session recall@5 is {got / n:.1%}, above 65%")
     check(not texts["dev"] & texts["held"], "the held split asks in other words than the dev split")
+
+    # The written histories load (every reference resolves, revisions are older than what
+    # replaced them), questions keep to the shared-word limit (CJK: 6 bigrams), and plain BM25
+    # finds at most 65% of the evidence sessions in each split.
+    for split in ("dev", "held"):
+        got, n = 0.0, 0
+        for x in written.load(split=split):
+            by = {t.tid: t for t in x.turns}
+            bm = BM25([t.text for t in x.turns], [q.text for q in x.questions])
+            for qi, q in enumerate(x.questions):
+                ev = " ".join(by[t].text for t in q.evidence_turns)
+                shared = shared_words(q.text, ev)
+                limit = 6 if any(CJK.search(w) for w in shared) else written.MAX_SHARED
+                check(len(shared) <= limit, f"{q.qid}: shares {shared}")
+                top = {x.turns[i].session for i in bm.top(qi, 5)}
+                got += len(top & q.evidence_sessions) / len(q.evidence_sessions)
+                n += 1
+        check(n > 0 and got / n <= 0.65, f"written {split}: plain BM25 session recall@5 is {got / max(n, 1):.1%}")
 
     ns = needle.needles(1)
     check(len({svc for _, svc, _, _ in ns}) == 20 and len({q for *_, q in ns}) == 20, "20 distinct needles")
