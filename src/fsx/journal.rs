@@ -40,8 +40,10 @@ pub enum Mode {
     Set(u32),
 }
 
-/// Recomputes a file's new bytes from what another program left there. `over_ours`: that
-/// program wrote after ovmem did, so `current` may already hold ovmem's edit.
+/// Recomputes a file's new bytes from what another program left there. `over_ours`: ovmem's
+/// bytes for this file have been in place during this transaction (if only for the instant
+/// before a rename put another program's write back), so that program may have read them and
+/// `current` may hold a copy of ovmem's edit: what ovmem created then is still ovmem's.
 pub trait Redo {
     fn redo(&mut self, current: Option<&[u8]>, over_ours: bool) -> Result<Option<Vec<u8>>>;
 }
@@ -131,6 +133,9 @@ pub struct Tx {
     unsynced: Vec<File>,
     /// Files ovmem replaced in this apply, checked once more for late writes.
     kept: Vec<Kept>,
+    /// The files (journal indices) whose path has held ovmem's bytes during this transaction:
+    /// from then on, what another program writes there may be a copy of them.
+    exposed: Vec<usize>,
     pub warnings: Vec<String>,
 }
 
@@ -223,6 +228,7 @@ impl Tx {
             contended: false,
             unsynced: Vec::new(),
             kept: Vec::new(),
+            exposed: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -362,7 +368,7 @@ impl Tx {
                 fault_point("between-files")?;
             }
             interrupt::check()?;
-            self.place(base + k, &mut changes[i], staged[k].take(), false)?;
+            self.place(base + k, &mut changes[i], staged[k].take())?;
         }
         let mut dirs: Vec<PathBuf> =
             idx.iter().filter_map(|&i| changes[i].path.parent().map(Path::to_path_buf)).collect();
@@ -385,9 +391,8 @@ impl Tx {
     /// Puts one change in place, redoing it while another program keeps writing the file. The
     /// file is read right before each rename, and the rename *exchanges* the two files, so ovmem
     /// sees exactly what it replaced: when another program got a write into that instant, its
-    /// bytes go straight back in place and ovmem's edit is redone on them. `wrote`: ovmem already
-    /// wrote this file in this transaction (so what is there may hold its edit).
-    fn place(&mut self, k: usize, c: &mut Change, mut staged: Option<Staged>, wrote: bool) -> Result<()> {
+    /// bytes go straight back in place and ovmem's edit is redone on them.
+    fn place(&mut self, k: usize, c: &mut Change, mut staged: Option<Staged>) -> Result<()> {
         let shared = c.kind != Kind::Own && c.redo.is_some();
         let mut expect = c.before.clone();
         // A program that rewrites its file every few milliseconds can win many rounds on a busy
@@ -409,7 +414,7 @@ impl Tx {
             if shared && now != expect {
                 // Written since ovmem read it: redo on what is there, before replacing anything.
                 drop(tmp);
-                if !self.redo(k, c, now.clone(), wrote)? {
+                if !self.redo(k, c, now.clone())? {
                     return Ok(());
                 }
                 expect = now;
@@ -440,6 +445,12 @@ impl Tx {
                 fs::rename(&tmp, &c.path).with_context(|| format!("could not write `{}`", c.path.display()))?;
                 return Ok(());
             }
+            // From the rename on, ovmem's bytes are where other programs read: even when they are
+            // put back at once, a program may have read them in that instant and write them back
+            // (an in-place writer does, with its own change), so a redo sees ovmem's edit again.
+            if !self.exposed.contains(&k) {
+                self.exposed.push(k);
+            }
             if now.is_none() {
                 match sys::rename_noreplace(&tmp, &c.path) {
                     Ok(()) => return Ok(()),
@@ -455,6 +466,7 @@ impl Tx {
                     Err(e) => return Err(e).with_context(|| format!("could not write `{}`", c.path.display())),
                 }
             }
+            moment("before-exchange", &c.path);
             match sys::rename_exchange(&tmp, &c.path) {
                 Ok(()) => {}
                 Err(e) if sys::unsupported(&e) => {
@@ -468,6 +480,7 @@ impl Tx {
                 }
                 Err(e) => return Err(e).with_context(|| format!("could not replace `{}`", c.path.display())),
             }
+            moment("exchanged", &c.path);
             let displaced = read_opt(&tmp)?;
             if displaced == expect {
                 // The replaced file is kept a moment: a program that opened it before the rename
@@ -479,6 +492,7 @@ impl Tx {
             // (and if it wrote yet again in between, that newest write does).
             sys::rename_exchange(&tmp, &c.path)
                 .with_context(|| format!("could not put `{}` back", c.path.display()))?;
+            moment("put-back", &c.path);
             if read_opt(&tmp)? != c.after {
                 let _ = sys::rename_exchange(&tmp, &c.path);
             }
@@ -488,8 +502,9 @@ impl Tx {
     }
 
     /// Redoes `c` on `current` (another program's bytes). `false` when nothing is left to write.
-    fn redo(&mut self, k: usize, c: &mut Change, current: Option<Vec<u8>>, over_ours: bool) -> Result<bool> {
+    fn redo(&mut self, k: usize, c: &mut Change, current: Option<Vec<u8>>) -> Result<bool> {
         self.contended(&c.path);
+        let over_ours = self.exposed.contains(&k);
         let Some(r) = c.redo.as_mut() else { return Ok(false) };
         let after = r.redo(current.as_deref(), over_ours)?;
         let before = match &current {
@@ -546,9 +561,9 @@ impl Tx {
                 sys::rename_exchange(&kf.tmp, &c.path)
                     .with_context(|| format!("could not put `{}` back", c.path.display()))?;
                 drop(kf);
-                if self.redo(k, c, late, false)? {
+                if self.redo(k, c, late)? {
                     let staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
-                    self.place(k, c, staged, false)?;
+                    self.place(k, c, staged)?;
                 }
             }
             for (k, &i) in idx.iter().enumerate() {
@@ -584,7 +599,7 @@ impl Tx {
                 self.j.files[base + k].afters.push(c.after.as_deref().map(sha256_hex));
                 self.note_journal(before.into_iter().collect())?;
                 let staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
-                self.place(base + k, c, staged, true)?;
+                self.place(base + k, c, staged)?;
             }
             if !moved && self.kept.is_empty() && (held.is_empty() || wait >= 30) {
                 return Ok(());
@@ -616,6 +631,46 @@ impl Tx {
         fault_point("committed")?;
         finish(&self.dir, &self.j.post, self.started);
         Ok(std::mem::take(&mut self.warnings))
+    }
+}
+
+/// A moment of [`Tx::place`] at which a unit test can act as another program writing `path`
+/// (see [`moments`]); nothing happens outside tests.
+fn moment(name: &'static str, path: &Path) {
+    #[cfg(test)]
+    moments::AT.with(|at| {
+        if let Some(f) = at.borrow_mut().as_mut() {
+            f(name, path);
+        }
+    });
+    #[cfg(not(test))]
+    let _ = (name, path);
+}
+
+/// Test builds: what runs at each [`moment`] of this thread's transactions.
+#[cfg(test)]
+pub(crate) mod moments {
+    use std::cell::RefCell;
+    use std::path::Path;
+
+    pub type Hook = Box<dyn FnMut(&'static str, &Path)>;
+
+    thread_local! {
+        pub static AT: RefCell<Option<Hook>> = RefCell::new(None);
+    }
+
+    /// Runs `f` at every moment until the returned guard is dropped.
+    pub fn set(f: impl FnMut(&'static str, &Path) + 'static) -> Guard {
+        AT.with(|at| *at.borrow_mut() = Some(Box::new(f)));
+        Guard
+    }
+
+    pub struct Guard;
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            AT.with(|at| *at.borrow_mut() = None);
+        }
     }
 }
 

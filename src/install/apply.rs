@@ -473,3 +473,93 @@ pub fn trust_state(env: &Env, t: &Target, receipt: &Receipt) -> Option<String> {
         Err(e) => format!("trust unknown: {e:#}"),
     })
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::fsx::journal::moments;
+
+    /// Runs `verb` for Claude Code's user settings in `env` through the real plan and transaction
+    /// (the runtime is a link to this test binary, so nothing is staged).
+    fn transact_claude(env: &Env, verb: Verb) -> Outcome {
+        let t =
+            Target { env, harness: crate::harness::find("claude-code").unwrap(), scope: Scope::User, project: None };
+        let mut plans = vec![Some(plan::plan(&t, verb, Options::default()).unwrap())];
+        let result = HarnessResult {
+            report: None,
+            harness: t.harness.id().to_string(),
+            error: None,
+            code: 0,
+            trust: None,
+            repaired: None,
+        };
+        let mut out = Outcome { results: vec![result], ..Outcome::default() };
+        transact(env, &mut plans, &mut out, verb, Options::default()).unwrap();
+        out
+    }
+
+    /// An in-place writer (truncate and rewrite, no rename) racing ovmem's rename, at the exact
+    /// moments that matter: it writes between ovmem's read and its rename, so ovmem puts that
+    /// write back; but in the instant ovmem's bytes were in place the writer read them, and its
+    /// next write (its own change on top of them) is what ovmem's redo finds. The hooks object
+    /// and arrays in it are ovmem's first edit, copied: they must stay recorded as ovmem's, so
+    /// uninstall takes them out again; a container the user had before install stays.
+    #[test]
+    fn a_redo_on_a_copy_of_ovmems_own_edit_still_records_what_ovmem_created() {
+        for original in [r#"{"theme": "dark", "writer": 0}"#, r#"{"theme": "dark", "hooks": {}, "writer": 0}"#] {
+            let tmp = tempfile::tempdir().unwrap();
+            let home = tmp.path();
+            let env = Env::from_vars(HashMap::from([("HOME".to_string(), home.display().to_string())])).unwrap();
+            let bin = env.runtime_bin();
+            std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(std::env::current_exe().unwrap(), &bin).unwrap();
+            let settings = home.join(".claude/settings.json");
+            std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+            std::fs::write(&settings, original).unwrap();
+
+            // The harness: reads its file, sets its own key, writes it back in place.
+            let rewrite = |path: &Path, from: &[u8], n: i64| {
+                let mut v: serde_json::Value = serde_json::from_slice(from).unwrap();
+                v["writer"] = n.into();
+                std::fs::write(path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+            };
+            let steps = Rc::new(RefCell::new(Vec::<&'static str>::new()));
+            let seen = Rc::new(RefCell::new(Vec::new()));
+            let (s, read) = (Rc::clone(&steps), Rc::clone(&seen));
+            let guard = moments::set(move |moment, path| {
+                if path.file_name().is_none_or(|n| n != "settings.json") || s.borrow().len() == 3 {
+                    return;
+                }
+                match (moment, s.borrow().len()) {
+                    // Between ovmem's read and its rename: ovmem will put this write back.
+                    ("before-exchange", 0) => rewrite(path, &std::fs::read(path).unwrap(), 1),
+                    // The instant ovmem's bytes are in place: the harness reads them ...
+                    ("exchanged", 1) => *read.borrow_mut() = std::fs::read(path).unwrap(),
+                    // ... and writes them back with its own change, once its write is back.
+                    ("put-back", 2) => rewrite(path, &read.borrow(), 2),
+                    _ => return,
+                }
+                s.borrow_mut().push(moment);
+            });
+            let out = transact_claude(&env, Verb::Install);
+            drop(guard);
+            assert_eq!(*steps.borrow(), ["before-exchange", "exchanged", "put-back"], "the race did not happen");
+            assert!(out.warnings.iter().any(|w| w.contains("written by another program")), "{:?}", out.warnings);
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+            assert_eq!(v["writer"], 2, "the harness's newest write is lost: {v}");
+            for event in ["SessionStart", "UserPromptSubmit", "Stop", "PreToolUse", "SessionEnd"] {
+                assert_eq!(v["hooks"][event].to_string().matches("ovmem hook claude-code").count(), 1, "{event}: {v}");
+            }
+
+            transact_claude(&env, Verb::Uninstall);
+            let after: serde_json::Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+            let mut want: serde_json::Value = serde_json::from_str(original).unwrap();
+            want["writer"] = 2.into();
+            assert_eq!(after, want, "uninstall left ovmem's containers (or took the user's): from {original}");
+        }
+    }
+}

@@ -180,20 +180,10 @@ impl journal::Redo for FilePlan {
     fn redo(&mut self, current: Option<&[u8]>, over_ours: bool) -> Result<Option<Vec<u8>>> {
         let (text, mut edit) = edit_settled(&self.path, &self.real, self.editor.as_ref(), current.map(<[u8]>::to_vec))?;
         if over_ours {
-            // `current` holds ovmem's own first edit: what that edit created is still ovmem's,
-            // and what it did is what this run did.
+            // `current` may hold ovmem's own earlier edit (or another program's copy of it): what
+            // that edit created is still ovmem's, and what it did is what this run did.
             if let (Some(new), Some(old)) = (edit.record.as_mut(), self.edit.record.as_ref()) {
-                new.created |= old.created;
-                for k in &old.created_keys {
-                    if !new.created_keys.contains(k) {
-                        new.created_keys.push(k.clone());
-                    }
-                }
-                for e in &old.empty {
-                    if !new.empty.iter().any(|x| x.key_path == e.key_path) {
-                        new.empty.push(e.clone());
-                    }
-                }
+                inherit(new, old, text.as_deref().unwrap_or_default());
             }
             edit.notes = std::mem::take(&mut self.edit.notes);
         } else {
@@ -201,6 +191,36 @@ impl journal::Redo for FilePlan {
         }
         self.edit = edit;
         Ok(self.edit.after.clone().map(String::into_bytes))
+    }
+}
+
+/// What an earlier edit of this run (`old`) made ovmem's, carried into a redo of it on `text`
+/// (another program's bytes that may hold a copy of that edit): the redo finds ovmem's keys
+/// already there and would otherwise record them as the user's, so uninstall would leave them.
+/// The file, keys and containers ovmem created, values it replaced, and the exact text it spliced
+/// in (while `text` still holds it) stay recorded as ovmem's.
+fn inherit(new: &mut FileRecord, old: &FileRecord, text: &str) {
+    new.created |= old.created;
+    for k in &old.created_keys {
+        if !new.created_keys.contains(k) {
+            new.created_keys.push(k.clone());
+        }
+    }
+    for e in &old.empty {
+        if !new.empty.iter().any(|x| x.key_path == e.key_path) {
+            new.empty.push(e.clone());
+        }
+    }
+    for r in &old.replaced {
+        if !new.replaced.iter().any(|x| x.key_path == r.key_path) {
+            new.replaced.push(r.clone());
+        }
+    }
+    for e in new.entries.iter_mut().filter(|e| e.text.is_none()) {
+        let spliced = old.entries.iter().find(|o| o.event == e.event && o.key_path == e.key_path);
+        if let Some(t) = spliced.and_then(|o| o.text.as_ref()).filter(|t| text.contains(t.as_str())) {
+            e.text = Some(t.clone());
+        }
     }
 }
 
@@ -258,4 +278,42 @@ pub fn diff(path: &Path, before: Option<&str>, after: Option<&str>) -> Option<St
     let old_name = if before.is_some() { format!("a{name}") } else { "/dev/null".into() };
     let new_name = if after.is_some() { format!("b{name}") } else { "/dev/null".into() };
     Some(d.unified_diff().context_radius(3).header(&old_name, &new_name).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::receipt::{EmptyContainer, Entry, Replaced};
+
+    /// A redo on a copy of ovmem's own edit finds ovmem's keys already there; what the earlier
+    /// edit made ovmem's stays ovmem's, beside what the redo itself recorded.
+    #[test]
+    fn a_redo_on_a_copy_of_ovmems_edit_inherits_what_that_edit_made_ovmems() {
+        let entry = |text: Option<&str>| Entry {
+            event: "Stop".into(),
+            key_path: "hooks[event=Stop]".into(),
+            text: text.map(String::from),
+            ..Entry::default()
+        };
+        let old = FileRecord {
+            created: false,
+            created_keys: vec!["hooks".into(), "hooks.Stop".into()],
+            empty: vec![EmptyContainer { key_path: "".into(), inner: "\n  // settings\n".into() }],
+            replaced: vec![Replaced { key_path: "hooks.enabled".into(), before: "false".into() }],
+            entries: vec![entry(Some("\n[[hooks]]\nevent = \"Stop\"\n"))],
+            ..FileRecord::default()
+        };
+        let mut new =
+            FileRecord { created_keys: vec!["theirs".into()], entries: vec![entry(None)], ..Default::default() };
+        inherit(&mut new, &old, "a = 1\n\n[[hooks]]\nevent = \"Stop\"\n");
+        assert_eq!(new.created_keys, ["theirs", "hooks", "hooks.Stop"]);
+        assert_eq!(new.empty, old.empty);
+        assert_eq!(new.replaced, old.replaced);
+        assert_eq!(new.entries[0].text, old.entries[0].text);
+        assert!(!new.created);
+        // The spliced text is ovmem's only while the file still holds it exactly.
+        let mut new = FileRecord { entries: vec![entry(None)], ..Default::default() };
+        inherit(&mut new, &old, "[[hooks]]\nevent = 'Stop'\n");
+        assert_eq!(new.entries[0].text, None);
+    }
 }
