@@ -628,7 +628,7 @@ pub fn rerank(
         sel.picked.push((p, Vec::new()));
     }
     let mut picked = sel.picked;
-    later_first(&mut picked, candidates, SHOWN_SUBJECT_COS);
+    later_first(&mut picked, candidates, &score_of, SHOWN_SUBJECT_COS);
     picked
         .into_iter()
         .map(|(i, with)| Ranked {
@@ -645,12 +645,23 @@ pub fn rerank(
 /// it three days"), and what is in force now must come before what it replaced. Only the order
 /// of what is shown changes, never what is shown; the earlier one is marked superseded only by
 /// the rules above.
-fn later_first(picked: &mut Vec<(usize, Vec<usize>)>, candidates: &[Candidate], cos: f32) {
+fn later_first(
+    picked: &mut Vec<(usize, Vec<usize>)>,
+    candidates: &[Candidate],
+    score_of: &HashMap<usize, f32>,
+    cos: f32,
+) {
     // Only a later date orders: memories of one moment (an import of facts) stay as ranked.
     let time = |i: usize| candidates[i].created_at;
-    let same = |a: usize, b: usize| match (&candidates[a].vector, &candidates[b].vector) {
-        (Some(x), Some(y)) => crate::embed::dot(x, y) >= cos,
-        _ => false,
+    let score = |i: usize| score_of.get(&i).copied().unwrap_or(0.0);
+    // One subject, and the later one answers the question nearly as well: a vague new memory
+    // ("staging deploy 12 went fine") does not go before an old exact answer on the subject.
+    let same = |a: usize, b: usize| {
+        score(b) >= LATER_SHARE * score(a)
+            && match (&candidates[a].vector, &candidates[b].vector) {
+                (Some(x), Some(y)) => crate::embed::dot(x, y) >= cos,
+                _ => false,
+            }
     };
     // Each later memory moves up to just before the first earlier memory on its subject (an
     // insertion sort over the pairs on one subject; bounded, since "one subject" is not
@@ -677,6 +688,8 @@ pub const LEXICAL_WEIGHT: f32 = 0.5;
 /// when their vectors are at least this close: memories of one project on one component measure
 /// about 0.4-0.8, on unrelated work mostly below 0.3.
 const SHOWN_SUBJECT_COS: f32 = 0.4;
+/// ... and when the later one scores at least this share of the earlier one.
+const LATER_SHARE: f32 = 0.4;
 
 /// A memory with fewer distinct words than this is near-empty ("ok", "thanks"): its vector says
 /// little, so its cosine counts this much.
@@ -931,13 +944,13 @@ mod tests {
             .enumerate()
             .map(|(i, (t, v, at))| Candidate {
                 doc: i as i64 + 1,
-                bm25: [6.0, 5.0, 4.0][i],
+                bm25: [6.0, 4.0, 5.5][i],
                 matched: 0b11,
                 session: Some(["a", "b", "c"][i]),
                 created_at: *at,
                 fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
                 said: [t, ""],
-                dense: Some([0.6, 0.5, 0.4][i]),
+                dense: Some([0.6, 0.4, 0.55][i]),
                 vector: Some(v.to_vec()),
             })
             .collect();
@@ -946,8 +959,13 @@ mod tests {
         assert_eq!(docs, [3, 1, 2], "the later memory on the subject first, the other subject after");
         assert!(top.iter().all(|r| r.superseded_by.is_none()), "order alone marks nothing: {top:?}");
         let mut shown: Vec<(usize, Vec<usize>)> = vec![(0, vec![]), (1, vec![]), (2, vec![])];
-        later_first(&mut shown, &candidates, 0.9);
+        let scores: HashMap<usize, f32> = [(0, 1.0), (1, 0.9), (2, 0.8)].into_iter().collect();
+        later_first(&mut shown, &candidates, &scores, 0.9);
         assert_eq!(shown.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 1, 2], "not close enough: as shown");
+        // A vague later memory on the subject does not go before an exact answer.
+        let scores: HashMap<usize, f32> = [(0, 1.0), (1, 0.9), (2, 0.2)].into_iter().collect();
+        later_first(&mut shown, &candidates, &scores, SHOWN_SUBJECT_COS);
+        assert_eq!(shown.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 1, 2], "a weak answer stays below");
     }
 
     #[test]
