@@ -37,6 +37,13 @@ pub struct HarnessResult {
     pub repaired: Option<PathBuf>,
 }
 
+impl HarnessResult {
+    /// A harness's result before anything is known of it.
+    fn new(harness: &str) -> Self {
+        Self { report: None, harness: harness.to_string(), error: None, code: 0, trust: None, repaired: None }
+    }
+}
+
 #[derive(Debug, Serialize, Default, Clone)]
 pub struct TrustReport {
     /// trusted (now), already-trusted, or pending
@@ -114,14 +121,7 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
     let mut out = Outcome::default();
     let mut plans: Vec<Option<TargetPlan>> = Vec::new();
     for t in targets {
-        let mut r = HarnessResult {
-            report: None,
-            harness: t.harness.id().to_string(),
-            error: None,
-            code: 0,
-            trust: None,
-            repaired: None,
-        };
+        let mut r = HarnessResult::new(t.harness.id());
         match plan::plan(t, verb, opts) {
             Ok(p) => plans.push(Some(p)),
             Err(e) => {
@@ -489,14 +489,7 @@ mod tests {
         let t =
             Target { env, harness: crate::harness::find("claude-code").unwrap(), scope: Scope::User, project: None };
         let mut plans = vec![Some(plan::plan(&t, verb, Options::default()).unwrap())];
-        let result = HarnessResult {
-            report: None,
-            harness: t.harness.id().to_string(),
-            error: None,
-            code: 0,
-            trust: None,
-            repaired: None,
-        };
+        let result = HarnessResult::new(t.harness.id());
         let mut out = Outcome { results: vec![result], ..Outcome::default() };
         transact(env, &mut plans, &mut out, verb, Options::default()).unwrap();
         out
