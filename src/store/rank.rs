@@ -640,7 +640,7 @@ pub fn rerank(
         .collect()
 }
 
-/// Among the memories shown, two on one subject (their vectors at least `cos` apart) are shown
+/// Among the memories shown, two on one subject (their cosine at least `cos`) are shown
 /// the later first: a decision is often changed without saying so ("two hours isn't enough, make
 /// it three days"), and what is in force now must come before what it replaced. Only the order
 /// of what is shown changes, never what is shown; the earlier one is marked superseded only by
