@@ -52,9 +52,21 @@ def main():
     topics = ["the staging database listens on port", "deploys use the blue-green pipeline on", "the flaky payments test is",
               "the partner API rate limit is", "the frontend build uses vite with", "migrations are reviewed by"]
     now = int(time.time())
-    lines = [json.dumps({"bank": f"project:{proj}", "content": f"User: note {i}: {topics[i % len(topics)]} {i * 7}\nAssistant: Noted {i}.",
+    # Replies as long as a coding agent's (seven sentences, ~110 tokens), so each memory has passages
+    # to search besides its first vector, as real turns do.
+    said = ["I checked the configuration file and the service definition", "the health check now waits for the",
+            "the integration tests pass against the container", "I left a comment in the pull request about",
+            "the runbook has a new section on", "the dashboard shows the latency of", "we can revisit the retry budget for"]
+    reply = lambda i: " ".join(f"{said[(i + k) % len(said)].capitalize()} {topics[(i + k) % len(topics)]} {i * 7 + k}."
+                               for k in range(7))
+    lines = [json.dumps({"bank": f"project:{proj}", "content": f"User: note {i}: {topics[i % len(topics)]} {i * 7}\nAssistant: Noted {i}. {reply(i)}",
                          "harness": "claude-code", "created_at": now - i * 60}) for i in range(10_000)]
     subprocess.run([a.ovmem, "memory", "import", "-"], input="\n".join(lines).encode(), env=env, check=True, stderr=subprocess.DEVNULL)
+    # Every memory gets its vectors (an import writes words only), so each prompt searches them all.
+    subprocess.run([a.ovmem, "sync", "--timeout", "600"], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stats = json.loads(subprocess.run([a.ovmem, "memory", "stats", "--json"], env=env, check=True,
+                                      stdout=subprocess.PIPE).stdout)
+    print(f"{stats['memories']} memories, every one with its vectors", flush=True)
     prompt = "Which port does the staging database listen on for integration tests?"
     runs = iter(range(10**9))
     claude = lambda: json.dumps({"session_id": f"bench-{next(runs)}", "cwd": proj, "hook_event_name": "UserPromptSubmit",

@@ -24,6 +24,14 @@ const MAX_TOKENS: usize = 128;
 /// Tokens of a question read at most: the prompt hook encodes it while the agent waits.
 const QUESTION_TOKENS: usize = 64;
 
+/// Tokens of a passage at most: a few sentences, so that one fact is not averaged away.
+const PASSAGE_TOKENS: usize = 48;
+/// Passages of a memory embedded at most (besides its beginning), which bounds what a long
+/// message costs to store and to search.
+const MAX_PASSAGES: usize = 8;
+/// Bytes of the user's text read for passages.
+const PASSAGE_TEXT: usize = PASSAGE_TOKENS * MAX_PASSAGES * 8;
+
 /// The model's unknown token, which carries no meaning here.
 const UNK: u32 = 100;
 
@@ -129,6 +137,29 @@ impl Model {
         self.encode(&ids)
     }
 
+    /// A memory's vectors: the first of its whole beginning (prompt, topic, reply, as
+    /// [`Model::embed_parts`]), then one per passage of what the user said and of the reply, for
+    /// each that says more than one passage holds ([`passages`]). A fact said in passing in a
+    /// message about something else, or a decision in the middle of a long reply, is lost in the
+    /// mean of the whole and found in its own sentences. Empty when no token of it is known.
+    pub fn embed_memory(&self, prompt: &str, reply: &str, topic: &str) -> Vec<Vec<f32>> {
+        let Some(head) = self.embed_parts(&[prompt, topic, reply]) else { return Vec::new() };
+        let mut out = vec![head];
+        for text in [prompt, reply] {
+            let ids = self.tokenize(&text[..floor_char(text, PASSAGE_TEXT)]);
+            let parts = passages(&ids, |id| self.ends_sentence(id));
+            if parts.len() > 1 {
+                out.extend(parts.iter().filter_map(|p| self.encode(p)));
+            }
+        }
+        out
+    }
+
+    /// Whether a token ends a sentence (`.`, `!`, `?` and their CJK forms).
+    fn ends_sentence(&self, id: u32) -> bool {
+        matches!(self.token(id), "." | "!" | "?" | "。" | "！" | "？" | ";" | "；")
+    }
+
     /// A question's vector, when it says something the model can read: at least two words it
     /// knows whole (a word that is one token of the vocabulary, letters only). A question that is
     /// an identifier, a code or a made-up word (`zqvorblinx7731`, `ERR_CONN_RESET`) is broken into
@@ -150,6 +181,39 @@ impl Model {
     fn encode(&self, ids: &[u32]) -> Option<Vec<f32>> {
         (!ids.is_empty()).then(|| encoder().encode(ids))
     }
+}
+
+/// Word-piece ids cut into passages of whole sentences, up to [`PASSAGE_TOKENS`] each (a longer
+/// sentence is cut), at most [`MAX_PASSAGES`] of them; unknown tokens are left out.
+pub fn passages(ids: &[u32], ends_sentence: impl Fn(u32) -> bool) -> Vec<Vec<u32>> {
+    let mut out: Vec<Vec<u32>> = Vec::new();
+    let mut sentence: Vec<u32> = Vec::new();
+    let mut current: Vec<u32> = Vec::new();
+    // A sentence joins the current passage while it fits, else starts the next one.
+    fn place(sentence: &mut Vec<u32>, current: &mut Vec<u32>, out: &mut Vec<Vec<u32>>) {
+        if current.len() + sentence.len() > PASSAGE_TOKENS && !current.is_empty() {
+            out.push(std::mem::take(current));
+        }
+        for piece in sentence.chunks(PASSAGE_TOKENS) {
+            if current.len() + piece.len() > PASSAGE_TOKENS {
+                out.push(std::mem::take(current));
+            }
+            current.extend_from_slice(piece);
+        }
+        sentence.clear();
+    }
+    for &id in ids.iter().filter(|&&id| id != UNK) {
+        sentence.push(id);
+        if ends_sentence(id) {
+            place(&mut sentence, &mut current, &mut out);
+        }
+    }
+    place(&mut sentence, &mut current, &mut out);
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out.truncate(MAX_PASSAGES);
+    out
 }
 
 /// The beginning of a text that is read: no more than [`MAX_TOKENS`] tokens are.
@@ -213,8 +277,19 @@ impl Code {
     /// Cosine of a unit query with the stored vector a code came from, read from its bytes (0 for
     /// what is not a code).
     pub fn cosine(query: &[f32], bytes: &[u8]) -> f32 {
-        let Some((scale, q)) = Self::parts(bytes) else { return 0.0 };
-        query.iter().zip(q).map(|(a, c)| a * c).sum::<f32>() * scale
+        if bytes.len() != CODE_BYTES || query.len() != DIMS {
+            return 0.0;
+        }
+        let scale = f32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
+        // Sixteen running sums, which the compiler keeps in vector lanes (one sum in order would
+        // be a chain of dependent additions): a search scores hundreds of codes per question.
+        let mut lanes = [0f32; 16];
+        for (q, c) in query.chunks_exact(16).zip(bytes[4..].chunks_exact(16)) {
+            for l in 0..16 {
+                lanes[l] += q[l] * (c[l] as i8) as f32;
+            }
+        }
+        lanes.iter().sum::<f32>() * scale
     }
 }
 
@@ -224,7 +299,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// A vector's signs, one bit per dimension: Hamming distance between two of them tracks the
-/// angle between the vectors, for a first pass that reads 32 bytes per memory.
+/// angle between the vectors, for a first pass that reads 48 bytes per vector.
 pub type Bits = [u8; BITS];
 
 pub fn bits(v: &[f32]) -> Bits {
@@ -246,4 +321,66 @@ pub fn hamming(a: &[u8], b: &[u8]) -> u32 {
                 .count_ones()
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const DOT: u32 = 1012;
+
+    #[test]
+    fn sentences_are_packed_into_passages_and_a_long_one_is_cut() {
+        let sentence = |n: u32, len: usize| -> Vec<u32> {
+            let mut s = vec![2000 + n; len - 1];
+            s.push(DOT);
+            s
+        };
+        // Three 20-token sentences: two fit in a passage, the third starts the next.
+        let ids: Vec<u32> = (0..3).flat_map(|n| sentence(n, 20)).collect();
+        let got = passages(&ids, |id| id == DOT);
+        assert_eq!(got.iter().map(Vec::len).collect::<Vec<_>>(), vec![40, 20]);
+        assert_eq!(got[1][0], 2002, "a sentence is not split across passages when it fits in one");
+        // A 100-token sentence is cut into pieces of at most PASSAGE_TOKENS.
+        let got = passages(&sentence(7, 100), |id| id == DOT);
+        assert_eq!(got.iter().map(Vec::len).collect::<Vec<_>>(), vec![48, 48, 4]);
+        // Unknown tokens carry nothing.
+        assert_eq!(passages(&[UNK, 5000, UNK], |_| false), vec![vec![5000]]);
+        assert!(passages(&[], |_| false).is_empty());
+    }
+
+    #[test]
+    fn a_fact_said_in_passing_gets_a_vector_of_its_own() {
+        let m = Model::get();
+        let prompt = "My monstera keeps dropping leaves and the new ones come out small and pale. I water it \
+                      every Sunday with filtered water and it sits next to the east window. We're on the fourth \
+                      floor, so there is plenty of light in the morning. Should I repot it or feed it?";
+        let vs = m.embed_memory(prompt, "Try a balanced fertiliser once a month.", "");
+        assert!(vs.len() > 2, "the head and at least two passages: {}", vs.len());
+        let q = m.question("What level of the building do we live on?").unwrap();
+        let head = dot(&q, &vs[0]);
+        let best = vs[1..].iter().map(|v| dot(&q, v)).fold(f32::MIN, f32::max);
+        assert!(best > head + 0.05, "the passage that says it is nearer than the whole: {best} vs {head}");
+        // A short message is one passage: its head says it all.
+        assert_eq!(m.embed_memory("Use Postgres for the queue.", "Done.", "").len(), 1);
+        assert!(m.embed_memory("", "", "").is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn passages_keep_every_known_token_in_order_until_the_cap(
+            ids in proptest::collection::vec(prop_oneof![Just(DOT), Just(UNK), 1000u32..1100], 0..600)
+        ) {
+            let got = passages(&ids, |id| id == DOT);
+            prop_assert!(got.len() <= MAX_PASSAGES);
+            prop_assert!(got.iter().all(|p| !p.is_empty() && p.len() <= PASSAGE_TOKENS));
+            let known: Vec<u32> = ids.iter().copied().filter(|&id| id != UNK).collect();
+            let flat: Vec<u32> = got.concat();
+            prop_assert_eq!(&known[..flat.len()], &flat[..]);
+            if got.len() < MAX_PASSAGES {
+                prop_assert_eq!(flat.len(), known.len());
+            }
+        }
+    }
 }

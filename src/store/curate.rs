@@ -107,6 +107,8 @@ impl Store {
         self.conn.pragma_update(None, "secure_delete", "ON")?;
         let edited = self.write(|c| Self::edit_in(c, id, prompt, reply));
         if matches!(edited, Ok(Edited::Replaced(_))) {
+            // Its vectors, from the new text (outside the transaction, as for any write).
+            let _ = self.embed_newest(1);
             // Best effort, as for forget: the next forget or edit finishes a rewrite that failed.
             let _ = self.vacuum();
         }

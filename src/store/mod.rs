@@ -45,6 +45,7 @@ const STEPS: &[Step] = &[
     (8, revise::step_8),
     (9, vectors::step_9),
     (10, revise::step_10),
+    (11, vectors::step_11),
 ];
 
 /// The schema version of a store that has run every step.
@@ -277,30 +278,23 @@ fn floor_char(s: &str, i: usize) -> usize {
     i
 }
 
-/// What one transaction adds besides the memory rows: their postings, their vectors, and the
-/// memories that say they revise something, linked to what they revise once the postings are
-/// written.
+/// What one transaction adds besides the memory rows: their postings, and the memories that say
+/// they revise something, linked to what they revise by their words once the postings are
+/// written, and queued to be linked by their meaning once they have their vectors (which are
+/// never computed inside a transaction: see [`Store::backfill`]).
 #[derive(Default)]
 struct Writes {
     postings: Batch,
-    vectors: vectors::Pending,
     revisions: Vec<i64>,
-    /// Whether the memories were written with their vectors.
-    embedded: bool,
 }
 
 impl Writes {
     fn flush(&mut self, c: &Connection) -> Result<()> {
         self.postings.flush(c)?;
-        self.vectors.flush(c)?;
         for &id in &self.revisions {
             revise::link(c, id)?;
         }
-        // Written without their vectors (an import), they are linked again by meaning once the
-        // backfill has given every memory its vector.
-        if !self.embedded {
-            revise::queue_relink(c, &self.revisions)?;
-        }
+        revise::queue_relink(c, &self.revisions)?;
         self.revisions.clear();
         Ok(())
     }
@@ -485,8 +479,7 @@ impl Store {
         let m = NewMemory { prompt: &prompt, reply: &reply, topic: &topic, ..m.clone() };
         let terms = doc_terms(m.prompt, m.reply, m.topic);
         let hash = content_hash(m.kind, m.prompt, m.reply);
-        let vector = vectors::embed(m.prompt, m.reply, m.topic);
-        Self::insert_analysed(c, &m, &terms, &hash, Some(vector), batch)
+        Self::insert_analysed(c, &m, &terms, &hash, batch)
     }
 
     /// [`Store::insert`] with the analysis done beforehand (an import analyses on another thread).
@@ -495,7 +488,6 @@ impl Store {
         m: &NewMemory,
         terms: &index::DocTerms,
         hash: &[u8],
-        vector: Option<Option<Vec<f32>>>,
         batch: &mut Writes,
     ) -> Result<Option<i64>> {
         if m.prompt.trim().is_empty() && m.reply.trim().is_empty() {
@@ -527,25 +519,24 @@ impl Store {
         }
         let id = c.last_insert_rowid();
         batch.postings.add(c, bank, id, terms)?;
-        // `None`: embedded later, by [`Store::backfill`].
-        batch.embedded = vector.is_some();
-        if let Some(vector) = vector {
-            batch.vectors.add(bank, id, vector);
-        }
         if revise::says_it_revises(m.prompt, m.reply) {
             batch.revisions.push(id);
         }
         Ok(Some(id))
     }
 
-    /// Adds a memory; `None` when the same one is already in that bank.
+    /// Adds a memory, then its vectors; `None` when the same one is already in that bank.
     pub fn add(&self, m: &NewMemory) -> Result<Option<i64>> {
-        self.write(|c| {
+        let id = self.write(|c| {
             let mut batch = Writes::default();
             let id = Self::insert(c, m, &mut batch)?;
             batch.flush(c)?;
             Ok(id)
-        })
+        })?;
+        if id.is_some() {
+            self.embed_newest(1)?;
+        }
+        Ok(id)
     }
 
     /// Adds a fact (by hand, or from the MCP tools) to `bank`.
@@ -609,7 +600,7 @@ impl Store {
                             created_at: m.created_at,
                             turn_id: None,
                         };
-                        match Self::insert_analysed(c, &new, terms, hash, None, &mut batch)? {
+                        match Self::insert_analysed(c, &new, terms, hash, &mut batch)? {
                             Some(_) => a += 1,
                             None => d += 1,
                         }
@@ -809,8 +800,12 @@ impl Store {
                 break;
             }
         }
-        let mut vectors: std::collections::HashMap<i64, Vec<f32>> = match &qvec {
-            Some(_) => vectors::vectors(c, &memories.iter().map(|(_, m)| m.id).collect::<Vec<_>>())?,
+        // Each candidate's subject (its first vector) and its cosine with the question (its
+        // nearest passage's).
+        let mut vectors: std::collections::HashMap<i64, vectors::Read> = match &qvec {
+            Some(v) => {
+                vectors::read(c, &memories.iter().map(|(_, m)| m.id).collect::<Vec<_>>(), v)?.into_iter().collect()
+            }
             None => Default::default(),
         };
         // The terms too common to scan still count, on each candidate's own text (all of them for
@@ -827,8 +822,7 @@ impl Store {
                 let fields = [text::analyse(head(&m.prompt)), text::analyse(head(&m.reply)), text::analyse(&m.topic)];
                 let from = if lexical.contains(&m.id) { q.scan } else { 0 };
                 let (extra, bits) = rank::text_bm25(&q, &fields, *dl, avgdl, from);
-                let vector = vectors.remove(&m.id);
-                let dense = qvec.as_deref().zip(vector.as_deref()).map(|(a, b)| crate::embed::dot(a, b));
+                let (vector, dense) = vectors.remove(&m.id).map_or((None, None), |(v, cos)| (Some(v), Some(cos)));
                 Candidate {
                     doc: m.id,
                     bm25: s.score + extra,
@@ -940,6 +934,7 @@ impl Store {
         } else {
             1
         };
+        let mut caught_up = false;
         loop {
             let todo = vectors::todo(&self.conn, 16 * workers)?;
             let embedded = vectors::embed_until(&todo, deadline, workers);
@@ -947,27 +942,47 @@ impl Store {
             self.write(|c| vectors::fill(c, &embedded))?;
             done.embedded += n;
             if n < todo.len() || Instant::now() >= deadline {
-                return Ok(done);
+                break;
             }
             if todo.len() < 16 * workers {
+                caught_up = true;
                 break;
             }
         }
-        while Instant::now() < deadline && revise::unchecked(&self.conn)? {
-            let n = self.write(|c| revise::backfill(c, STEP))?;
-            done.checked += n;
-            if n < STEP {
-                break;
-            }
+        // The revisions just given their vectors are linked by meaning now, whatever is left of
+        // the budget (a few lookups each).
+        if revise::relink_queued(&self.conn)? {
+            done.checked += self.write(|c| revise::relink(c, STEP))?;
         }
-        while Instant::now() < deadline {
-            let n = self.write(|c| revise::relink(c, STEP))?;
-            done.checked += n;
-            if n < STEP {
-                break;
+        if !caught_up {
+            return Ok(done);
+        }
+        // Then revisions: memories stored before they were recorded, and the rest of those
+        // waiting to be linked by meaning. Each queue is read before a write is taken.
+        type Queue = (fn(&Connection) -> Result<bool>, fn(&Connection, usize) -> Result<usize>);
+        let queues: [Queue; 2] = [(revise::unchecked, revise::backfill), (revise::relink_queued, revise::relink)];
+        for (pending, step) in queues {
+            while Instant::now() < deadline && pending(&self.conn)? {
+                let n = self.write(|c| step(c, STEP))?;
+                done.checked += n;
+                if n < STEP {
+                    break;
+                }
             }
         }
         Ok(done)
+    }
+
+    /// Gives the `n` newest memories without vectors theirs (what was just written, outside its
+    /// transaction), then links those queued by meaning.
+    pub(crate) fn embed_newest(&self, n: usize) -> Result<()> {
+        let todo = vectors::todo(&self.conn, n)?;
+        let embedded = vectors::embed_until(&todo, Instant::now() + Duration::from_secs(3600), 1);
+        self.write(|c| vectors::fill(c, &embedded))?;
+        if revise::relink_queued(&self.conn)? {
+            self.write(|c| revise::relink(c, n))?;
+        }
+        Ok(())
     }
 
     /// Memories without a vector yet.
@@ -1700,6 +1715,52 @@ mod tests {
     }
 
     #[test]
+    fn a_fact_said_in_passing_in_a_long_message_is_found_by_its_passage() {
+        let s = Store::open_in_memory().unwrap();
+        let long = "My monstera keeps dropping leaves and the new ones come out small and pale. I water it every \
+                    Sunday with filtered water and it sits next to the east window. We're on the fourth floor, so \
+                    there is plenty of light in the morning. Should I repot it or feed it?";
+        let id = s.add_fact("b", long, None, 1).unwrap().unwrap();
+        for (i, other) in [
+            "The bathroom fan rattles at night; the landlord says a new one comes next week.",
+            "Book club meets on Thursdays at the library, this month's novel is long.",
+            "The car needs new tyres before the winter trip to the mountains.",
+        ]
+        .iter()
+        .enumerate()
+        {
+            s.add_fact("b", other, None, 2 + i as i64).unwrap();
+        }
+        // The first vector and one per passage, all of them in one block.
+        let (codes, signs) = vector_rows(&s);
+        assert_eq!(codes, 4);
+        assert!(signs - 3 >= 3, "the long message has two passages or more of its own: {signs} entries");
+        // First vectors and passages in blocks apart.
+        let by_kind: Vec<(i64, i64)> = s
+            .conn
+            .prepare("SELECT passages, n FROM vector_blocks ORDER BY passages")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(by_kind, vec![(0, 4), (1, signs - 4)]);
+        let code_len: i64 =
+            s.conn.query_row("SELECT length(code) FROM vectors WHERE memory_id = ?1", [id], |r| r.get(0)).unwrap();
+        assert_eq!(code_len as usize % crate::embed::CODE_BYTES, 0);
+        let q = crate::embed::Model::get().question("What level of the building do we live on?").unwrap();
+        let bank = Store::bank_id(&s.conn, "b", false).unwrap().unwrap();
+        let near = vectors::search(&s.conn, bank, &q, 4).unwrap();
+        assert_eq!(near[0].0, id, "{near:?}");
+        // Its nearness is its nearest passage's, above its first vector's.
+        let head = crate::embed::dot(&q, &vectors::vectors(&s.conn, &[id]).unwrap()[&id]);
+        assert!(near[0].1 > head + 0.05, "{} vs {head}", near[0].1);
+        // Forgotten, every entry of it goes.
+        s.forget(id).unwrap();
+        assert_eq!(vector_rows(&s), (3, 3));
+    }
+
+    #[test]
     fn blocks_fill_and_split_across_an_import() {
         let s = Store::open_in_memory().unwrap();
         let n = vectors::BLOCK * 2 + 7;
@@ -1748,7 +1809,7 @@ mod tests {
                             ..Default::default()
                         };
                         let terms = doc_terms(m.prompt, "", "");
-                        Store::insert_analysed(c, &m, &terms, &content_hash(m.kind, m.prompt, ""), None, &mut w)?;
+                        Store::insert_analysed(c, &m, &terms, &content_hash(m.kind, m.prompt, ""), &mut w)?;
                     }
                     w.postings.flush(c)?;
                     Ok(())

@@ -42,7 +42,12 @@ pub(super) fn step_10(c: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Queues memories to be linked again by meaning ([`relink`]).
+/// Queued memories that have their vectors (a memory's row in `vectors`, empty when no token of
+/// it is known): only these can be linked by meaning.
+const READY: &str =
+    "SELECT r.id FROM revisions_relink r WHERE EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = r.id)";
+
+/// Queues memories to be linked again by meaning ([`relink`]), once they have their vectors.
 pub(super) fn queue_relink(c: &Connection, ids: &[i64]) -> Result<()> {
     let mut insert = c.prepare_cached("INSERT OR IGNORE INTO revisions_relink (id) VALUES (?1)")?;
     for id in ids {
@@ -51,11 +56,12 @@ pub(super) fn queue_relink(c: &Connection, ids: &[i64]) -> Result<()> {
     Ok(())
 }
 
-/// Links up to `limit` queued memories again (by words and meaning), inside the caller's
-/// transaction; returns how many were taken (fewer than `limit`: none is left).
+/// Links up to `limit` queued memories that have their vectors again (by words and meaning),
+/// inside the caller's transaction; returns how many were taken (fewer than `limit`: none of
+/// those is left).
 pub(super) fn relink(c: &Connection, limit: usize) -> Result<usize> {
     let ids: Vec<i64> = {
-        let mut stmt = c.prepare_cached("SELECT id FROM revisions_relink ORDER BY id DESC LIMIT ?1")?;
+        let mut stmt = c.prepare_cached(&format!("{READY} ORDER BY r.id DESC LIMIT ?1"))?;
         let rows = stmt.query_map([limit as i64], |r| r.get(0))?;
         rows.collect::<rusqlite::Result<_>>()?
     };
@@ -65,6 +71,11 @@ pub(super) fn relink(c: &Connection, limit: usize) -> Result<usize> {
         done.execute([id])?;
     }
     Ok(ids.len())
+}
+
+/// Whether memories that have their vectors are queued to be linked again by meaning.
+pub(super) fn relink_queued(c: &Connection) -> Result<bool> {
+    Ok(c.prepare_cached(&format!("{READY} LIMIT 1"))?.exists([])?)
 }
 
 /// Whether memories stored before revisions were recorded are left to check.
@@ -360,7 +371,12 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
     // model puts the two close together. The nearest earlier memories, when near enough.
     if linked.len() < OLDER {
         if let Some(v) = super::vectors::vectors(c, &[id])?.remove(&id) {
-            let near = super::vectors::search(c, bank, &v, 4 * OLDER + 1)?;
+            // Found by any of their vectors, judged on their subjects (first vectors) alone.
+            let ids: Vec<i64> =
+                super::vectors::search(c, bank, &v, 4 * OLDER + 1)?.into_iter().map(|(doc, _)| doc).collect();
+            let subjects = super::vectors::vectors(c, &ids)?;
+            let mut near: Vec<(i64, f32)> = subjects.iter().map(|(&doc, s)| (doc, crate::embed::dot(&v, s))).collect();
+            near.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
             let mut best: Option<f32> = None;
             for (doc, cos) in near {
                 if linked.len() >= OLDER || cos < SAME_SUBJECT_COS || best.is_some_and(|b| cos < b - NEAR_BEST_COS) {

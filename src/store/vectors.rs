@@ -1,9 +1,11 @@
-//! Memory vectors inside the store (schema step 4), so they share its transactions: a memory's
-//! vector is written with it and removed with it. Each bank's sign bits are packed in blocks of
-//! up to [`BLOCK`] memories (`id` + 32 bytes each), so a search reads a few rows however large
-//! the bank; the int8 codes sit one row per memory and are read only for the shortlist the
-//! sign bits choose ([`SHORTLIST`]). A memory whose text has no known token gets an empty row,
-//! which tells it apart from one not embedded yet (an older store's, filled in by [`backfill`]).
+//! Memory vectors inside the store (schema step 4), so a memory's vectors are removed in its
+//! transaction. A memory has one vector for its whole beginning and one per passage of a long
+//! prompt or reply ([`embed`]). Each bank's sign bits are packed in blocks of up to [`BLOCK`]
+//! entries (`id` + 48 bytes each), first vectors and passages in blocks apart, so a search reads a
+//! few rows however large the bank: every first vector, and the newest passages up to
+//! [`PASSAGE_SCAN`]. The int8 codes sit one row per memory and are read only for the shortlist the
+//! sign bits choose ([`SHORTLIST`]). A memory whose text has no known token gets an
+//! empty row, which tells it apart from one not embedded yet (filled in by the backfill).
 
 use std::collections::BinaryHeap;
 
@@ -12,9 +14,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::embed::{self, Code, Model, BITS};
 
-/// Memories per block of sign bits.
+/// Entries (vectors) per block of sign bits.
 pub const BLOCK: usize = 512;
-/// Bytes per memory in a block: its id and its signs.
+/// Bytes per entry in a block: its memory's id and its signs.
 const ENTRY: usize = 8 + BITS;
 /// Memories the sign bits pass on to be scored on their int8 codes.
 pub const SHORTLIST: usize = 400;
@@ -37,19 +39,23 @@ pub fn create(c: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// A memory's vector from its fields (the prompt first: what the user asked carries the subject).
-pub fn embed(prompt: &str, reply: &str, topic: &str) -> Option<Vec<f32>> {
-    Model::get().embed_parts(&[prompt, topic, reply])
+/// A memory's vectors, its whole beginning first, then its passages ([`Model::embed_memory`]);
+/// none when no token of it is known.
+pub fn embed(prompt: &str, reply: &str, topic: &str) -> Vectors {
+    Model::get().embed_memory(prompt, reply, topic)
 }
+
+/// A memory's vectors: its whole beginning (which tells its subject), then its passages.
+pub type Vectors = Vec<Vec<f32>>;
 
 /// Vectors waiting to be written, grouped per bank when flushed (an import writes thousands).
 #[derive(Default)]
 pub struct Pending {
-    rows: Vec<(i64, i64, Option<Vec<f32>>)>,
+    rows: Vec<(i64, i64, Vectors)>,
 }
 
 impl Pending {
-    pub fn add(&mut self, bank: i64, memory: i64, v: Option<Vec<f32>>) {
+    pub fn add(&mut self, bank: i64, memory: i64, v: Vectors) {
         self.rows.push((bank, memory, v));
     }
 
@@ -67,39 +73,64 @@ impl Pending {
     }
 }
 
-/// Appends memories' vectors to their bank: codes one row each, signs into the bank's last block
-/// while it has room, then new blocks.
-fn append(c: &Connection, bank: i64, rows: &[(i64, i64, Option<Vec<f32>>)]) -> Result<()> {
-    let mut last: Option<(i64, Vec<u8>)> = c
-        .prepare_cached("SELECT id, data FROM vector_blocks WHERE bank_id = ?1 ORDER BY id DESC LIMIT 1")?
-        .query_row([bank], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?
-        .filter(|(_, d): &(i64, Vec<u8>)| d.len() / ENTRY < BLOCK);
-    let mut code_row =
-        c.prepare_cached("INSERT OR REPLACE INTO vectors (memory_id, block, code) VALUES (?1, ?2, ?3)")?;
-    for (_, memory, v) in rows {
-        let Some(v) = v else {
-            code_row.execute(params![memory, 0, Vec::<u8>::new()])?;
-            continue;
-        };
-        let (block, data) = match &mut last {
-            Some((id, data)) if data.len() / ENTRY < BLOCK => (*id, data),
-            _ => {
-                if let Some((id, data)) = last.take() {
-                    save(c, bank, id, &data)?;
-                }
-                c.prepare_cached("INSERT INTO vector_blocks (bank_id, n, data) VALUES (?1, 0, x'')")?
-                    .execute([bank])?;
-                last = Some((c.last_insert_rowid(), Vec::with_capacity(BLOCK * ENTRY)));
-                let (id, data) = last.as_mut().expect("just set");
-                (*id, data)
-            }
-        };
+/// The kinds of blocks: memories' first vectors (every one read by a search) and their passages'
+/// (read newest first, up to [`PASSAGE_SCAN`] entries).
+const HEADS: i64 = 0;
+const PASSAGES: i64 = 1;
+
+/// Passage entries a search reads at most, newest first: what bounds its cost in a bank of long
+/// turns (a long turn has up to 16), while every memory's first vector is always read.
+pub const PASSAGE_SCAN: usize = 100_000;
+
+/// A bank's last block of one kind, while it is being filled: (id, entries).
+type Tail = Option<(i64, Vec<u8>)>;
+
+fn tail(c: &Connection, bank: i64, kind: i64) -> Result<Tail> {
+    Ok(c.prepare_cached(
+        "SELECT id, data FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id DESC LIMIT 1",
+    )?
+    .query_row([bank, kind], |r| Ok((r.get(0)?, r.get(1)?)))
+    .optional()?)
+}
+
+/// Puts a memory's entries in the bank's last block of their kind, or in a new one when they do
+/// not all fit (a memory's entries of one kind share a block); returns the block's id.
+fn put(c: &Connection, bank: i64, kind: i64, last: &mut Tail, memory: i64, vs: &[Vec<f32>]) -> Result<i64> {
+    if last.as_ref().is_none_or(|(_, data)| data.len() / ENTRY + vs.len() > BLOCK) {
+        if let Some((id, data)) = last.take() {
+            save(c, bank, id, &data)?;
+        }
+        c.prepare_cached("INSERT INTO vector_blocks (bank_id, n, data, passages) VALUES (?1, 0, x'', ?2)")?
+            .execute([bank, kind])?;
+        *last = Some((c.last_insert_rowid(), Vec::with_capacity(BLOCK * ENTRY)));
+    }
+    let (block, data) = last.as_mut().expect("just set");
+    for v in vs {
         data.extend_from_slice(&memory.to_le_bytes());
         data.extend_from_slice(&embed::bits(v));
-        code_row.execute(params![memory, block, Code::new(v).to_bytes()])?;
     }
-    if let Some((id, data)) = last {
+    Ok(*block)
+}
+
+/// Appends memories' vectors to their bank: codes one row per memory, sign bits into the bank's
+/// last blocks (first vectors and passages apart) while they have room, then new blocks.
+fn append(c: &Connection, bank: i64, rows: &[(i64, i64, Vectors)]) -> Result<()> {
+    let (mut heads, mut passages) = (tail(c, bank, HEADS)?, tail(c, bank, PASSAGES)?);
+    let mut code_row = c.prepare_cached(
+        "INSERT OR REPLACE INTO vectors (memory_id, block, passage_block, code) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (_, memory, vs) in rows {
+        if vs.is_empty() {
+            code_row.execute(params![memory, 0, None::<i64>, Vec::<u8>::new()])?;
+            continue;
+        }
+        let block = put(c, bank, HEADS, &mut heads, *memory, &vs[..1])?;
+        let passage_block =
+            if vs.len() > 1 { Some(put(c, bank, PASSAGES, &mut passages, *memory, &vs[1..])?) } else { None };
+        let code: Vec<u8> = vs.iter().flat_map(|v| Code::new(v).to_bytes()).collect();
+        code_row.execute(params![memory, block, passage_block, code])?;
+    }
+    for (id, data) in [heads, passages].into_iter().flatten() {
         save(c, bank, id, &data)?;
     }
     Ok(())
@@ -115,34 +146,36 @@ fn save(c: &Connection, bank: i64, block: i64, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Removes a memory's vector (inside the caller's transaction).
+/// Removes a memory's vectors (inside the caller's transaction).
 pub fn remove(c: &Connection, memory: i64) -> Result<()> {
-    let block: Option<i64> = c
-        .prepare_cached("SELECT block FROM vectors WHERE memory_id = ?1")?
-        .query_row([memory], |r| r.get(0))
+    let blocks: Option<(i64, Option<i64>)> = c
+        .prepare_cached("SELECT block, passage_block FROM vectors WHERE memory_id = ?1")?
+        .query_row([memory], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    let Some(block) = block else { return Ok(()) };
+    let Some((block, passage_block)) = blocks else { return Ok(()) };
     c.prepare_cached("DELETE FROM vectors WHERE memory_id = ?1")?.execute([memory])?;
-    let row: Option<(i64, Vec<u8>)> = c
-        .prepare_cached("SELECT bank_id, data FROM vector_blocks WHERE id = ?1")?
-        .query_row([block], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    if let Some((bank, data)) = row {
-        let kept: Vec<u8> = data
-            .chunks_exact(ENTRY)
-            .filter(|e| i64::from_le_bytes(e[..8].try_into().expect("8 bytes")) != memory)
-            .flatten()
-            .copied()
-            .collect();
-        save(c, bank, block, &kept)?;
+    for block in std::iter::once(block).chain(passage_block) {
+        let row: Option<(i64, Vec<u8>)> = c
+            .prepare_cached("SELECT bank_id, data FROM vector_blocks WHERE id = ?1")?
+            .query_row([block], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if let Some((bank, data)) = row {
+            let kept: Vec<u8> = data
+                .chunks_exact(ENTRY)
+                .filter(|e| i64::from_le_bytes(e[..8].try_into().expect("8 bytes")) != memory)
+                .flatten()
+                .copied()
+                .collect();
+            save(c, bank, block, &kept)?;
+        }
     }
     Ok(())
 }
 
 /// A memory waiting for its vector: (id, bank, prompt, reply, topic).
 pub type Todo = (i64, i64, String, String, String);
-/// A vector computed for one: (id, bank, vector; `None` when no token of it is known).
-pub type Embedded = (i64, i64, Option<Vec<f32>>);
+/// The vectors computed for one: (id, bank, vectors; none when no token of it is known).
+pub type Embedded = (i64, i64, Vectors);
 
 /// Up to `limit` memories that have no vector yet, newest first (they are the likeliest to be
 /// asked about): (id, bank, prompt, reply, topic).
@@ -205,9 +238,23 @@ pub fn fill(c: &Connection, done: &[Embedded]) -> Result<()> {
 }
 
 /// Schema step 9: the vectors of the static table that came before the model are dropped, to be
-/// computed again by the model (backfill), newest first.
+/// computed again by the model (backfill, newest first).
 pub fn step_9(c: &Connection) -> Result<()> {
     c.execute_batch("DELETE FROM vectors; DELETE FROM vector_blocks;")?;
+    Ok(())
+}
+
+/// Schema step 11: a memory's passages get vectors of their own, in blocks of their own (and its
+/// row the block of its passages'); the one vector each memory had is dropped, to be computed
+/// again with its passages (backfill, newest first).
+pub fn step_11(c: &Connection) -> Result<()> {
+    c.execute_batch(
+        "DELETE FROM vectors; DELETE FROM vector_blocks;
+         ALTER TABLE vector_blocks ADD COLUMN passages INTEGER NOT NULL DEFAULT 0;
+         ALTER TABLE vectors ADD COLUMN passage_block INTEGER;
+         DROP INDEX vector_blocks_bank;
+         CREATE INDEX vector_blocks_bank ON vector_blocks (bank_id, passages, id);",
+    )?;
     Ok(())
 }
 
@@ -226,10 +273,7 @@ pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<V
     let qbits = embed::bits(query);
     // Max-heap on distance: the worst of the shortlist on top, replaced by anything nearer.
     let mut heap: BinaryHeap<(u32, i64)> = BinaryHeap::with_capacity(SHORTLIST + 1);
-    let mut stmt = c.prepare_cached("SELECT data FROM vector_blocks WHERE bank_id = ?1")?;
-    let mut rows = stmt.query([bank])?;
-    while let Some(r) = rows.next()? {
-        let data = r.get_ref(0)?.as_blob()?;
+    let mut consider = |data: &[u8]| {
         for e in data.chunks_exact(ENTRY) {
             let d = embed::hamming(&e[8..], &qbits);
             if heap.len() < SHORTLIST {
@@ -239,39 +283,67 @@ pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<V
                 heap.push((d, i64::from_le_bytes(e[..8].try_into().expect("8 bytes"))));
             }
         }
+    };
+    let mut stmt = c.prepare_cached("SELECT data FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2")?;
+    let mut rows = stmt.query([bank, HEADS])?;
+    while let Some(r) = rows.next()? {
+        consider(r.get_ref(0)?.as_blob()?);
     }
+    let mut stmt =
+        c.prepare_cached("SELECT data FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id DESC")?;
+    let mut rows = stmt.query([bank, PASSAGES])?;
+    let mut read = 0;
+    while read < PASSAGE_SCAN {
+        let Some(r) = rows.next()? else { break };
+        let data = r.get_ref(0)?.as_blob()?;
+        read += data.len() / ENTRY;
+        consider(data);
+    }
+    // A memory's passages are entries of their own: it is scored once.
     let mut ids: Vec<i64> = heap.into_iter().map(|(_, id)| id).collect();
     ids.sort_unstable();
+    ids.dedup();
     let mut scored = cosines(c, &ids, query)?;
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
     scored.truncate(keep);
     Ok(scored)
 }
 
-/// The cosine of the query with each memory that has a vector.
+/// The cosine of the query with each memory that has a vector: with the nearest of its vectors.
 pub fn cosines(c: &Connection, ids: &[i64], query: &[f32]) -> Result<Vec<(i64, f32)>> {
+    Ok(read(c, ids, query)?.into_iter().map(|(id, (_, cos))| (id, cos)).collect())
+}
+
+/// A memory's first vector (its subject) and the cosine of a query with the nearest of its vectors.
+pub type Read = (Vec<f32>, f32);
+
+/// Each of these memories that has a vector: its first one (its subject, see [`Vectors`]) and
+/// the cosine of the query with the nearest of them, in `ids`' order.
+pub fn read(c: &Connection, ids: &[i64], query: &[f32]) -> Result<Vec<(i64, Read)>> {
     let mut stmt = c.prepare_cached("SELECT code FROM vectors WHERE memory_id = ?1")?;
     let mut out = Vec::with_capacity(ids.len());
     for &id in ids {
         let mut rows = stmt.query([id])?;
         if let Some(r) = rows.next()? {
-            let code = r.get_ref(0)?.as_blob()?;
-            if !code.is_empty() {
-                out.push((id, Code::cosine(query, code)));
-            }
+            let codes = r.get_ref(0)?.as_blob()?;
+            let Some(head) = codes.get(..embed::CODE_BYTES).and_then(Code::decode) else { continue };
+            let cos =
+                codes.chunks_exact(embed::CODE_BYTES).map(|code| Code::cosine(query, code)).fold(f32::MIN, f32::max);
+            out.push((id, (head, cos)));
         }
     }
     Ok(out)
 }
 
-/// The stored vectors of these memories (those that have one), read back from their codes.
+/// The first stored vector of these memories (those that have one: their subject), read back
+/// from its code.
 pub fn vectors(c: &Connection, ids: &[i64]) -> Result<std::collections::HashMap<i64, Vec<f32>>> {
     let mut stmt = c.prepare_cached("SELECT code FROM vectors WHERE memory_id = ?1")?;
     let mut out = std::collections::HashMap::with_capacity(ids.len());
     for &id in ids {
         let mut rows = stmt.query([id])?;
         if let Some(r) = rows.next()? {
-            if let Some(v) = Code::decode(r.get_ref(0)?.as_blob()?) {
+            if let Some(v) = r.get_ref(0)?.as_blob()?.get(..embed::CODE_BYTES).and_then(Code::decode) {
                 out.insert(id, v);
             }
         }

@@ -448,3 +448,27 @@ fn erf(x: f32) -> f32 {
             * (-x * x).exp();
     s * y
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SIMD paths give the plain products exactly, for any number of rows.
+    #[test]
+    fn products_match_the_plain_sums() {
+        let k = 64;
+        let w: Vec<i8> = (0..k * 5).map(|v| ((v * 37 + 11) % 255) as i8).collect();
+        for t in [1, 3, 4, 5, 8, 9, 13, 16, 17] {
+            let x: Vec<i16> = (0..k * t).map(|v| ((v * 53 + 7) % 255) as i16 - 127).collect();
+            let mut got = vec![0; t * 5];
+            products(&x, &w, k, &mut got);
+            let want: Vec<i32> = x
+                .chunks_exact(k)
+                .flat_map(|xr| {
+                    w.chunks_exact(k).map(move |wr| xr.iter().zip(wr).map(|(&a, &b)| a as i32 * b as i32).sum())
+                })
+                .collect();
+            assert_eq!(got, want, "{t} rows");
+        }
+    }
+}
