@@ -534,7 +534,9 @@ impl Store {
             Ok(id)
         })?;
         if id.is_some() {
-            self.embed_newest(1)?;
+            // Best effort: the memory is stored; a later backfill gives it its vectors if this
+            // cannot (a busy store), and the caller is not told it failed when it did not.
+            let _ = self.embed_newest(1);
         }
         Ok(id)
     }
