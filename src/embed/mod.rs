@@ -11,8 +11,9 @@ use std::sync::OnceLock;
 
 pub use ovmem_encoder::Encoder;
 
-/// The model file: see `tools/embed/export.py` (`write`) for the layout.
-static MODEL_FILE: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/models/minilm-l6.bin"));
+/// The model file: see `tools/embed/export.py` (`write`) for the layout, with its matrices
+/// packed for the multiply by the build script (`ovmem_encoder::pack`).
+static MODEL_FILE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/minilm-l6.packed.bin"));
 
 /// Dimensions of a vector.
 pub const DIMS: usize = ovmem_encoder::HIDDEN;
@@ -42,6 +43,29 @@ pub fn encoder() -> &'static Encoder {
         let tensors = Model::parse(MODEL_FILE).map_or(MODEL_FILE.len(), |(_, o)| o);
         Encoder::parse(MODEL_FILE, tensors).expect("the embedded encoder is well-formed")
     })
+}
+
+/// A question vector being computed ahead ([`Model::prefetch`]).
+struct Prefetch;
+
+type Pending = Option<(String, std::thread::JoinHandle<Option<Vec<f32>>>)>;
+
+impl Prefetch {
+    fn slot() -> &'static std::sync::Mutex<Pending> {
+        static SLOT: std::sync::Mutex<Pending> = std::sync::Mutex::new(None);
+        &SLOT
+    }
+
+    /// The prefetched vector of exactly this text (`None` when none was started for it, or its
+    /// thread panicked: then it is computed here).
+    fn take(text: &str) -> Option<Option<Vec<f32>>> {
+        let mut slot = Self::slot().lock().unwrap_or_else(|e| e.into_inner());
+        if slot.as_ref().is_none_or(|(t, _)| t != text) {
+            return None;
+        }
+        let (_, handle) = slot.take()?;
+        handle.join().ok()
+    }
 }
 
 /// The model's vocabulary.
@@ -165,6 +189,26 @@ impl Model {
     /// an identifier, a code or a made-up word (`zqvorblinx7731`, `ERR_CONN_RESET`) is broken into
     /// sub-word pieces whose mean means nothing; it is asked by its words alone (`None`).
     pub fn question(&self, text: &str) -> Option<Vec<f32>> {
+        if let Some(v) = Prefetch::take(text) {
+            return v;
+        }
+        self.question_now(text)
+    }
+
+    /// Starts computing `text`'s question vector on a thread of its own, for [`Model::question`]
+    /// to take when it asks for the same text: the prompt hook starts it as soon as it has the
+    /// prompt, so that the model reads the question while the store is opened and searched by
+    /// its words (the machine has a second core; encoding is most of a recall's time).
+    pub fn prefetch(text: &str) {
+        let owned = text.to_owned();
+        let spawned =
+            std::thread::Builder::new().name("question".into()).spawn(move || Model::get().question_now(&owned));
+        if let Ok(handle) = spawned {
+            *Prefetch::slot().lock().unwrap_or_else(|e| e.into_inner()) = Some((text.to_owned(), handle));
+        }
+    }
+
+    fn question_now(&self, text: &str) -> Option<Vec<f32>> {
         let ids = self.tokenize(head(text));
         let whole = |i: usize| {
             let t = self.token(ids[i]);
@@ -312,7 +356,9 @@ pub fn bits(v: &[f32]) -> Bits {
     b
 }
 
-/// Bits where two sign vectors differ.
+/// Bits where two sign vectors differ (inlined, so that a caller compiled for `popcnt` counts
+/// in one instruction).
+#[inline(always)]
 pub fn hamming(a: &[u8], b: &[u8]) -> u32 {
     a.chunks_exact(8)
         .zip(b.chunks_exact(8))

@@ -492,6 +492,9 @@ impl Ctx<'_> {
     fn prompt(&self) -> RunResult {
         let Some(prompt) = self.event.prompt.as_deref() else { return Ok((Outcome::default(), None)) };
         let clean = capture::clean(prompt, self.cfg.max_memory_chars);
+        if clean.chars().count() >= self.cfg.min_prompt_chars {
+            crate::store::prefetch_question(&clean);
+        }
         let bank = self.bank();
         let store = self.open();
         if !clean.is_empty() {

@@ -269,6 +269,15 @@ const REVISION_DEPTH: usize = 3;
 /// Characters of a candidate's prompt and of its reply read when candidates are reranked.
 const RERANK_TEXT: usize = 4000;
 
+/// A candidate's prompt, reply and topic as the reranker reads them: a long reply is judged on
+/// its beginning, enough for wording and proximity, and a recall over long chats stays fast.
+fn analyse(m: &Memory) -> [Vec<text::Term>; 3] {
+    fn head(s: &str) -> &str {
+        &s[..floor_char(s, RERANK_TEXT)]
+    }
+    [text::analyse(head(&m.prompt)), text::analyse(head(&m.reply)), text::analyse(&m.topic)]
+}
+
 /// The largest char boundary of `s` at or below `i`.
 fn floor_char(s: &str, i: usize) -> usize {
     let mut i = i.min(s.len());
@@ -740,7 +749,10 @@ impl Store {
         // A question of stopwords alone ("the of a") asks nothing, by its words or its meaning.
         let model = crate::embed::Model::get();
         let mode = recall_mode();
-        let qvec = if q.terms.is_empty() || mode == Mode::Lexical { None } else { model.question(query) };
+        // Asked for only once the words have been searched: a prefetched question
+        // ([`prefetch_question`]) is computed meanwhile on the other core.
+        let asks = !q.terms.is_empty() && mode != Mode::Lexical;
+        let question = || if asks { model.question(query) } else { None };
         let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
         for t in &q.terms {
             if let Some(found) = index::term_df(c, bank_id, &t.text)? {
@@ -756,30 +768,36 @@ impl Store {
         }
         let avgdl = len as f32 / docs as f32 / index::UNIT;
         if matches!(mode, Mode::Semantic | Mode::Fusion) {
+            let qvec = question();
             return self.baseline(mode, &q, &lists, avgdl, bank_id, qvec.as_deref(), limit);
         }
         let scored = rank::bm25(&q, &lists, avgdl, rank::RERANK);
-        // The meaning: the memories nearest to the question, whatever their words.
-        let near: Vec<(i64, f32)> = match &qvec {
-            Some(v) => vectors::search(c, bank_id, v, rank::DENSE)?,
-            None => Vec::new(),
-        };
-        if scored.is_empty() && near.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len() + near.len());
-        let mut lens = Vec::with_capacity(scored.len() + near.len());
-        let lexical: std::collections::HashSet<i64> = scored.iter().map(|s| s.doc).collect();
-        // Found by meaning alone, a memory must be near enough to be about the question at all.
-        let floor = if qvec.is_some() { rank::MIN_COSINE } else { f32::MAX };
-        let found_by_meaning = near.iter().filter(|(d, cos)| !lexical.contains(d) && *cos >= floor);
-        for s in
-            scored.iter().copied().chain(found_by_meaning.map(|&(doc, _)| rank::Scored { doc, score: 0.0, matched: 0 }))
-        {
+        let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len() + rank::DENSE);
+        let mut lens = Vec::with_capacity(scored.len() + rank::DENSE);
+        for s in &scored {
             if let Some((m, dl)) = self.get_with_len(s.doc)? {
-                memories.push((s, m));
+                memories.push((*s, m));
                 lens.push(dl);
             }
+        }
+        let lexical: std::collections::HashSet<i64> = scored.iter().map(|s| s.doc).collect();
+        // The meaning: the memories nearest to the question, whatever their words; found by
+        // meaning alone, a memory must be near enough to be about the question at all.
+        let signs = if asks { Some(vectors::signs(c, bank_id)?) } else { None };
+        let mut analysed: Vec<[Vec<text::Term>; 3]> = memories.iter().map(|(_, m)| analyse(m)).collect();
+        let qvec = question();
+        let near: Vec<(i64, f32)> = match (&qvec, &signs) {
+            (Some(v), Some(signs)) => vectors::nearest(c, signs, v, rank::DENSE)?,
+            _ => Vec::new(),
+        };
+        for &(doc, _) in near.iter().filter(|(d, cos)| !lexical.contains(d) && *cos >= rank::MIN_COSINE) {
+            if let Some((m, dl)) = self.get_with_len(doc)? {
+                memories.push((rank::Scored { doc, score: 0.0, matched: 0 }, m));
+                lens.push(dl);
+            }
+        }
+        if memories.is_empty() {
+            return Ok(Vec::new());
         }
         // The later memories that revise a candidate come with it, and the ones that revise
         // those (a decision changed twice), whatever their own words.
@@ -812,16 +830,12 @@ impl Store {
         };
         // The terms too common to scan still count, on each candidate's own text (all of them for
         // a memory found by its meaning alone).
+        analysed.extend(memories[analysed.len()..].iter().map(|(_, m)| analyse(m)));
         let candidates: Vec<Candidate> = memories
             .iter()
             .zip(&lens)
-            .map(|((s, m), dl)| {
-                // A long reply is judged on its beginning: enough for wording and proximity, and
-                // a recall over long chats stays fast.
-                fn head(s: &str) -> &str {
-                    &s[..floor_char(s, RERANK_TEXT)]
-                }
-                let fields = [text::analyse(head(&m.prompt)), text::analyse(head(&m.reply)), text::analyse(&m.topic)];
+            .zip(analysed)
+            .map(|(((s, m), dl), fields)| {
                 let from = if lexical.contains(&m.id) { q.scan } else { 0 };
                 let (extra, bits) = rank::text_bm25(&q, &fields, *dl, avgdl, from);
                 let (vector, dense) = vectors.remove(&m.id).map_or((None, None), |(v, cos)| (Some(v), Some(cos)));
@@ -1430,6 +1444,14 @@ enum Mode {
     Lexical,
     Semantic,
     Fusion,
+}
+
+/// Starts encoding a question that [`Store::recall`] is about to be asked (see
+/// [`crate::embed::Model::prefetch`]), when recall would encode it at all.
+pub fn prefetch_question(query: &str) {
+    if recall_mode() != Mode::Lexical && !Query::parse(query).terms.is_empty() {
+        crate::embed::Model::prefetch(query);
+    }
 }
 
 fn recall_mode() -> Mode {

@@ -267,40 +267,42 @@ pub fn missing(c: &Connection) -> Result<i64> {
     )?)
 }
 
-/// The `keep` memories of a bank nearest to a unit query vector, nearest first, with their
-/// cosine: the sign bits of every memory choose a [`SHORTLIST`], scored on their int8 codes.
-pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<Vec<(i64, f32)>> {
-    let qbits = embed::bits(query);
-    // Max-heap on distance: the worst of the shortlist on top, replaced by anything nearer.
-    let mut heap: BinaryHeap<(u32, i64)> = BinaryHeap::with_capacity(SHORTLIST + 1);
-    let mut consider = |data: &[u8]| {
-        for e in data.chunks_exact(ENTRY) {
-            let d = embed::hamming(&e[8..], &qbits);
-            if heap.len() < SHORTLIST {
-                heap.push((d, i64::from_le_bytes(e[..8].try_into().expect("8 bytes"))));
-            } else if heap.peek().is_some_and(|w| d < w.0) {
-                heap.pop();
-                heap.push((d, i64::from_le_bytes(e[..8].try_into().expect("8 bytes"))));
-            }
-        }
-    };
+/// The sign bits a search reads of one bank: every first vector's, and the newest passages' up
+/// to [`PASSAGE_SCAN`] entries. Read apart from [`nearest`], so that a recall reads them while
+/// the question is still being encoded.
+pub struct Signs {
+    entries: Vec<u8>,
+}
+
+/// See [`Signs`].
+pub fn signs(c: &Connection, bank: i64) -> Result<Signs> {
+    let mut entries = Vec::new();
     let mut stmt = c.prepare_cached("SELECT data FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2")?;
     let mut rows = stmt.query([bank, HEADS])?;
     while let Some(r) = rows.next()? {
-        consider(r.get_ref(0)?.as_blob()?);
+        entries.extend_from_slice(r.get_ref(0)?.as_blob()?);
     }
+    let heads = entries.len();
     let mut stmt =
         c.prepare_cached("SELECT data FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id DESC")?;
     let mut rows = stmt.query([bank, PASSAGES])?;
-    let mut read = 0;
-    while read < PASSAGE_SCAN {
+    while (entries.len() - heads) / ENTRY < PASSAGE_SCAN {
         let Some(r) = rows.next()? else { break };
-        let data = r.get_ref(0)?.as_blob()?;
-        read += data.len() / ENTRY;
-        consider(data);
+        entries.extend_from_slice(r.get_ref(0)?.as_blob()?);
     }
+    Ok(Signs { entries })
+}
+
+/// The `keep` memories of a bank nearest to a unit query vector, nearest first, with their
+/// cosine: the sign bits of every memory choose a [`SHORTLIST`], scored on their int8 codes.
+pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<Vec<(i64, f32)>> {
+    nearest(c, &signs(c, bank)?, query, keep)
+}
+
+/// [`search`] over sign bits read before.
+pub fn nearest(c: &Connection, signs: &Signs, query: &[f32], keep: usize) -> Result<Vec<(i64, f32)>> {
+    let mut ids = shortlist(&signs.entries, &embed::bits(query));
     // A memory's passages are entries of their own: it is scored once.
-    let mut ids: Vec<i64> = heap.into_iter().map(|(_, id)| id).collect();
     ids.sort_unstable();
     ids.dedup();
     let mut scored = cosines(c, &ids, query)?;
@@ -309,9 +311,40 @@ pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<V
     Ok(scored)
 }
 
+/// The memories of the [`SHORTLIST`] entries nearest to `qbits` (fewest differing signs).
+fn shortlist(entries: &[u8], qbits: &[u8]) -> Vec<i64> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        #[target_feature(enable = "popcnt")]
+        unsafe fn counted(entries: &[u8], qbits: &[u8]) -> Vec<i64> {
+            shortlist_of(entries, qbits)
+        }
+        // SAFETY: the CPU counts bits in one instruction (checked above).
+        return unsafe { counted(entries, qbits) };
+    }
+    shortlist_of(entries, qbits)
+}
+
+#[inline(always)]
+fn shortlist_of(entries: &[u8], qbits: &[u8]) -> Vec<i64> {
+    // Max-heap on distance: the worst of the shortlist on top, replaced by anything nearer.
+    let mut heap: BinaryHeap<(u32, i64)> = BinaryHeap::with_capacity(SHORTLIST + 1);
+    let id = |e: &[u8]| i64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+    for e in entries.chunks_exact(ENTRY) {
+        let d = embed::hamming(&e[8..], qbits);
+        if heap.len() < SHORTLIST {
+            heap.push((d, id(e)));
+        } else if heap.peek().is_some_and(|w| d < w.0) {
+            heap.pop();
+            heap.push((d, id(e)));
+        }
+    }
+    heap.into_iter().map(|(_, id)| id).collect()
+}
+
 /// The cosine of the query with each memory that has a vector: with the nearest of its vectors.
 pub fn cosines(c: &Connection, ids: &[i64], query: &[f32]) -> Result<Vec<(i64, f32)>> {
-    Ok(read(c, ids, query)?.into_iter().map(|(id, (_, cos))| (id, cos)).collect())
+    Ok(scan(c, ids, Some(query), false)?.into_iter().map(|(id, _, cos)| (id, cos)).collect())
 }
 
 /// A memory's first vector (its subject) and the cosine of a query with the nearest of its vectors.
@@ -320,33 +353,39 @@ pub type Read = (Vec<f32>, f32);
 /// Each of these memories that has a vector: its first one (its subject, see [`Vectors`]) and
 /// the cosine of the query with the nearest of them, in `ids`' order.
 pub fn read(c: &Connection, ids: &[i64], query: &[f32]) -> Result<Vec<(i64, Read)>> {
-    let mut stmt = c.prepare_cached("SELECT code FROM vectors WHERE memory_id = ?1")?;
-    let mut out = Vec::with_capacity(ids.len());
-    for &id in ids {
-        let mut rows = stmt.query([id])?;
-        if let Some(r) = rows.next()? {
-            let codes = r.get_ref(0)?.as_blob()?;
-            let Some(head) = codes.get(..embed::CODE_BYTES).and_then(Code::decode) else { continue };
-            let cos =
-                codes.chunks_exact(embed::CODE_BYTES).map(|code| Code::cosine(query, code)).fold(f32::MIN, f32::max);
-            out.push((id, (head, cos)));
-        }
-    }
-    Ok(out)
+    Ok(scan(c, ids, Some(query), true)?.into_iter().filter_map(|(id, head, cos)| Some((id, (head?, cos)))).collect())
 }
 
 /// The first stored vector of these memories (those that have one: their subject), read back
 /// from its code.
 pub fn vectors(c: &Connection, ids: &[i64]) -> Result<std::collections::HashMap<i64, Vec<f32>>> {
+    Ok(scan(c, ids, None, true)?.into_iter().filter_map(|(id, head, _)| Some((id, head?))).collect())
+}
+
+/// A memory's id, its first vector (when asked for) and a query's cosine with it ([`scan`]).
+type Scanned = (i64, Option<Vec<f32>>, f32);
+
+/// The one reader of memories' codes: for each of `ids` that has vectors, in order, its first
+/// vector decoded (when `head`) and the cosine of `query` with the nearest of its vectors (0
+/// without a query).
+fn scan(c: &Connection, ids: &[i64], query: Option<&[f32]>, head: bool) -> Result<Vec<Scanned>> {
     let mut stmt = c.prepare_cached("SELECT code FROM vectors WHERE memory_id = ?1")?;
-    let mut out = std::collections::HashMap::with_capacity(ids.len());
+    let mut out = Vec::with_capacity(ids.len());
     for &id in ids {
         let mut rows = stmt.query([id])?;
-        if let Some(r) = rows.next()? {
-            if let Some(v) = r.get_ref(0)?.as_blob()?.get(..embed::CODE_BYTES).and_then(Code::decode) {
-                out.insert(id, v);
-            }
-        }
+        let Some(r) = rows.next()? else { continue };
+        let codes = r.get_ref(0)?.as_blob()?;
+        let Some(first) = codes.get(..embed::CODE_BYTES) else { continue };
+        let decoded = if head {
+            let Some(v) = Code::decode(first) else { continue };
+            Some(v)
+        } else {
+            None
+        };
+        let cos = query.map_or(0.0, |q| {
+            codes.chunks_exact(embed::CODE_BYTES).map(|code| Code::cosine(q, code)).fold(f32::MIN, f32::max)
+        });
+        out.push((id, decoded, cos));
     }
     Ok(out)
 }

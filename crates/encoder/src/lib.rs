@@ -3,9 +3,10 @@
 //! model), mean-pooled as the model was trained. A sentence's meaning as the model reads
 //! it, word order and context included, where a static table only averages its tokens.
 //!
-//! Dense layers multiply in int8: the weights stay int8 as they lie in the binary (nothing is
-//! unpacked at start), each row of activations is quantised with its own scale, and the dot
-//! products are summed in i32 (AVX-512 VNNI or AVX2 where the CPU has them). A crate of its
+//! Dense layers multiply in int8: the weights stay int8 as they lie in the binary (packed for
+//! the multiply at build time, [`pack`]; nothing is unpacked at start), each row of activations
+//! is quantised with its own scale, and the dot products are summed in i32 (AVX-512 VNNI or AVX2
+//! where the CPU has them). A crate of its
 //! own so that it is compiled optimised in debug and test builds too (Cargo.toml).
 
 use std::sync::OnceLock;
@@ -45,19 +46,39 @@ impl Rows {
     }
 }
 
-/// `y = x·Wᵀ + b`, W as [`Rows`] (one row per output).
+/// Outputs per block of a [`Packed`] matrix: one AVX-512 register of i32 sums.
+const BLOCK: usize = 16;
+/// Inputs per group: the four int8 products one `vpdpbusd` lane sums.
+const GROUP: usize = 4;
+
+/// A dense layer's int8 matrix (`rows` outputs of `cols` inputs, one scale per output row),
+/// packed for int8 dot products: blocks of [`BLOCK`] outputs, and within a block, for each
+/// [`GROUP`] of inputs, the group's weights of each of the block's outputs side by side (64
+/// bytes). A product then multiplies four inputs, broadcast, with sixteen outputs' weights in one
+/// instruction, and every output's sum stays in its own lane (no horizontal sums). `sums` holds
+/// each row's sum of weights (for the unsigned-input form of `vpdpbusd`). Packed at build time
+/// from the model file's row-major matrices ([`pack`]).
+struct Packed {
+    rows: usize,
+    cols: usize,
+    scales: Vec<f32>,
+    sums: Vec<i32>,
+    q: &'static [i8],
+}
+
+/// `y = x·Wᵀ + b`.
 struct Dense {
-    w: Rows,
+    w: Packed,
     b: Vec<f32>,
 }
 
 impl Dense {
     /// `x` holds `t` rows of `w.cols`; returns `t` rows of `w.rows`. Each row of `x` is
-    /// quantised to int8 with its own scale (kept as i16 for the multiply), so the products are
-    /// int8 dot products summed in i32.
+    /// quantised to int8 with its own scale, so the products are int8 dot products summed in i32
+    /// (exactly: the result does not depend on the instructions used).
     fn apply(&self, x: &[f32], t: usize) -> Vec<f32> {
         let (k, n) = (self.w.cols, self.w.rows);
-        let mut xq = vec![0i16; t * k];
+        let mut xq = vec![0i8; t * k];
         let mut xs = vec![0f32; t];
         for ((row, q), s) in x.chunks_exact(k).zip(xq.chunks_exact_mut(k)).zip(&mut xs) {
             let max = row.iter().fold(0f32, |m, v| m.max(v.abs()));
@@ -65,11 +86,11 @@ impl Dense {
             let inv = 1.0 / *s;
             for (o, v) in q.iter_mut().zip(row) {
                 // Rounded half away from zero (`as` truncates; `round` is a libm call here).
-                *o = (v * inv + 0.5f32.copysign(*v)) as i16;
+                *o = (v * inv + 0.5f32.copysign(*v)).clamp(-127.0, 127.0) as i8;
             }
         }
         let mut acc = vec![0i32; t * n];
-        products(&xq, self.w.q, k, &mut acc);
+        products(&xq, &self.w, &mut acc);
         let mut y = vec![0f32; t * n];
         for ((yr, ar), s) in y.chunks_exact_mut(n).zip(acc.chunks_exact(n)).zip(&xs) {
             for (((o, &a), ws), b) in yr.iter_mut().zip(ar).zip(&self.w.scales).zip(&self.b) {
@@ -80,8 +101,8 @@ impl Dense {
     }
 }
 
-/// `acc[i][r] = Σ x[i][j]·w[r][j]` for rows of `k` (x as i16 holding int8 values, w int8).
-fn products(x: &[i16], w: &[i8], k: usize, acc: &mut [i32]) {
+/// `acc[i][r] = Σ x[i][j]·w[r][j]` for `t` rows of `x` (int8 in -127..=127) and the packed `w`.
+fn products(x: &[i8], w: &Packed, acc: &mut [i32]) {
     #[cfg(target_arch = "x86_64")]
     {
         static SIMD: OnceLock<u8> = OnceLock::new();
@@ -92,104 +113,182 @@ fn products(x: &[i16], w: &[i8], k: usize, acc: &mut [i32]) {
                 std::arch::is_x86_feature_detected!("avx2") as u8
             }
         });
-        if simd == 2 && k.is_multiple_of(32) {
-            // SAFETY: the CPU has AVX-512 BW and VNNI (checked above); rows are whole 32-lane chunks.
-            unsafe { products_vnni(x, w, k, acc) };
+        if simd == 2 {
+            // SAFETY: the CPU has AVX-512 BW and VNNI (checked above); `Packed` holds whole blocks.
+            unsafe { products_vnni(x, w, acc) };
             return;
         }
-        if simd >= 1 && k.is_multiple_of(16) {
-            // SAFETY: the CPU has AVX2 (checked above) and rows are whole 16-lane chunks.
-            unsafe { products_avx2(x, w, k, acc) };
+        if simd == 1 {
+            // SAFETY: the CPU has AVX2 (checked above); `Packed` holds whole blocks.
+            unsafe { products_avx2(x, w, acc) };
             return;
         }
     }
-    let n = w.len() / k;
-    for (i, xr) in x.chunks_exact(k).enumerate() {
-        for (r, wr) in w.chunks_exact(k).enumerate() {
-            acc[i * n + r] = xr.iter().zip(wr).map(|(&a, &b)| a as i32 * b as i32).sum();
+    products_plain(x, w, acc);
+}
+
+fn products_plain(x: &[i8], w: &Packed, acc: &mut [i32]) {
+    let (k, n) = (w.cols, w.rows);
+    for (xr, ar) in x.chunks_exact(k).zip(acc.chunks_exact_mut(n)) {
+        for (block, out) in w.q.chunks_exact(BLOCK * k).zip(ar.chunks_exact_mut(BLOCK)) {
+            let mut lanes = [0i32; BLOCK];
+            for (group, xg) in block.chunks_exact(BLOCK * GROUP).zip(xr.chunks_exact(GROUP)) {
+                for (lane, wg) in lanes.iter_mut().zip(group.chunks_exact(GROUP)) {
+                    *lane += wg.iter().zip(xg).map(|(&a, &b)| a as i32 * b as i32).sum::<i32>();
+                }
+            }
+            out.copy_from_slice(&lanes);
         }
     }
 }
 
-/// [`products`] with AVX-512 VNNI (`vpdpwssd`: 32 i16 products summed into i32 lanes in one
-/// instruction), four rows of `x` per widened weight row.
+/// [`products`] with AVX-512 VNNI: `vpdpbusd` multiplies four unsigned bytes with four signed
+/// ones and sums them into each i32 lane, sixteen outputs at once. The inputs are made unsigned
+/// by adding 128 (`x ^ 0x80`), taken back out as 128 times each row's sum of weights. Up to eight
+/// rows of `x` share each load of weights.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn products_vnni(x: &[i16], w: &[i8], k: usize, acc: &mut [i32]) {
+unsafe fn products_vnni(x: &[i8], w: &Packed, acc: &mut [i32]) {
     use std::arch::x86_64::*;
-    let (t, n) = (x.len() / k, w.len() / k);
-    let xp = x.as_ptr();
-    for r in 0..n {
-        let wp = w.as_ptr().add(r * k);
+    const TILE: usize = 8;
+    let (k, n) = (w.cols, w.rows);
+    let t = x.len() / k;
+    let groups = k / GROUP;
+    // The inputs as unsigned bytes, one u32 per group of four.
+    let xu: Vec<u32> = x
+        .chunks_exact(GROUP)
+        .map(|g| u32::from_le_bytes([g[0] as u8 ^ 0x80, g[1] as u8 ^ 0x80, g[2] as u8 ^ 0x80, g[3] as u8 ^ 0x80]))
+        .collect();
+    for b in 0..n / BLOCK {
+        let wp = w.q.as_ptr().add(b * BLOCK * k);
+        let offset = _mm512_slli_epi32::<7>(_mm512_loadu_si512(w.sums.as_ptr().add(b * BLOCK).cast()));
         let mut i = 0;
         while i < t {
-            let rows = (t - i).min(4);
-            let mut a = [_mm512_setzero_si512(); 4];
-            let mut j = 0;
-            while j < k {
-                let wv = _mm512_cvtepi8_epi16(_mm256_loadu_si256(wp.add(j).cast()));
+            let rows = (t - i).min(TILE);
+            let mut a = [_mm512_setzero_si512(); TILE];
+            for g in 0..groups {
+                let wv = _mm512_loadu_si512(wp.add(g * BLOCK * GROUP).cast());
                 for (m, am) in a.iter_mut().enumerate().take(rows) {
-                    *am = _mm512_dpwssd_epi32(*am, _mm512_loadu_si512(xp.add((i + m) * k + j).cast()), wv);
+                    let xv = _mm512_set1_epi32(*xu.get_unchecked((i + m) * groups + g) as i32);
+                    *am = _mm512_dpbusd_epi32(*am, xv, wv);
                 }
-                j += 32;
             }
             for (m, am) in a.iter().enumerate().take(rows) {
-                acc[(i + m) * n + r] = _mm512_reduce_add_epi32(*am);
+                _mm512_storeu_si512(
+                    acc.as_mut_ptr().add((i + m) * n + b * BLOCK).cast(),
+                    _mm512_sub_epi32(*am, offset),
+                );
             }
             i += rows;
         }
     }
 }
 
-/// [`products`] with AVX2: each weight row is widened to i16 once per 16 lanes and multiplied
-/// with four rows of `x` at a time (`vpmaddwd`: pairs of i16 products summed into i32 lanes).
+/// [`products`] with AVX2: per group of four inputs, `vpmaddubsw` multiplies their magnitudes
+/// with the weights (sign moved onto them) in pairs, `vpmaddwd` sums the pairs into i32 lanes,
+/// eight outputs per register (no overflow: 2·127·127 fits in i16).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn products_avx2(x: &[i16], w: &[i8], k: usize, acc: &mut [i32]) {
+unsafe fn products_avx2(x: &[i8], w: &Packed, acc: &mut [i32]) {
     use std::arch::x86_64::*;
-    unsafe fn sum(v: __m256i) -> i32 {
-        let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01_00_11_10));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01));
-        _mm_cvtsi128_si32(s)
-    }
-    let (t, n) = (x.len() / k, w.len() / k);
-    let xp = x.as_ptr();
-    for r in 0..n {
-        let wp = w.as_ptr().add(r * k);
-        let mut i = 0;
-        while i + 4 <= t {
-            let (mut a0, mut a1, mut a2, mut a3) =
-                (_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256());
-            let (x0, x1, x2, x3) = (xp.add(i * k), xp.add((i + 1) * k), xp.add((i + 2) * k), xp.add((i + 3) * k));
-            let mut j = 0;
-            while j < k {
-                let wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(wp.add(j).cast()));
-                a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_loadu_si256(x0.add(j).cast()), wv));
-                a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_loadu_si256(x1.add(j).cast()), wv));
-                a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_loadu_si256(x2.add(j).cast()), wv));
-                a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_loadu_si256(x3.add(j).cast()), wv));
-                j += 16;
+    let (k, n) = (w.cols, w.rows);
+    let t = x.len() / k;
+    let groups = k / GROUP;
+    let ones = _mm256_set1_epi16(1);
+    let xp = x.as_ptr().cast::<i32>();
+    for b in 0..n / BLOCK {
+        let wp = w.q.as_ptr().add(b * BLOCK * k);
+        for i in 0..t {
+            let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+            for g in 0..groups {
+                let xv = _mm256_set1_epi32(xp.add(i * groups + g).read_unaligned());
+                let ax = _mm256_abs_epi8(xv);
+                let w0 = _mm256_loadu_si256(wp.add(g * BLOCK * GROUP).cast());
+                let w1 = _mm256_loadu_si256(wp.add(g * BLOCK * GROUP + 32).cast());
+                let p0 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w0, xv));
+                let p1 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(w1, xv));
+                lo = _mm256_add_epi32(lo, _mm256_madd_epi16(p0, ones));
+                hi = _mm256_add_epi32(hi, _mm256_madd_epi16(p1, ones));
             }
-            acc[i * n + r] = sum(a0);
-            acc[(i + 1) * n + r] = sum(a1);
-            acc[(i + 2) * n + r] = sum(a2);
-            acc[(i + 3) * n + r] = sum(a3);
-            i += 4;
-        }
-        while i < t {
-            let xi = xp.add(i * k);
-            let mut a = _mm256_setzero_si256();
-            let mut j = 0;
-            while j < k {
-                let wv = _mm256_cvtepi8_epi16(_mm_loadu_si128(wp.add(j).cast()));
-                a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_loadu_si256(xi.add(j).cast()), wv));
-                j += 16;
-            }
-            acc[i * n + r] = sum(a);
-            i += 1;
+            let out = acc.as_mut_ptr().add(i * n + b * BLOCK);
+            _mm256_storeu_si256(out.cast(), lo);
+            _mm256_storeu_si256(out.add(8).cast(), hi);
         }
     }
+}
+
+/// The layout [`Packed`] reads, from a row-major `rows`×`cols` int8 matrix; `None` when its
+/// shape does not divide into blocks and groups.
+fn pack_matrix(q: &[i8], rows: usize, cols: usize) -> Option<Vec<i8>> {
+    // The AVX2 path moves signs onto the weights: -128 has no negation in int8 (the export
+    // writes -127..=127).
+    if !rows.is_multiple_of(BLOCK) || !cols.is_multiple_of(GROUP) || q.len() != rows * cols || q.contains(&i8::MIN) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(q.len());
+    for b in 0..rows / BLOCK {
+        for g in 0..cols / GROUP {
+            for l in 0..BLOCK {
+                let r = b * BLOCK + l;
+                out.extend_from_slice(&q[r * cols + g * GROUP..r * cols + (g + 1) * GROUP]);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The model file with every dense layer's matrix packed ([`Packed`], tensor kind 2: rows, cols,
+/// then `rows` f32 scales, `rows` i32 sums of weights, the packed int8 weights); `tensors` is
+/// where the encoder's tensors begin (past the vocabulary). What precedes them and every other
+/// tensor are copied as they are. Run by ovmem's build script, so the shipped file stays the one
+/// the export wrote and the binary holds the weights as they are multiplied.
+pub fn pack(b: &[u8], tensors: usize) -> Option<Vec<u8>> {
+    let mut out = b.get(..tensors)?.to_vec();
+    let mut o = tensors;
+    let mut take = |n: usize| -> Option<&[u8]> {
+        let s = b.get(o..o.checked_add(n)?)?;
+        o += n;
+        Some(s)
+    };
+    let count = take(4)?;
+    out.extend_from_slice(count);
+    for _ in 0..u32::from_le_bytes(count.try_into().ok()?) {
+        let len = *take(1)?.first()? as usize;
+        let name = take(len)?;
+        let kind = *take(1)?.first()?;
+        let shape = take(8)?;
+        let rows = u32::from_le_bytes(shape[..4].try_into().ok()?) as usize;
+        let cols = u32::from_le_bytes(shape[4..].try_into().ok()?) as usize;
+        out.push(len as u8);
+        out.extend_from_slice(name);
+        match kind {
+            1 if name.starts_with(b"encoder.layer.") => {
+                let scales = take(rows.checked_mul(4)?)?;
+                // SAFETY: i8 and u8 have the same size and alignment.
+                let q: &[i8] = {
+                    let q = take(rows.checked_mul(cols)?)?;
+                    unsafe { std::slice::from_raw_parts(q.as_ptr().cast::<i8>(), q.len()) }
+                };
+                let packed = pack_matrix(q, rows, cols)?;
+                out.push(2);
+                out.extend_from_slice(shape);
+                out.extend_from_slice(scales);
+                for row in q.chunks_exact(cols) {
+                    out.extend_from_slice(&row.iter().map(|&v| v as i32).sum::<i32>().to_le_bytes());
+                }
+                out.extend(packed.iter().map(|&v| v as u8));
+            }
+            0 | 1 => {
+                out.push(kind);
+                out.extend_from_slice(shape);
+                let size =
+                    if kind == 0 { rows.checked_mul(cols)?.checked_mul(4)? } else { rows.checked_mul(4 + cols)? };
+                out.extend_from_slice(take(size)?);
+            }
+            _ => return None,
+        }
+    }
+    (o == b.len()).then_some(out)
 }
 
 struct Norm {
@@ -238,6 +337,7 @@ struct Reader {
 enum Tensor {
     F32(Vec<f32>),
     I8(Rows),
+    Packed(Packed),
 }
 
 impl Reader {
@@ -272,6 +372,18 @@ impl Reader {
                 let q = unsafe { std::slice::from_raw_parts(q.as_ptr().cast::<i8>(), q.len()) };
                 Some(Tensor::I8(Rows { rows, cols, scales, q }))
             }
+            2 => {
+                let scales = self.floats(rows)?;
+                let sums = self.take(rows.checked_mul(4)?)?;
+                let sums = sums.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().expect("4 bytes"))).collect();
+                let q = self.take(rows.checked_mul(cols)?)?;
+                if !rows.is_multiple_of(BLOCK) || !cols.is_multiple_of(GROUP) {
+                    return None;
+                }
+                // SAFETY: i8 and u8 have the same size and alignment.
+                let q = unsafe { std::slice::from_raw_parts(q.as_ptr().cast::<i8>(), q.len()) };
+                Some(Tensor::Packed(Packed { rows, cols, scales, sums, q }))
+            }
             _ => None,
         }
     }
@@ -291,7 +403,10 @@ impl Reader {
     }
 
     fn dense(&mut self, name: &str, inputs: usize, outputs: usize) -> Option<Dense> {
-        let w = self.rows(&format!("{name}.weight"), inputs)?;
+        let Tensor::Packed(w) = self.tensor(&format!("{name}.weight"))? else { return None };
+        if w.cols != inputs {
+            return None;
+        }
         let b = self.f32s(&format!("{name}.bias"), outputs)?;
         (w.rows == outputs).then_some(Dense { w, b })
     }
@@ -302,9 +417,9 @@ impl Reader {
 }
 
 impl Encoder {
-    /// The encoder in a model file (`tools/embed/export.py`), from offset `o` (past the
-    /// vocabulary) to its end; `None` when it is not that model. The scales and small vectors are
-    /// copied out, the int8 matrices are used where they lie.
+    /// The encoder in a model file (`tools/embed/export.py`) as [`pack`] rewrote it, from offset
+    /// `o` (past the vocabulary) to its end; `None` when it is not that model. The scales and
+    /// small vectors are copied out, the int8 matrices are used where they lie.
     pub fn parse(b: &'static [u8], o: usize) -> Option<Encoder> {
         let mut r = Reader { b, o };
         let _count = r.u32()?;
@@ -453,22 +568,58 @@ fn erf(x: f32) -> f32 {
 mod tests {
     use super::*;
 
-    /// The SIMD paths give the plain products exactly, for any number of rows.
+    fn packed(q: Vec<i8>, rows: usize, cols: usize) -> Packed {
+        let sums = q.chunks_exact(cols).map(|r| r.iter().map(|&v| v as i32).sum()).collect();
+        let p = pack_matrix(&q, rows, cols).expect("whole blocks");
+        Packed { rows, cols, scales: vec![1.0; rows], sums, q: Box::leak(p.into_boxed_slice()) }
+    }
+
+    /// Every path gives the plain row-major sums exactly, for any number of rows, with the
+    /// extremes of int8 on both sides.
     #[test]
     fn products_match_the_plain_sums() {
-        let k = 64;
-        let w: Vec<i8> = (0..k * 5).map(|v| ((v * 37 + 11) % 255) as i8).collect();
+        let (n, k) = (48, 64);
+        let w: Vec<i8> = (0..n * k).map(|v| ((v * 37 + 11) % 255) as i8).map(|v| v.max(-127)).collect();
+        let p = packed(w.clone(), n, k);
         for t in [1, 3, 4, 5, 8, 9, 13, 16, 17] {
-            let x: Vec<i16> = (0..k * t).map(|v| ((v * 53 + 7) % 255) as i16 - 127).collect();
-            let mut got = vec![0; t * 5];
-            products(&x, &w, k, &mut got);
+            let mut x: Vec<i8> = (0..k * t).map(|v| (((v * 53 + 7) % 255) as i16 - 127) as i8).collect();
+            x[0] = 127;
+            x[1] = -127;
             let want: Vec<i32> = x
                 .chunks_exact(k)
                 .flat_map(|xr| {
                     w.chunks_exact(k).map(move |wr| xr.iter().zip(wr).map(|(&a, &b)| a as i32 * b as i32).sum())
                 })
                 .collect();
-            assert_eq!(got, want, "{t} rows");
+            let mut got = vec![0; t * n];
+            products_plain(&x, &p, &mut got);
+            assert_eq!(got, want, "plain, {t} rows");
+            let mut got = vec![0; t * n];
+            products(&x, &p, &mut got);
+            assert_eq!(got, want, "fastest path here, {t} rows");
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx2") {
+                let mut got = vec![0; t * n];
+                // SAFETY: the CPU has AVX2.
+                unsafe { products_avx2(&x, &p, &mut got) };
+                assert_eq!(got, want, "AVX2, {t} rows");
+            }
         }
+    }
+
+    /// A matrix packs into blocks of outputs and groups of inputs, or not at all.
+    #[test]
+    fn packing_puts_a_groups_weights_of_sixteen_outputs_side_by_side() {
+        let (rows, cols) = (32, 8);
+        let q: Vec<i8> = (0..rows * cols).map(|v| (v % 100) as i8).collect();
+        let p = pack_matrix(&q, rows, cols).unwrap();
+        // Block 1, group 1, output 17: inputs 4..8 of row 17.
+        let at = cols * BLOCK + GROUP * BLOCK + GROUP;
+        assert_eq!(&p[at..at + GROUP], &q[17 * cols + 4..17 * cols + 8]);
+        assert!(pack_matrix(&q[..cols * 8], 8, cols).is_none());
+        assert!(pack_matrix(&q, rows * 2, cols / 2).is_some() && pack_matrix(&q, rows, cols - 1).is_none());
+        let mut q = q;
+        q[3] = -128;
+        assert!(pack_matrix(&q, rows, cols).is_none(), "-128 has no negation in int8");
     }
 }
