@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 pub use ovmem_encoder::Encoder;
 
 /// The model file: see `tools/embed/export.py` (`write`) for the layout, with its matrices
-/// packed for the multiply by the build script (`ovmem_encoder::pack`).
+/// packed for the multiply by the build script (`build.rs`).
 static MODEL_FILE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/minilm-l6.packed.bin"));
 
 /// Dimensions of a vector.

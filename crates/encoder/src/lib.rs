@@ -4,7 +4,7 @@
 //! it, word order and context included, where a static table only averages its tokens.
 //!
 //! Dense layers multiply in int8: the weights stay int8 as they lie in the binary (packed for
-//! the multiply at build time, [`pack`]; nothing is unpacked at start), each row of activations
+//! the multiply at build time by ovmem's `build.rs`; nothing is unpacked at start), each row of activations
 //! is quantised with its own scale, and the dot products are summed in i32 (AVX-512 VNNI or AVX2
 //! where the CPU has them). A crate of its
 //! own so that it is compiled optimised in debug and test builds too (Cargo.toml).
@@ -57,7 +57,7 @@ const GROUP: usize = 4;
 /// bytes). A product then multiplies four inputs, broadcast, with sixteen outputs' weights in one
 /// instruction, and every output's sum stays in its own lane (no horizontal sums). `sums` holds
 /// each row's sum of weights (for the unsigned-input form of `vpdpbusd`). Packed at build time
-/// from the model file's row-major matrices ([`pack`]).
+/// from the model file's row-major matrices (ovmem's `build.rs`, tensor kind 2).
 struct Packed {
     rows: usize,
     cols: usize,
@@ -217,80 +217,6 @@ unsafe fn products_avx2(x: &[i8], w: &Packed, acc: &mut [i32]) {
     }
 }
 
-/// The layout [`Packed`] reads, from a row-major `rows`×`cols` int8 matrix; `None` when its
-/// shape does not divide into blocks and groups.
-fn pack_matrix(q: &[i8], rows: usize, cols: usize) -> Option<Vec<i8>> {
-    // The AVX2 path moves signs onto the weights: -128 has no negation in int8 (the export
-    // writes -127..=127).
-    if !rows.is_multiple_of(BLOCK) || !cols.is_multiple_of(GROUP) || q.len() != rows * cols || q.contains(&i8::MIN) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(q.len());
-    for b in 0..rows / BLOCK {
-        for g in 0..cols / GROUP {
-            for l in 0..BLOCK {
-                let r = b * BLOCK + l;
-                out.extend_from_slice(&q[r * cols + g * GROUP..r * cols + (g + 1) * GROUP]);
-            }
-        }
-    }
-    Some(out)
-}
-
-/// The model file with every dense layer's matrix packed ([`Packed`], tensor kind 2: rows, cols,
-/// then `rows` f32 scales, `rows` i32 sums of weights, the packed int8 weights); `tensors` is
-/// where the encoder's tensors begin (past the vocabulary). What precedes them and every other
-/// tensor are copied as they are. Run by ovmem's build script, so the shipped file stays the one
-/// the export wrote and the binary holds the weights as they are multiplied.
-pub fn pack(b: &[u8], tensors: usize) -> Option<Vec<u8>> {
-    let mut out = b.get(..tensors)?.to_vec();
-    let mut o = tensors;
-    let mut take = |n: usize| -> Option<&[u8]> {
-        let s = b.get(o..o.checked_add(n)?)?;
-        o += n;
-        Some(s)
-    };
-    let count = take(4)?;
-    out.extend_from_slice(count);
-    for _ in 0..u32::from_le_bytes(count.try_into().ok()?) {
-        let len = *take(1)?.first()? as usize;
-        let name = take(len)?;
-        let kind = *take(1)?.first()?;
-        let shape = take(8)?;
-        let rows = u32::from_le_bytes(shape[..4].try_into().ok()?) as usize;
-        let cols = u32::from_le_bytes(shape[4..].try_into().ok()?) as usize;
-        out.push(len as u8);
-        out.extend_from_slice(name);
-        match kind {
-            1 if name.starts_with(b"encoder.layer.") => {
-                let scales = take(rows.checked_mul(4)?)?;
-                // SAFETY: i8 and u8 have the same size and alignment.
-                let q: &[i8] = {
-                    let q = take(rows.checked_mul(cols)?)?;
-                    unsafe { std::slice::from_raw_parts(q.as_ptr().cast::<i8>(), q.len()) }
-                };
-                let packed = pack_matrix(q, rows, cols)?;
-                out.push(2);
-                out.extend_from_slice(shape);
-                out.extend_from_slice(scales);
-                for row in q.chunks_exact(cols) {
-                    out.extend_from_slice(&row.iter().map(|&v| v as i32).sum::<i32>().to_le_bytes());
-                }
-                out.extend(packed.iter().map(|&v| v as u8));
-            }
-            0 | 1 => {
-                out.push(kind);
-                out.extend_from_slice(shape);
-                let size =
-                    if kind == 0 { rows.checked_mul(cols)?.checked_mul(4)? } else { rows.checked_mul(4 + cols)? };
-                out.extend_from_slice(take(size)?);
-            }
-            _ => return None,
-        }
-    }
-    (o == b.len()).then_some(out)
-}
-
 struct Norm {
     w: Vec<f32>,
     b: Vec<f32>,
@@ -417,7 +343,7 @@ impl Reader {
 }
 
 impl Encoder {
-    /// The encoder in a model file (`tools/embed/export.py`) as [`pack`] rewrote it, from offset
+    /// The encoder in a model file (`tools/embed/export.py`) as ovmem's `build.rs` packed it, from offset
     /// `o` (past the vocabulary) to its end; `None` when it is not that model. The scales and
     /// small vectors are copied out, the int8 matrices are used where they lie.
     pub fn parse(b: &'static [u8], o: usize) -> Option<Encoder> {
@@ -568,9 +494,17 @@ fn erf(x: f32) -> f32 {
 mod tests {
     use super::*;
 
+    /// The layout ovmem's build script writes (`build.rs`), by its index formula: weight
+    /// (r, j) sits in block r/16, group j/4, lane r%16, place j%4.
     fn packed(q: Vec<i8>, rows: usize, cols: usize) -> Packed {
         let sums = q.chunks_exact(cols).map(|r| r.iter().map(|&v| v as i32).sum()).collect();
-        let p = pack_matrix(&q, rows, cols).expect("whole blocks");
+        let mut p = vec![0i8; rows * cols];
+        for r in 0..rows {
+            for j in 0..cols {
+                p[((r / BLOCK) * (cols / GROUP) + j / GROUP) * BLOCK * GROUP + (r % BLOCK) * GROUP + j % GROUP] =
+                    q[r * cols + j];
+            }
+        }
         Packed { rows, cols, scales: vec![1.0; rows], sums, q: Box::leak(p.into_boxed_slice()) }
     }
 
@@ -605,21 +539,5 @@ mod tests {
                 assert_eq!(got, want, "AVX2, {t} rows");
             }
         }
-    }
-
-    /// A matrix packs into blocks of outputs and groups of inputs, or not at all.
-    #[test]
-    fn packing_puts_a_groups_weights_of_sixteen_outputs_side_by_side() {
-        let (rows, cols) = (32, 8);
-        let q: Vec<i8> = (0..rows * cols).map(|v| (v % 100) as i8).collect();
-        let p = pack_matrix(&q, rows, cols).unwrap();
-        // Block 1, group 1, output 17: inputs 4..8 of row 17.
-        let at = cols * BLOCK + GROUP * BLOCK + GROUP;
-        assert_eq!(&p[at..at + GROUP], &q[17 * cols + 4..17 * cols + 8]);
-        assert!(pack_matrix(&q[..cols * 8], 8, cols).is_none());
-        assert!(pack_matrix(&q, rows * 2, cols / 2).is_some() && pack_matrix(&q, rows, cols - 1).is_none());
-        let mut q = q;
-        q[3] = -128;
-        assert!(pack_matrix(&q, rows, cols).is_none(), "-128 has no negation in int8");
     }
 }
