@@ -38,8 +38,9 @@ fn table(name: &str, dir: &str) -> String {
 const BLOCK: usize = 16;
 const GROUP: usize = 4;
 
-/// The layout the encoder's `Packed` reads (blocks of `BLOCK` outputs, each `GROUP` of inputs side by side), from a row-major `rows`×`cols` int8 matrix; `None` when its
-/// shape does not divide into blocks and groups.
+/// The layout the encoder's `Packed` reads (blocks of `BLOCK` outputs, each `GROUP` of inputs
+/// side by side), from a row-major `rows`×`cols` int8 matrix; `None` when its shape does not
+/// divide into blocks and groups.
 fn pack_matrix(q: &[i8], rows: usize, cols: usize) -> Option<Vec<i8>> {
     // The AVX2 path moves signs onto the weights: -128 has no negation in int8 (the export
     // writes -127..=127).
@@ -58,8 +59,8 @@ fn pack_matrix(q: &[i8], rows: usize, cols: usize) -> Option<Vec<i8>> {
     Some(out)
 }
 
-/// The model file with every dense layer's matrix packed (the encoder's `Packed`, tensor kind 2: rows, cols,
-/// then `rows` f32 scales, `rows` i32 sums of weights, the packed int8 weights); `tensors` is
+/// The model file with every dense layer's matrix packed (the encoder's `Packed`, tensor kind 2:
+/// rows, cols, then `rows` f32 scales, `rows` i32 sums of weights, the packed int8 weights); `tensors` is
 /// where the encoder's tensors begin (past the vocabulary). What precedes them and every other
 /// tensor are copied as they are: the committed file stays the one the export wrote, and the
 /// binary holds the weights as they are multiplied. Here rather than in the encoder crate, so

@@ -4,10 +4,10 @@
 //! it, word order and context included, where a static table only averages its tokens.
 //!
 //! Dense layers multiply in int8: the weights stay int8 as they lie in the binary (packed for
-//! the multiply at build time by ovmem's `build.rs`; nothing is unpacked at start), each row of activations
-//! is quantised with its own scale, and the dot products are summed in i32 (AVX-512 VNNI or AVX2
-//! where the CPU has them). A crate of its
-//! own so that it is compiled optimised in debug and test builds too (Cargo.toml).
+//! the multiply at build time by ovmem's `build.rs`; nothing is unpacked at start), each row of
+//! activations is quantised with its own scale, and the dot products are summed in i32 (AVX-512
+//! VNNI or AVX2 where the CPU has them). A crate of its own so that it is compiled optimised in
+//! debug and test builds too (Cargo.toml).
 
 use std::sync::OnceLock;
 
