@@ -410,18 +410,53 @@ fn proximity(q: &Query, fields: &[Vec<Term>; 3]) -> f32 {
     (got / q.mass()).min(1.0)
 }
 
-/// Content-word set of a memory (for near-duplicates and subjects).
-fn word_set(fields: &[Vec<Term>; 3]) -> HashSet<&str> {
-    fields[0].iter().chain(&fields[1]).map(|t| t.text.as_str()).collect()
+/// A memory's content words (for near-duplicates and subjects), each as a 64-bit hash, sorted
+/// and distinct: the rerank compares hundreds of pairs of these per question, and sorted numbers
+/// meet in one pass where sets of strings hash and compare every word again.
+struct Words(Vec<u64>);
+
+impl Words {
+    fn of(fields: &[Vec<Term>; 3]) -> Words {
+        let mut w: Vec<u64> = fields[0].iter().chain(&fields[1]).map(|t| word_hash(&t.text)).collect();
+        w.sort_unstable();
+        w.dedup();
+        Words(w)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn contains(&self, word: &str) -> bool {
+        self.0.binary_search(&word_hash(word)).is_ok()
+    }
 }
 
-fn jaccard(a: &HashSet<&str>, b: &HashSet<&str>) -> f32 {
-    let inter = a.intersection(b).count() as f32;
-    let union = (a.len() + b.len()) as f32 - inter;
+fn word_hash(word: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(word)
+}
+
+/// Shared words over all words of the two.
+fn jaccard(a: &Words, b: &Words) -> f32 {
+    let (a, b) = (&a.0, &b.0);
+    let (mut i, mut j, mut inter) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            Ordering::Less => i += 1,
+            Ordering::Greater => j += 1,
+            Ordering::Equal => {
+                inter += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let union = (a.len() + b.len() - inter) as f32;
     if union == 0.0 {
         0.0
     } else {
-        inter / union
+        inter as f32 / union
     }
 }
 
@@ -440,7 +475,7 @@ pub fn rerank(
         return Vec::new();
     }
     let top_bm25 = candidates.iter().map(|c| c.bm25).fold(0.0f32, f32::max).max(1e-6);
-    let sets: Vec<HashSet<&str>> = candidates.iter().map(|c| word_set(&c.fields)).collect();
+    let sets: Vec<Words> = candidates.iter().map(|c| Words::of(&c.fields)).collect();
     let lexical: Vec<f32> = candidates
         .iter()
         .map(|c| {
@@ -807,7 +842,7 @@ impl<'a> Selection<'a> {
         candidates: &'a [Candidate],
         order: &[usize],
         score_of: &HashMap<usize, f32>,
-        sets: &[HashSet<&str>],
+        sets: &[Words],
     ) {
         self.used.insert(i);
         let mut with = Vec::new();
