@@ -66,6 +66,25 @@ def parse_items(context):
     return items
 
 
+TOPIC_LINE = "(in a session about: "
+
+
+def memory_text(item):
+    """An item's text without its session-topic label (`(in a session about: …)`): the label
+    quotes the session's first prompt, and mapped to turns it would count that turn as shown
+    (and as shown again when the turn itself comes later) when only its first words were."""
+    out, in_topic = [], False
+    for line in item.splitlines():
+        s = line.strip()
+        if s.startswith(TOPIC_LINE):
+            in_topic = True  # the label runs over lines when the first prompt did
+        elif in_topic and s.startswith(("User: ", "Assistant: ", "- [")):
+            in_topic = False
+        if not in_topic:
+            out.append(line)
+    return "\n".join(out)
+
+
 # Hooks of a replayed history run at their turn's own date, as they would have when the turn
 # happened: Claude Code, Codex and Cursor send no time, so ovmem takes the clock's. libfaketime
 # (`apt install faketime`) moves the clock of each capture process; without it every such turn

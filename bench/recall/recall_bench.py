@@ -21,7 +21,7 @@ import gen_coding
 import needle
 import written
 from baselines import BM25, recency_top
-from ovmemdrv import FAKETIME, FAKETIME_LIBS, Ovmem, import_line, make_project_dir, time_true
+from ovmemdrv import FAKETIME, FAKETIME_LIBS, Ovmem, import_line, make_project_dir, memory_text, time_true
 from units import TurnIndex, contains_run, lme_haystack, shared_words
 
 CLAUDE_LIMIT = 9500  # adapters/claude-code.toml context_limit: every recall is asked through Claude Code
@@ -134,10 +134,10 @@ def evaluate(task):
                 for name, mode in [("ovmem", None)] + [(f"ovmem-{m}", m) for m in cfg.get("modes", ())]:
                     env = mode_env(mode) if mode else None
                     ctx, items, ms = om.recall(q.text, proj, k, f"bench-q{qi}-k{k}-{random.getrandbits(40):010x}", env)
-                    ranked = [{hay.turns[i].tid for i in index.turns_of(it)} for it in items]
+                    ranked = [{hay.turns[i].tid for i in index.turns_of(memory_text(it))} for it in items]
                     o = score(q, ranked, by_tid, items)
                     if foreign is not None:
-                        o["leaked_items"] = sum(1 for it, r in zip(items, ranked) if not r and foreign_index.turns_of(it))
+                        o["leaked_items"] = sum(1 for it, r in zip(items, ranked) if not r and foreign_index.turns_of(memory_text(it)))
                     o.update(ctx_chars=len(ctx), over_limit=len(ctx) > CLAUDE_LIMIT, ms=ms,
                              dumping=o["sessions"] > DUMP_FACTOR * k, ctx_hash=hash(ctx))
                     res["k"][k][name] = o
@@ -168,7 +168,7 @@ def replay_session(om, hay, proj, index, results):
             prompts += 1
             chars += len(ctx)
             for it in items:
-                tids = {hay.turns[i].tid for i in index.turns_of(it)}
+                tids = {hay.turns[i].tid for i in index.turns_of(memory_text(it))}
                 if tids and tids <= shown:
                     repeated += 1
                 shown |= tids

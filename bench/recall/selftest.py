@@ -8,7 +8,7 @@ import gen_coding
 import needle
 import written
 from baselines import BM25, recency_top
-from ovmemdrv import capture_events, parse_items
+from ovmemdrv import capture_events, memory_text, parse_items
 from units import CJK, TurnIndex, contains_run, lme_haystack, shared_words
 
 FAILS = []
@@ -74,6 +74,11 @@ def main():
 
     block = "<ovmem-memory>\nFacts recalled:\n- [2025-01-02, codex] User: a\n  Assistant: b\n- [2025-01-03] c\n</ovmem-memory>"
     check(parse_items(block) == ["- [2025-01-02, codex] User: a\n  Assistant: b", "- [2025-01-03] c"], "block parser")
+    labelled = "- [2025-01-02, codex] User: ok, do it\n  Assistant: done\n  (in a session about: the staging deploy…)"
+    check(memory_text(labelled) == "- [2025-01-02, codex] User: ok, do it\n  Assistant: done", "topic label left out of the mapping")
+    two = labelled.replace("staging deploy…)", "staging deploy\n  of friday…)") + "\n  User: and then?\n  Assistant: rolled back"
+    check(memory_text(two) == "- [2025-01-02, codex] User: ok, do it\n  Assistant: done\n  User: and then?\n  Assistant: rolled back",
+          "a topic label over two lines, then the next turn")
     for harness in gen_coding.HARNESSES:
         evs = capture_events(harness, "s1", "/p", "hi there", "hello", 1700000000)
         check(len(evs) == 2 and all(isinstance(p, dict) for _, p in evs), f"capture payloads for {harness}")

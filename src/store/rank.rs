@@ -636,7 +636,9 @@ pub fn rerank(
                     sel.pick(j, candidates, &order, &score_of, &sets);
                 }
             }
-            if sel.picked.len() < limit {
+            // The memory that went first may have taken this one along (a revision in the same
+            // session shows its session's other good turns with it): shown once.
+            if sel.picked.len() < limit && !sel.used.contains(&i) {
                 sel.pick(i, candidates, &order, &score_of, &sets);
             }
         }
@@ -1091,6 +1093,40 @@ mod tests {
         let c = candidates(true);
         assert!(!docs(&c, 3).contains(&5), "{:?}", docs(&c, 3));
         assert_eq!(docs(&c, 3)[0], 1, "{:?}", docs(&c, 3));
+    }
+
+    /// A decision revised later in its own session: the revision goes first and takes the
+    /// decision along as a turn of its session; the decision is not shown a second time.
+    #[test]
+    fn a_memory_taken_along_by_its_reviser_is_shown_once() {
+        let q = q("how long do we keep meter photos", &[("meter", 3), ("photo", 3)], 100);
+        let rows = [
+            ("keep meter photos for 90 days", 6.0, 1_000, "s"),
+            ("the privacy officer says 90 days is too long: keep meter photos 30 days instead", 5.0, 1_120, "s"),
+            ("meter readings are checked against last year", 2.0, 900, "t"),
+        ];
+        let candidates: Vec<Candidate> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (t, bm25, at, s))| Candidate {
+                doc: i as i64 + 1,
+                bm25: *bm25,
+                matched: 0b11,
+                session: Some(s),
+                created_at: *at,
+                fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
+                said: [t, ""],
+                dense: None,
+                vector: None,
+            })
+            .collect();
+        let top = rerank(&q, &candidates, &[(0, 1)], 10_000, 3);
+        let mut shown: Vec<i64> = top.iter().flat_map(|r| std::iter::once(r.doc).chain(r.with.iter().copied())).collect();
+        assert_eq!(top[0].doc, 2, "the revision first: {top:?}");
+        let n = shown.len();
+        shown.sort_unstable();
+        shown.dedup();
+        assert_eq!(shown.len(), n, "every memory once: {top:?}");
     }
 
     #[test]
