@@ -786,11 +786,11 @@ impl Store {
         let signs = if asks { Some(vectors::signs(c, bank_id)?) } else { None };
         let mut analysed: Vec<[Vec<text::Term>; 3]> = memories.iter().map(|(_, m)| analyse(m)).collect();
         let qvec = question();
-        let near: Vec<(i64, f32)> = match (&qvec, &signs) {
-            (Some(v), Some(signs)) => vectors::nearest(c, signs, v, rank::DENSE)?,
+        let mut near: Vec<(i64, vectors::Read)> = match (&qvec, &signs) {
+            (Some(v), Some(signs)) => vectors::nearest_read(c, signs, v, rank::DENSE)?,
             _ => Vec::new(),
         };
-        for &(doc, _) in near.iter().filter(|(d, cos)| !lexical.contains(d) && *cos >= rank::MIN_COSINE) {
+        for &(doc, _) in near.iter().filter(|(d, (_, cos))| !lexical.contains(d) && *cos >= rank::MIN_COSINE) {
             if let Some((m, dl)) = self.get_with_len(doc)? {
                 memories.push((rank::Scored { doc, score: 0.0, matched: 0 }, m));
                 lens.push(dl);
@@ -822,12 +822,12 @@ impl Store {
         }
         // Each candidate's subject (its first vector) and its cosine with the question (its
         // nearest passage's).
-        let mut vectors: std::collections::HashMap<i64, vectors::Read> = match &qvec {
-            Some(v) => {
-                vectors::read(c, &memories.iter().map(|(_, m)| m.id).collect::<Vec<_>>(), v)?.into_iter().collect()
-            }
-            None => Default::default(),
-        };
+        // Those the search by meaning read already are not read again.
+        let mut vectors: std::collections::HashMap<i64, vectors::Read> = near.drain(..).collect();
+        if let Some(v) = &qvec {
+            let unread: Vec<i64> = memories.iter().map(|(_, m)| m.id).filter(|id| !vectors.contains_key(id)).collect();
+            vectors.extend(vectors::read(c, &unread, v)?);
+        }
         // The terms too common to scan still count, on each candidate's own text (all of them for
         // a memory found by its meaning alone).
         analysed.extend(memories[analysed.len()..].iter().map(|(_, m)| analyse(m)));

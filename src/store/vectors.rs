@@ -301,12 +301,25 @@ pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<V
 
 /// [`search`] over sign bits read before.
 pub fn nearest(c: &Connection, signs: &Signs, query: &[f32], keep: usize) -> Result<Vec<(i64, f32)>> {
+    Ok(nearest_scanned(c, signs, query, keep, false)?.into_iter().map(|(id, _, cos)| (id, cos)).collect())
+}
+
+/// [`nearest`] with each memory's first vector too (its subject, as [`read`] gives it), decoded
+/// from the codes the search has read already: recall needs them for its candidates.
+pub fn nearest_read(c: &Connection, signs: &Signs, query: &[f32], keep: usize) -> Result<Vec<(i64, Read)>> {
+    Ok(nearest_scanned(c, signs, query, keep, true)?
+        .into_iter()
+        .filter_map(|(id, head, cos)| Some((id, (head?, cos))))
+        .collect())
+}
+
+fn nearest_scanned(c: &Connection, signs: &Signs, query: &[f32], keep: usize, head: bool) -> Result<Vec<Scanned>> {
     let mut ids = shortlist(&signs.entries, &embed::bits(query));
     // A memory's passages are entries of their own: it is scored once.
     ids.sort_unstable();
     ids.dedup();
-    let mut scored = cosines(c, &ids, query)?;
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    let mut scored = scan(c, &ids, Some(query), head)?;
+    scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.0.cmp(&a.0)));
     scored.truncate(keep);
     Ok(scored)
 }
