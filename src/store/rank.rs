@@ -1121,7 +1121,8 @@ mod tests {
             })
             .collect();
         let top = rerank(&q, &candidates, &[(0, 1)], 10_000, 3);
-        let mut shown: Vec<i64> = top.iter().flat_map(|r| std::iter::once(r.doc).chain(r.with.iter().copied())).collect();
+        let mut shown: Vec<i64> =
+            top.iter().flat_map(|r| std::iter::once(r.doc).chain(r.with.iter().copied())).collect();
         assert_eq!(top[0].doc, 2, "the revision first: {top:?}");
         let n = shown.len();
         shown.sort_unstable();
