@@ -46,6 +46,7 @@ const STEPS: &[Step] = &[
     (9, vectors::step_9),
     (10, revise::step_10),
     (11, vectors::step_11),
+    (12, vectors::step_12),
 ];
 
 /// The schema version of a store that has run every step.
@@ -1736,6 +1737,48 @@ mod tests {
         assert!(s.forget(b).unwrap());
         assert_eq!(vector_rows(&s), (0, 0));
         assert_eq!(s.conn.query_row("SELECT count(*) FROM vector_blocks", [], |r| r.get::<_, i64>(0)).unwrap(), 0);
+    }
+
+    /// The queue of memories without vectors follows every way a memory or its vectors come and
+    /// go, and agrees with the anti-join over the whole bank it stands for.
+    #[test]
+    fn memories_without_vectors_are_queued_and_leave_the_queue_when_embedded_or_forgotten() {
+        let s = Store::open_in_memory().unwrap();
+        let by_join = |s: &Store| -> i64 {
+            s.conn
+                .query_row(
+                    "SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.memory_id = m.id)",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        let a = s.add_fact("b", "deploys go through Jenkins on ci.internal:8080", None, 1).unwrap().unwrap();
+        let b = s.add_fact("b", "the staging database listens on port 5433", None, 2).unwrap().unwrap();
+        assert_eq!((s.missing_vectors().unwrap(), by_join(&s)), (0, 0), "embedded as they were written");
+        // Vectors dropped (a schema step that recomputes them), then forgotten, then embedded.
+        s.conn.execute_batch("DELETE FROM vectors; DELETE FROM vector_blocks;").unwrap();
+        assert_eq!((s.missing_vectors().unwrap(), by_join(&s)), (2, 2));
+        assert!(s.forget(b).unwrap());
+        assert_eq!((s.missing_vectors().unwrap(), by_join(&s)), (1, 1));
+        let todo = vectors::todo(&s.conn, 10).unwrap();
+        assert_eq!(todo.iter().map(|t| t.0).collect::<Vec<_>>(), [a]);
+        assert_eq!(s.backfill(Duration::from_secs(5)).unwrap().embedded, 1);
+        assert_eq!((s.missing_vectors().unwrap(), by_join(&s)), (0, 0));
+        // An import writes no vectors: all of it is queued, newest first.
+        let ms = (0..3).map(|i| {
+            Ok(Memory {
+                bank: "b".into(),
+                kind: Kind::Fact,
+                prompt: format!("imported fact number {i}"),
+                created_at: 10 + i as i64,
+                ..Default::default()
+            })
+        });
+        s.import(ms, 100).unwrap();
+        assert_eq!((s.missing_vectors().unwrap(), by_join(&s)), (3, 3));
+        let todo = vectors::todo(&s.conn, 2).unwrap();
+        assert!(todo[0].0 > todo[1].0, "newest first");
     }
 
     #[test]
