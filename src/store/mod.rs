@@ -787,7 +787,7 @@ impl Store {
         let signs = if asks { Some(vectors::signs(c, bank_id)?) } else { None };
         let mut analysed: Vec<[Vec<text::Term>; 3]> = memories.iter().map(|(_, m)| analyse(m)).collect();
         let qvec = question();
-        let mut near: Vec<(i64, vectors::Read)> = match (&qvec, &signs) {
+        let near: Vec<(i64, vectors::Read)> = match (&qvec, &signs) {
             (Some(v), Some(signs)) => vectors::nearest_read(c, signs, v, rank::DENSE)?,
             _ => Vec::new(),
         };
@@ -824,7 +824,7 @@ impl Store {
         // Each candidate's subject (its first vector) and its cosine with the question (its
         // nearest passage's).
         // Those the search by meaning read already are not read again.
-        let mut vectors: std::collections::HashMap<i64, vectors::Read> = near.drain(..).collect();
+        let mut vectors: std::collections::HashMap<i64, vectors::Read> = near.into_iter().collect();
         if let Some(v) = &qvec {
             let unread: Vec<i64> = memories.iter().map(|(_, m)| m.id).filter(|id| !vectors.contains_key(id)).collect();
             vectors.extend(vectors::read(c, &unread, v)?);

@@ -259,8 +259,8 @@ pub fn step_11(c: &Connection) -> Result<()> {
 
 /// Schema step 12: the memories without vectors are kept in a queue (`vectors_todo`) by
 /// triggers, so finding them does not read the whole bank. The anti-join it replaces read every
-/// memory's row at each stop and session start, even when none was missing: 13 ms at 10,000
-/// memories, growing with the bank.
+/// memory's row at each stop and session start, even when none was missing: about 4 ms of a Stop
+/// hook at 10,000 memories, growing with the bank.
 pub fn step_12(c: &Connection) -> Result<()> {
     c.execute_batch(
         "CREATE TABLE IF NOT EXISTS vectors_todo (id INTEGER PRIMARY KEY);
@@ -318,24 +318,32 @@ pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<V
 
 /// [`search`] over sign bits read before.
 pub fn nearest(c: &Connection, signs: &Signs, query: &[f32], keep: usize) -> Result<Vec<(i64, f32)>> {
-    Ok(nearest_scanned(c, signs, query, keep, false)?.into_iter().map(|(id, _, cos)| (id, cos)).collect())
+    Ok(nearest_scanned(c, signs, query, keep)?.into_iter().map(|(id, _, cos)| (id, cos)).collect())
 }
 
 /// [`nearest`] with each memory's first vector too (its subject, as [`read`] gives it), decoded
-/// from the codes the search has read already: recall needs them for its candidates.
+/// from the codes the search has read already, for the kept memories only: recall needs them
+/// for its candidates.
 pub fn nearest_read(c: &Connection, signs: &Signs, query: &[f32], keep: usize) -> Result<Vec<(i64, Read)>> {
-    Ok(nearest_scanned(c, signs, query, keep, true)?
+    Ok(nearest_scanned(c, signs, query, keep)?
         .into_iter()
-        .filter_map(|(id, head, cos)| Some((id, (head?, cos))))
+        .filter_map(|(id, first, cos)| Some((id, (Code::decode(&first)?, cos))))
         .collect())
 }
 
-fn nearest_scanned(c: &Connection, signs: &Signs, query: &[f32], keep: usize, head: bool) -> Result<Vec<Scanned>> {
+/// The `keep` memories nearest to `query` among those the sign bits shortlist: each with its
+/// first code (still encoded) and its cosine.
+fn nearest_scanned(
+    c: &Connection,
+    signs: &Signs,
+    query: &[f32],
+    keep: usize,
+) -> Result<Vec<(i64, [u8; embed::CODE_BYTES], f32)>> {
     let mut ids = shortlist(&signs.entries, &embed::bits(query));
     // A memory's passages are entries of their own: it is scored once.
     ids.sort_unstable();
     ids.dedup();
-    let mut scored = scan(c, &ids, Some(query), head)?;
+    let mut scored = scan(c, &ids, Some(query), |first| first.try_into().ok())?;
     scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.0.cmp(&a.0)));
     scored.truncate(keep);
     Ok(scored)
@@ -374,7 +382,7 @@ fn shortlist_of(entries: &[u8], qbits: &[u8]) -> Vec<i64> {
 
 /// The cosine of the query with each memory that has a vector: with the nearest of its vectors.
 pub fn cosines(c: &Connection, ids: &[i64], query: &[f32]) -> Result<Vec<(i64, f32)>> {
-    Ok(scan(c, ids, Some(query), false)?.into_iter().map(|(id, _, cos)| (id, cos)).collect())
+    Ok(scan(c, ids, Some(query), |_| Some(()))?.into_iter().map(|(id, _, cos)| (id, cos)).collect())
 }
 
 /// A memory's first vector (its subject) and the cosine of a query with the nearest of its vectors.
@@ -383,39 +391,35 @@ pub type Read = (Vec<f32>, f32);
 /// Each of these memories that has a vector: its first one (its subject, see [`Vectors`]) and
 /// the cosine of the query with the nearest of them, in `ids`' order.
 pub fn read(c: &Connection, ids: &[i64], query: &[f32]) -> Result<Vec<(i64, Read)>> {
-    Ok(scan(c, ids, Some(query), true)?.into_iter().filter_map(|(id, head, cos)| Some((id, (head?, cos)))).collect())
+    Ok(scan(c, ids, Some(query), Code::decode)?.into_iter().map(|(id, head, cos)| (id, (head, cos))).collect())
 }
 
 /// The first stored vector of these memories (those that have one: their subject), read back
 /// from its code.
 pub fn vectors(c: &Connection, ids: &[i64]) -> Result<std::collections::HashMap<i64, Vec<f32>>> {
-    Ok(scan(c, ids, None, true)?.into_iter().filter_map(|(id, head, _)| Some((id, head?))).collect())
+    Ok(scan(c, ids, None, Code::decode)?.into_iter().map(|(id, head, _)| (id, head)).collect())
 }
 
-/// A memory's id, its first vector (when asked for) and a query's cosine with it ([`scan`]).
-type Scanned = (i64, Option<Vec<f32>>, f32);
-
-/// The one reader of memories' codes: for each of `ids` that has vectors, in order, its first
-/// vector decoded (when `head`) and the cosine of `query` with the nearest of its vectors (0
-/// without a query).
-fn scan(c: &Connection, ids: &[i64], query: Option<&[f32]>, head: bool) -> Result<Vec<Scanned>> {
+/// The one reader of memories' codes: for each of `ids` that has vectors, in order, what `first`
+/// takes of its first code (a memory it gives nothing for is left out) and the cosine of `query`
+/// with the nearest of its vectors (0 without a query).
+fn scan<T>(
+    c: &Connection,
+    ids: &[i64],
+    query: Option<&[f32]>,
+    first: impl Fn(&[u8]) -> Option<T>,
+) -> Result<Vec<(i64, T, f32)>> {
     let mut stmt = c.prepare_cached("SELECT code FROM vectors WHERE memory_id = ?1")?;
     let mut out = Vec::with_capacity(ids.len());
     for &id in ids {
         let mut rows = stmt.query([id])?;
         let Some(r) = rows.next()? else { continue };
         let codes = r.get_ref(0)?.as_blob()?;
-        let Some(first) = codes.get(..embed::CODE_BYTES) else { continue };
-        let decoded = if head {
-            let Some(v) = Code::decode(first) else { continue };
-            Some(v)
-        } else {
-            None
-        };
+        let Some(taken) = codes.get(..embed::CODE_BYTES).and_then(&first) else { continue };
         let cos = query.map_or(0.0, |q| {
             codes.chunks_exact(embed::CODE_BYTES).map(|code| Code::cosine(q, code)).fold(f32::MIN, f32::max)
         });
-        out.push((id, decoded, cos));
+        out.push((id, taken, cos));
     }
     Ok(out)
 }
