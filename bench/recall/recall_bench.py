@@ -355,6 +355,14 @@ def suite_needle(args, cfg):
             print(f"  [needle {size}] importing {len(docs)} memories", file=sys.stderr, flush=True)
             import_ms, import_msg = om.import_file(path, proj)
             os.unlink(path)
+            # Import stores the words at once and leaves the vectors to later hooks and `ovmem
+            # sync`; a bank in use has them, so they are added before asking (up to --vectors-upto).
+            embed_s = None
+            if size <= cfg["vectors_upto"]:
+                print(f"  [needle {size}] adding vectors (ovmem sync)", file=sys.stderr, flush=True)
+                t1 = time.perf_counter()
+                om.run(["sync", "--timeout", "7200"])
+                embed_s = time.perf_counter() - t1
             disk = om.disk_bytes()
             found = {str(k): [] for k in cfg["ks"]}
             ctx = {str(k): [] for k in cfg["ks"]}
@@ -378,7 +386,7 @@ def suite_needle(args, cfg):
                 base["recency"][str(k)] = sum(1 for i in range(len(ns)) if where[i] in newest[:k])
             db = disk["memory.db"] + disk["memory.db-wal"]
             entry = {
-                "memories": len(docs), "import_s": import_ms / 1000.0, "import_per_s": len(docs) / (import_ms / 1000.0),
+                "memories": len(docs), "import_s": import_ms / 1000.0, "vectors_s": embed_s, "import_per_s": len(docs) / (import_ms / 1000.0),
                 "import_output": import_msg, "disk_bytes": disk, "raw_text_bytes": raw, "disk_over_raw": db / raw,
                 "found": {k: sum(v) for k, v in found.items()}, "found_each": found,
                 "ctx_chars_max": {k: max(v) for k, v in ctx.items()},
@@ -434,7 +442,9 @@ def report_recall(name, s, ks, cfg):
     for sy in syst:
         if sy.startswith("ovmem-"):
             d = s["all"][str(ks[0])][sy].get("differs_from_default", 0)
-            lines += [f"`OVMEM_RECALL_MODE={sy[6:]}`: the context differed from the default's for {d} of "
+            knob = ",".join(f"{k}={v}" for k, v in VARIANTS[sy[6:]].items()) if sy[6:] in VARIANTS \
+                else f"OVMEM_RECALL_MODE={sy[6:]}"
+            lines += [f"`{knob}`: the context differed from the default's for {d} of "
                       f"{s['all']['n']} questions at k={ks[0]}" + (" (the binary ignores the knob)" if d == 0 else "") + ".", ""]
     if any("turn_hit" in e[str(ks[0])]["ovmem"] for e in s.values()):
         head = ["category"] + [f"turn hit@{k} {label(sy)}" for k in ks for sy in syst]
@@ -489,13 +499,15 @@ def report_recall(name, s, ks, cfg):
 
 def report_needle(nd, ks):
     kl = str(max(ks))
-    head = ["memories", "import s", "import /s", "disk MB (db+wal)", "raw text MB", "disk/raw"]
+    head = ["memories", "import s", "import /s", "vectors added s", "disk MB (db+wal)", "raw text MB", "disk/raw"]
     head += [f"ovmem found@{k}" for k in ks] + [f"BM25 found@{k}" for k in ks] + [f"recency found@{kl}"]
     head += [f"hook p50 / p95 ms (k={kl})", "/bin/true p50 ms", "p50 / true"]
     lines = ["### needle sweep (20 needles)", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for e in nd["sizes"]:
         db = e["disk_bytes"]["memory.db"] + e["disk_bytes"]["memory.db-wal"]
-        row = [f"{e['memories']:,}", f(e["import_s"], 1), f"{e['import_per_s']:,.0f}", f(db / 1e6, 1),
+        vs = e.get("vectors_s")
+        row = [f"{e['memories']:,}", f(e["import_s"], 1), f"{e['import_per_s']:,.0f}",
+               "none (words only)" if vs is None else f(vs, 0), f(db / 1e6, 1),
                f(e["raw_text_bytes"] / 1e6, 1), f(e["disk_over_raw"], 2)]
         row += [f"{e['found'][str(k)]}/20" for k in ks] + [f"{e['baselines']['bm25'][str(k)]}/20" for k in ks]
         row += [f"{e['baselines']['recency'][kl]}/20", f"{f(e['hook_ms_p50'], 1)} / {f(e['hook_ms_p95'], 1)}",
@@ -534,6 +546,9 @@ def main():
                                                                    "(gemini-cli payloads carry the session dates)")
     ap.add_argument("--public-json", help="a LongMemEval-format file already on disk (labelled local, not registry)")
     ap.add_argument("--public-sha256", help="the sha256 --public-json must have")
+    ap.add_argument("--vectors-upto", default="100k",
+                    help="needle sweep: add every memory's vectors (`ovmem sync`) before asking, up to this size "
+                         "(about 400 memories/s on 2 cores; larger sizes are asked with words only, as right after an import)")
     ap.add_argument("--latency-runs", type=int, default=5, help="extra passes over the 20 needle questions for latency")
     ap.add_argument("--out", help="JSON results file (default: $OVMEM_BENCH_DIR/recall/results-<time>.json)")
     ap.add_argument("--keep", action="store_true", help="keep the throwaway homes and banks")
@@ -554,7 +569,7 @@ def main():
         if m not in MODES and m not in VARIANTS:
             raise SystemExit(f"--modes: `{m}` is not one of {', '.join(MODES)}")
     cfg = {"binary": os.path.realpath(args.ovmem), "capture": args.capture, "ks": ks, "jobs": args.jobs, "tmp": tmp,
-           "keep": args.keep, "modes": modes}
+           "keep": args.keep, "modes": modes, "vectors_upto": parse_size(args.vectors_upto)}
     started = time.time()
     argv, skip = [], False
     for a in sys.argv[1:]:  # the user's own arguments: run.sh adds --ovmem and --label itself

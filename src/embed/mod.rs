@@ -48,7 +48,7 @@ pub fn encoder() -> &'static Encoder {
 /// A question vector being computed ahead ([`Model::prefetch`]).
 struct Prefetch;
 
-type Pending = Option<(String, std::thread::JoinHandle<Option<Vec<f32>>>)>;
+type Pending = Option<(std::sync::Arc<str>, std::thread::JoinHandle<Option<Vec<f32>>>)>;
 
 impl Prefetch {
     fn slot() -> &'static std::sync::Mutex<Pending> {
@@ -60,7 +60,7 @@ impl Prefetch {
     /// thread panicked: then it is computed here).
     fn take(text: &str) -> Option<Option<Vec<f32>>> {
         let mut slot = Self::slot().lock().unwrap_or_else(|e| e.into_inner());
-        if slot.as_ref().is_none_or(|(t, _)| t != text) {
+        if slot.as_ref().is_none_or(|(t, _)| &**t != text) {
             return None;
         }
         let (_, handle) = slot.take()?;
@@ -200,11 +200,13 @@ impl Model {
     /// prompt, so that the model reads the question while the store is opened and searched by
     /// its words (the machine has a second core; encoding is most of a recall's time).
     pub fn prefetch(text: &str) {
-        let owned = text.to_owned();
+        // One copy of the prompt, shared by the thread and the slot that names what it computes.
+        let shared: std::sync::Arc<str> = text.into();
+        let theirs = shared.clone();
         let spawned =
-            std::thread::Builder::new().name("question".into()).spawn(move || Model::get().question_now(&owned));
+            std::thread::Builder::new().name("question".into()).spawn(move || Model::get().question_now(&theirs));
         if let Ok(handle) = spawned {
-            *Prefetch::slot().lock().unwrap_or_else(|e| e.into_inner()) = Some((text.to_owned(), handle));
+            *Prefetch::slot().lock().unwrap_or_else(|e| e.into_inner()) = Some((shared, handle));
         }
     }
 

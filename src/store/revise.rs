@@ -371,11 +371,12 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
     // model puts the two close together. The nearest earlier memories, when near enough.
     if linked.len() < OLDER {
         if let Some(v) = super::vectors::vectors(c, &[id])?.remove(&id) {
-            // Found by any of their vectors, judged on their subjects (first vectors) alone.
-            let ids: Vec<i64> =
-                super::vectors::search(c, bank, &v, 4 * OLDER + 1)?.into_iter().map(|(doc, _)| doc).collect();
-            let subjects = super::vectors::vectors(c, &ids)?;
-            let mut near: Vec<(i64, f32)> = subjects.iter().map(|(&doc, s)| (doc, crate::embed::dot(&v, s))).collect();
+            // Found by any of their vectors, judged on their subjects (first vectors, which the
+            // search decodes for the memories it keeps) alone.
+            let signs = super::vectors::signs(c, bank)?;
+            let found = super::vectors::nearest_read(c, &signs, &v, 4 * OLDER + 1)?;
+            let mut near: Vec<(i64, f32)> =
+                found.iter().map(|(doc, (subject, _))| (*doc, crate::embed::dot(&v, subject))).collect();
             near.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
             let mut best: Option<f32> = None;
             for (doc, cos) in near {
