@@ -10,6 +10,8 @@
 //! tests need no server and always run.
 #![cfg(unix)]
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -21,6 +23,8 @@ use ovmem::backend::hindsight::{self, Hindsight};
 use ovmem::backend::openviking::{self, OpenViking};
 use ovmem::backend::{configure, team_bank, Choice, Remote, RemoteError, Secret, Turn};
 use serde_json::Value;
+
+use common::RefusingPort;
 
 const OVMEM: &str = env!("CARGO_BIN_EXE_ovmem");
 const HS_KEY: &str = "ovmem-test-hindsight-key-5e1f";
@@ -593,11 +597,8 @@ fn all_calls_fail_within(url: &str, budget: Duration, slack: Duration, expect: f
 
 #[test]
 fn a_dead_server_fails_at_once() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    }; // closed again: connections are refused
-    let url = format!("http://127.0.0.1:{port}");
+    let port = RefusingPort::new();
+    let url = port.url();
     let budget = Duration::from_millis(1500);
     let t = Instant::now();
     let n = all_calls_fail_within(

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{stderr, Home, FIXTURES, OVMEM};
+use common::{stderr, Home, RefusingPort, FIXTURES, OVMEM};
 use serde_json::Value;
 
 fn stdout(o: &Output) -> String {
@@ -636,12 +636,6 @@ fn a_hung_app_server_costs_status_seconds_not_twenty() {
 // ------------------------------------------------------------------------------------------------
 // Issue 9: --backend flags, status and check showing the backend and the queue
 
-/// A port nothing listens on.
-fn dead_url() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
-}
-
 /// A server that accepts connections and never answers.
 fn silent_url() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -669,7 +663,8 @@ fn all_text(home: &Home) -> String {
 #[test]
 fn install_backend_flags_save_the_server_and_never_print_the_token() {
     let home = Home::new();
-    let url = dead_url();
+    let dead = RefusingPort::new();
+    let url = dead.url();
     let token = "hs-token-f00d-4711";
     // The token through stdin, as the help recommends.
     let mut child = home
@@ -770,7 +765,8 @@ fn install_backend_flags_save_the_server_and_never_print_the_token() {
 #[test]
 fn a_password_in_the_server_url_is_never_shown() {
     let home = Home::new();
-    let url = dead_url().replace("http://", "http://ann:url-pass-5150@");
+    let dead = RefusingPort::new();
+    let url = dead.url().replace("http://", "http://ann:url-pass-5150@");
     // install refuses to save it (config.toml never holds a credential) and says what to give.
     let out = home.run(&["install", "--harness", "cursor", "--backend", "hindsight", "--api-url", &url, "--json"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -801,7 +797,8 @@ fn status_waits_for_a_silent_server_only_200_ms() {
 #[test]
 fn status_shows_the_queue_and_check_reports_an_old_one() {
     let home = Home::new();
-    let url = dead_url();
+    let dead = RefusingPort::new();
+    let url = dead.url();
     home.ok(&["install", "--harness", "claude-code", "--backend", "hindsight", "--api-url", &url]);
     let proj = home.path().join("proj");
     std::fs::create_dir_all(&proj).unwrap();
@@ -877,7 +874,8 @@ fn config(home: &Home) -> String {
 
 #[test]
 fn migrate_carries_hindsight_clines_server_bank_and_token() {
-    let url = dead_url();
+    let dead = RefusingPort::new();
+    let url = dead.url();
     let home = hindsight_cline_home(&cline_settings(&url, Some("hs-cline-token-3141"), "cline"));
     let out = home.ok(&["migrate", "--harness", "cline", "--dry-run"]);
     assert!(
@@ -916,8 +914,8 @@ fn migrate_carries_hindsight_clines_server_bank_and_token() {
 
 #[test]
 fn migrate_keeps_a_backend_the_user_chose_unless_forced() {
-    let old = dead_url();
-    let theirs = dead_url();
+    let (old_port, their_port) = (RefusingPort::new(), RefusingPort::new());
+    let (old, theirs) = (old_port.url(), their_port.url());
     let settings = cline_settings(&old, None, "old-bank");
     // Another server configured: kept, and said so.
     let home = hindsight_cline_home(&settings);
@@ -977,7 +975,8 @@ fn migrate_never_adopts_settings_from_a_project() {
 
 #[test]
 fn migrate_guesses_nothing_when_old_integrations_disagree() {
-    let home = hindsight_cline_home(&cline_settings(&dead_url(), None, "cline"));
+    let dead = RefusingPort::new();
+    let home = hindsight_cline_home(&cline_settings(&dead.url(), None, "cline"));
     // OpenViking's Cursor plugin too, with its own server.
     let lh = Path::new(FIXTURES).join("legacy-home");
     home.put(".cursor/hooks.json", &std::fs::read(lh.join(".cursor/hooks.json")).unwrap());
@@ -1214,7 +1213,8 @@ fn uninstall_on_a_terminal_shows_what_goes_and_asks() {
 #[test]
 fn a_token_typed_at_the_terminal_is_not_echoed() {
     let home = Home::new();
-    let url = dead_url();
+    let dead = RefusingPort::new();
+    let url = dead.url();
     let args = format!("install --harness cursor --backend hindsight --api-url {url} --api-token -");
     let Some(t) = Tmux::start(&home, &args) else { return };
     t.wait_for("Hindsight API token:");
