@@ -294,37 +294,28 @@ pub struct Signs {
 /// See [`Signs`]. The blocks' bytes are read straight into one buffer sized for them all
 /// (SQLite's incremental blob reads): a column read copies each block's overflow pages into a
 /// buffer of its own first, and the entries grew by doubling (39 MB at a million memories). At
-/// 10,000 memories this read took 1.9-2.0 ms instead of 2.15-2.4. Should it fail (a writer
-/// changed a block between the two reads), the blocks are read again as columns.
+/// 10,000 memories this read took 1.9-2.0 ms instead of 2.15-2.4. The blocks' sizes and their
+/// bytes are read from one snapshot (a transaction of their own unless one is open already), so
+/// a block a writer changes in between is never half seen.
 pub fn signs(c: &Connection, bank: i64) -> Result<Signs> {
-    signs_direct(c, bank).or_else(|_| signs_by_rows(c, bank))
+    let own = c.is_autocommit();
+    if own {
+        c.execute_batch("BEGIN")?;
+    }
+    let read = read_signs(c, bank);
+    let ended = if own { c.execute_batch("COMMIT") } else { Ok(()) };
+    let signs = read?;
+    ended?;
+    Ok(signs)
 }
 
-/// [`signs`] as columns, one statement for each kind of block.
-fn signs_by_rows(c: &Connection, bank: i64) -> Result<Signs> {
-    let mut entries = Vec::new();
-    let mut stmt = c.prepare_cached("SELECT data FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2")?;
-    let mut rows = stmt.query([bank, HEADS])?;
-    while let Some(r) = rows.next()? {
-        entries.extend_from_slice(r.get_ref(0)?.as_blob()?);
-    }
-    let heads = entries.len();
-    let mut stmt =
-        c.prepare_cached("SELECT data FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id DESC")?;
-    let mut rows = stmt.query([bank, PASSAGES])?;
-    while (entries.len() - heads) / ENTRY < PASSAGE_SCAN {
-        let Some(r) = rows.next()? else { break };
-        entries.extend_from_slice(r.get_ref(0)?.as_blob()?);
-    }
-    Ok(Signs { entries })
-}
-
-/// [`signs`] by blob reads: the blocks and their sizes first (a blob's length is in its row's
-/// header; its content is not read), then each block into its place.
-fn signs_direct(c: &Connection, bank: i64) -> Result<Signs> {
+/// [`signs`]: the blocks and their sizes first (a blob's length is in its row's header; its
+/// content is not read), then each block into its place.
+fn read_signs(c: &Connection, bank: i64) -> Result<Signs> {
     let mut blocks: Vec<(i64, usize)> = Vec::new();
-    let mut stmt =
-        c.prepare_cached("SELECT id, length(data) FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2")?;
+    let mut stmt = c.prepare_cached(
+        "SELECT id, length(data) FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id",
+    )?;
     let mut rows = stmt.query([bank, HEADS])?;
     while let Some(r) = rows.next()? {
         blocks.push((r.get(0)?, r.get(1)?));
@@ -472,7 +463,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sign_bits_read_as_blobs_are_the_blocks_read_as_columns() {
+    fn sign_bits_are_every_first_vectors_block_then_the_newest_passages_blocks() {
         let s = crate::store::Store::open_in_memory().unwrap();
         let c = &*s.conn;
         let block = |first: i64, n: usize| -> Vec<u8> {
@@ -485,26 +476,33 @@ mod tests {
         };
         let mut insert =
             c.prepare("INSERT INTO vector_blocks (bank_id, n, passages, data) VALUES (?1, ?2, ?3, ?4)").unwrap();
-        let mut add = |bank: i64, kind: i64, first: i64, n: usize| {
-            insert.execute(params![bank, n as i64, kind, block(first, n)]).unwrap();
+        let mut add = |bank: i64, kind: i64, first: i64, n: usize| -> Vec<u8> {
+            let data = block(first, n);
+            insert.execute(params![bank, n as i64, kind, data]).unwrap();
+            data
         };
         // Three blocks of first vectors, passages past the scan's limit, and another bank's blocks.
+        let mut heads = Vec::new();
         for (i, n) in [BLOCK, BLOCK, 100].into_iter().enumerate() {
-            add(1, HEADS, 1_000_000 * i as i64, n);
+            heads.extend(add(1, HEADS, 1_000_000 * i as i64, n));
             add(2, HEADS, 9_000_000 + 1_000_000 * i as i64, n);
         }
         let blocks = PASSAGE_SCAN / BLOCK + 5;
-        for b in 0..blocks {
-            add(1, PASSAGES, 100_000_000 + 1_000 * b as i64, BLOCK);
-        }
-        let direct = signs_direct(c, 1).unwrap().entries;
-        assert_eq!(direct, signs_by_rows(c, 1).unwrap().entries);
+        let passages: Vec<Vec<u8>> =
+            (0..blocks).map(|b| add(1, PASSAGES, 100_000_000 + 1_000 * b as i64, BLOCK)).collect();
         // Every first vector, then the newest passages' blocks until the limit is reached.
-        let passages = PASSAGE_SCAN.div_ceil(BLOCK) * BLOCK;
-        assert_eq!(direct.len(), (2 * BLOCK + 100 + passages) * ENTRY);
-        let newest = 100_000_000 + 1_000 * (blocks as i64 - 1);
-        let at = (2 * BLOCK + 100) * ENTRY;
-        assert_eq!(i64::from_le_bytes(direct[at..at + 8].try_into().unwrap()), newest, "newest passages first");
-        assert!(signs_direct(c, 3).unwrap().entries.is_empty(), "a bank without vectors");
+        let read = PASSAGE_SCAN.div_ceil(BLOCK);
+        let expected: Vec<u8> =
+            heads.iter().copied().chain(passages.iter().rev().take(read).flatten().copied()).collect();
+        let got = signs(c, 1).unwrap().entries;
+        assert_eq!(got.len(), (2 * BLOCK + 100 + read * BLOCK) * ENTRY);
+        assert!(got == expected, "the blocks' bytes, in order");
+        assert!(c.is_autocommit(), "the snapshot's transaction is ended");
+        // Inside a transaction already open (linking a memory as it is written): read in it.
+        c.execute_batch("BEGIN").unwrap();
+        assert!(signs(c, 1).unwrap().entries == expected);
+        assert!(!c.is_autocommit(), "the caller's transaction is left open");
+        c.execute_batch("COMMIT").unwrap();
+        assert!(signs(c, 3).unwrap().entries.is_empty(), "a bank without vectors");
     }
 }
