@@ -317,12 +317,8 @@ fn a_removed_hook_and_a_removed_mcp_entry_are_missing() {
 fn a_memory_server_that_does_not_answer_is_a_problem_and_gets_nothing() {
     let home = Home::new();
     home.ok(&["install", "--harness", "claude-code"]);
-    // A port nothing listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    home.put(
-        ".ovmem/config.toml",
-        format!("[backend]\nkind = \"hindsight\"\nurl = \"http://127.0.0.1:{port}\"\n").as_bytes(),
-    );
+    let dead = common::RefusingPort::new();
+    home.put(".ovmem/config.toml", format!("[backend]\nkind = \"hindsight\"\nurl = \"{}\"\n", dead.url()).as_bytes());
     let (code, v) = doctor(&home, &[]);
     assert_eq!(code, 1, "{v:#}");
     assert_eq!(v["backend"]["status"], "failed", "{v:#}");

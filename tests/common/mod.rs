@@ -197,34 +197,31 @@ pub fn run_in(home: &Path, cwd: &Path, args: &[&str], stdin: &[u8], env: &[(&str
 /// A loopback port bound by a socket that never listens: connections to it are refused, and no
 /// other test's server can take it while it is held (a listener bound and closed again frees its
 /// port, which a server started meanwhile may get: its connection then is reset, not refused).
-pub struct RefusingPort(pub u16, libc::c_int);
+pub struct RefusingPort(pub u16, std::os::fd::OwnedFd);
 
 impl RefusingPort {
     pub fn new() -> RefusingPort {
-        // SAFETY: plain socket calls on a socket this function owns; `addr` outlives them.
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain socket calls on a socket this function owns (then handed to `OwnedFd`,
+        // which closes it); `addr` outlives them.
         unsafe {
             let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
             assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let fd = std::os::fd::OwnedFd::from_raw_fd(fd);
             let mut addr: libc::sockaddr_in = std::mem::zeroed();
             addr.sin_family = libc::AF_INET as libc::sa_family_t;
             addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
             let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-            let bound = libc::bind(fd, (&raw const addr).cast(), len);
+            let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+            let bound = libc::bind(raw, (&raw const addr).cast(), len);
             assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
             let mut got = len;
-            assert_eq!(libc::getsockname(fd, (&raw mut addr).cast(), &mut got), 0);
+            assert_eq!(libc::getsockname(raw, (&raw mut addr).cast(), &mut got), 0);
             RefusingPort(u16::from_be(addr.sin_port), fd)
         }
     }
 
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.0)
-    }
-}
-
-impl Drop for RefusingPort {
-    fn drop(&mut self) {
-        // SAFETY: the descriptor is this value's own and is closed once.
-        unsafe { libc::close(self.1) };
     }
 }
