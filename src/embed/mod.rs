@@ -66,6 +66,12 @@ impl Prefetch {
         let (_, handle) = slot.take()?;
         handle.join().ok()
     }
+
+    /// Whether asking for this text's vector would not wait on a thread still computing it.
+    fn ready(text: &str) -> bool {
+        let slot = Self::slot().lock().unwrap_or_else(|e| e.into_inner());
+        slot.as_ref().is_none_or(|(t, handle)| &**t != text || handle.is_finished())
+    }
 }
 
 /// The model's vocabulary.
@@ -193,6 +199,12 @@ impl Model {
             return v;
         }
         self.question_now(text)
+    }
+
+    /// Whether [`Model::question`] would answer at once: no thread is still computing this text's
+    /// vector (asking computes it here when none was started). A recall reads ahead while not.
+    pub fn question_ready(&self, text: &str) -> bool {
+        Prefetch::ready(text)
     }
 
     /// Starts computing `text`'s question vector on a thread of its own, for [`Model::question`]

@@ -782,14 +782,14 @@ impl Store {
             }
         }
         let lexical: std::collections::HashSet<i64> = scored.iter().map(|s| s.doc).collect();
-        // The meaning: the memories nearest to the question, whatever their words; found by
-        // meaning alone, a memory must be near enough to be about the question at all.
-        let signs = if asks { Some(vectors::signs(c, bank_id)?) } else { None };
         let mut analysed: Vec<[Vec<text::Term>; 3]> = memories.iter().map(|(_, m)| analyse(m)).collect();
-        let qvec = question();
-        let near: Vec<(i64, vectors::Read)> = match (&qvec, &signs) {
-            (Some(v), Some(signs)) => vectors::nearest_read(c, signs, v, rank::DENSE)?,
-            _ => Vec::new(),
+        // The meaning: the memories nearest to the question, whatever their words; found by
+        // meaning alone, a memory must be near enough to be about the question at all. The sign
+        // bits are read while the question is still being encoded.
+        let (qvec, near) = if asks {
+            vectors::nearest_meanwhile(c, bank_id, || model.question_ready(query), question, rank::DENSE)?
+        } else {
+            (None, Vec::new())
         };
         for &(doc, _) in near.iter().filter(|(d, (_, cos))| !lexical.contains(d) && *cos >= rank::MIN_COSINE) {
             if let Some((m, dl)) = self.get_with_len(doc)? {

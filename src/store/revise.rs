@@ -373,8 +373,7 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
         if let Some(v) = super::vectors::vectors(c, &[id])?.remove(&id) {
             // Found by any of their vectors, judged on their subjects (first vectors, which the
             // search decodes for the memories it keeps) alone.
-            let signs = super::vectors::signs(c, bank)?;
-            let found = super::vectors::nearest_read(c, &signs, &v, 4 * OLDER + 1)?;
+            let found = super::vectors::nearest_read(c, bank, &v, 4 * OLDER + 1)?;
             let mut near: Vec<(i64, f32)> =
                 found.iter().map(|(doc, (subject, _))| (*doc, crate::embed::dot(&v, subject))).collect();
             near.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));

@@ -284,34 +284,61 @@ pub fn missing(c: &Connection) -> Result<i64> {
     Ok(c.query_row("SELECT count(*) FROM vectors_todo", [], |r| r.get(0))?)
 }
 
-/// The sign bits a search reads of one bank: every first vector's, and the newest passages' up
-/// to [`PASSAGE_SCAN`] entries. Read apart from [`nearest`], so that a recall reads them while
-/// the question is still being encoded.
-pub struct Signs {
-    entries: Vec<u8>,
+/// The `keep` memories of a bank nearest to a unit query vector, nearest first, with their
+/// cosine: the sign bits of every memory choose a [`SHORTLIST`], scored on their int8 codes.
+pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<Vec<(i64, f32)>> {
+    let (_, near) = nearest_meanwhile(c, bank, || true, || Some(query.to_vec()), keep)?;
+    Ok(near.into_iter().map(|(id, (_, cos))| (id, cos)).collect())
 }
 
-/// See [`Signs`]. The blocks' bytes are read straight into one buffer sized for them all
-/// (SQLite's incremental blob reads): a column read copies each block's overflow pages into a
-/// buffer of its own first, and the entries grew by doubling (39 MB at a million memories). At
-/// 10,000 memories this read took 1.9-2.0 ms instead of 2.15-2.4. The blocks' sizes and their
-/// bytes are read from one snapshot (a transaction of their own unless one is open already), so
-/// a block a writer changes in between is never half seen.
-pub fn signs(c: &Connection, bank: i64) -> Result<Signs> {
+/// [`search`] with each memory's first vector too (its subject, as [`read`] gives it), decoded
+/// from the codes the search has read already.
+pub fn nearest_read(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<Vec<(i64, Read)>> {
+    Ok(nearest_meanwhile(c, bank, || true, || Some(query.to_vec()), keep)?.1)
+}
+
+/// What [`nearest_meanwhile`] found: the query vector (`None` when it has none), and the memories
+/// nearest to it with their subjects and cosines, nearest first.
+pub type Found = (Option<Vec<f32>>, Vec<(i64, Read)>);
+
+/// [`nearest_read`] for a query vector that may still be computing on the other core (`query`
+/// waits for it; `ready` says whether it would wait): returns it with what it found.
+///
+/// The sign bits searched are every first vector's and the newest passages' up to
+/// [`PASSAGE_SCAN`] entries, all read in one snapshot (a transaction of their own unless one is
+/// open already). While the query is not ready, their blocks are read ahead into one buffer (a
+/// recall reads them while its question is encoded); once it is, each block left is compared as
+/// it is read, in a buffer of one block. Copying a large bank's blocks into one buffer costs a
+/// page fault per 4 kB written, which at 300,000 memories was most of the read.
+pub fn nearest_meanwhile(
+    c: &Connection,
+    bank: i64,
+    ready: impl Fn() -> bool,
+    query: impl FnOnce() -> Option<Vec<f32>>,
+    keep: usize,
+) -> Result<Found> {
     let own = c.is_autocommit();
     if own {
         c.execute_batch("BEGIN")?;
     }
-    let read = read_signs(c, bank);
+    let found = shortlisted(c, bank, ready, query);
     let ended = if own { c.execute_batch("COMMIT") } else { Ok(()) };
-    let signs = read?;
+    let (query, mut ids) = found?;
     ended?;
-    Ok(signs)
+    let Some(query) = query else { return Ok((None, Vec::new())) };
+    // A memory's passages are entries of their own: it is scored once.
+    ids.sort_unstable();
+    ids.dedup();
+    let mut scored = scan(c, &ids, Some(&query), |first| <[u8; embed::CODE_BYTES]>::try_from(first).ok())?;
+    scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.0.cmp(&a.0)));
+    scored.truncate(keep);
+    let near = scored.into_iter().filter_map(|(id, first, cos)| Some((id, (Code::decode(&first)?, cos)))).collect();
+    Ok((Some(query), near))
 }
 
-/// [`signs`]: the blocks and their sizes first (a blob's length is in its row's header; its
-/// content is not read), then each block into its place.
-fn read_signs(c: &Connection, bank: i64) -> Result<Signs> {
+/// The blocks a search reads, with their sizes (a blob's length is in its row's header; its
+/// content is not read): every first vectors' block, then the passages' newest first.
+fn blocks(c: &Connection, bank: i64) -> Result<Vec<(i64, usize)>> {
     let mut blocks: Vec<(i64, usize)> = Vec::new();
     let mut stmt = c.prepare_cached(
         "SELECT id, length(data) FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id",
@@ -331,87 +358,89 @@ fn read_signs(c: &Connection, bank: i64) -> Result<Signs> {
         blocks.push((r.get(0)?, len));
         passages += len / ENTRY;
     }
-    drop(rows);
-    let mut entries = vec![0u8; blocks.iter().map(|b| b.1).sum()];
-    let Some(&(first, _)) = blocks.first() else { return Ok(Signs { entries }) };
-    let mut blob = c.blob_open(rusqlite::DatabaseName::Main, "vector_blocks", "data", first, true)?;
-    let mut at = 0;
-    for &(id, len) in &blocks {
-        blob.reopen(id)?;
-        blob.read_at_exact(&mut entries[at..at + len], 0)?;
-        at += len;
-    }
-    Ok(Signs { entries })
+    Ok(blocks)
 }
 
-/// The `keep` memories of a bank nearest to a unit query vector, nearest first, with their
-/// cosine: the sign bits of every memory choose a [`SHORTLIST`], scored on their int8 codes.
-pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<Vec<(i64, f32)>> {
-    nearest(c, &signs(c, bank)?, query, keep)
-}
-
-/// [`search`] over sign bits read before.
-pub fn nearest(c: &Connection, signs: &Signs, query: &[f32], keep: usize) -> Result<Vec<(i64, f32)>> {
-    Ok(nearest_scanned(c, signs, query, keep)?.into_iter().map(|(id, _, cos)| (id, cos)).collect())
-}
-
-/// [`nearest`] with each memory's first vector too (its subject, as [`read`] gives it), decoded
-/// from the codes the search has read already, for the kept memories only: recall needs them
-/// for its candidates.
-pub fn nearest_read(c: &Connection, signs: &Signs, query: &[f32], keep: usize) -> Result<Vec<(i64, Read)>> {
-    Ok(nearest_scanned(c, signs, query, keep)?
-        .into_iter()
-        .filter_map(|(id, first, cos)| Some((id, (Code::decode(&first)?, cos))))
-        .collect())
-}
-
-/// The `keep` memories nearest to `query` among those the sign bits shortlist: each with its
-/// first code (still encoded) and its cosine.
-fn nearest_scanned(
+/// [`nearest_meanwhile`]'s snapshot: the query, and the memories of the [`SHORTLIST`] entries
+/// nearest to it.
+fn shortlisted(
     c: &Connection,
-    signs: &Signs,
-    query: &[f32],
-    keep: usize,
-) -> Result<Vec<(i64, [u8; embed::CODE_BYTES], f32)>> {
-    let mut ids = shortlist(&signs.entries, &embed::bits(query));
-    // A memory's passages are entries of their own: it is scored once.
-    ids.sort_unstable();
-    ids.dedup();
-    let mut scored = scan(c, &ids, Some(query), |first| first.try_into().ok())?;
-    scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.0.cmp(&a.0)));
-    scored.truncate(keep);
-    Ok(scored)
+    bank: i64,
+    ready: impl Fn() -> bool,
+    query: impl FnOnce() -> Option<Vec<f32>>,
+) -> Result<(Option<Vec<f32>>, Vec<i64>)> {
+    let blocks = blocks(c, bank)?;
+    let Some(&(first, _)) = blocks.first() else { return Ok((query(), Vec::new())) };
+    let mut blob = c.blob_open(rusqlite::DatabaseName::Main, "vector_blocks", "data", first, true)?;
+    // Zeroed by the allocator: only the pages written to are ever mapped.
+    let mut ahead = vec![0u8; if ready() { 0 } else { blocks.iter().map(|b| b.1).sum() }];
+    let (mut taken, mut at) = (0, 0);
+    for &(id, len) in &blocks {
+        if at + len > ahead.len() || ready() {
+            break;
+        }
+        blob.reopen(id)?;
+        blob.read_at_exact(&mut ahead[at..at + len], 0)?;
+        (taken, at) = (taken + 1, at + len);
+    }
+    let Some(query) = query() else { return Ok((None, Vec::new())) };
+    let mut nearest = Shortlist::new(&query);
+    nearest.offer(&ahead[..at]);
+    let mut one = vec![0u8; BLOCK * ENTRY];
+    for &(id, len) in &blocks[taken..] {
+        if len > one.len() {
+            one.resize(len, 0);
+        }
+        blob.reopen(id)?;
+        blob.read_at_exact(&mut one[..len], 0)?;
+        nearest.offer(&one[..len]);
+    }
+    Ok((Some(query), nearest.ids()))
 }
 
-/// The memories of the [`SHORTLIST`] entries nearest to `qbits` (fewest differing signs).
-fn shortlist(entries: &[u8], qbits: &[u8]) -> Vec<i64> {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("popcnt") {
-        #[target_feature(enable = "popcnt")]
-        unsafe fn counted(entries: &[u8], qbits: &[u8]) -> Vec<i64> {
-            shortlist_of(entries, qbits)
-        }
-        // SAFETY: the CPU counts bits in one instruction (checked above).
-        return unsafe { counted(entries, qbits) };
-    }
-    shortlist_of(entries, qbits)
+/// The [`SHORTLIST`] entries nearest to a query among those offered (fewest differing signs).
+struct Shortlist {
+    bits: embed::Bits,
+    /// Max-heap on distance: the worst of the shortlist on top, replaced by anything nearer.
+    heap: BinaryHeap<(u32, i64)>,
 }
 
-#[inline(always)]
-fn shortlist_of(entries: &[u8], qbits: &[u8]) -> Vec<i64> {
-    // Max-heap on distance: the worst of the shortlist on top, replaced by anything nearer.
-    let mut heap: BinaryHeap<(u32, i64)> = BinaryHeap::with_capacity(SHORTLIST + 1);
-    let id = |e: &[u8]| i64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
-    for e in entries.chunks_exact(ENTRY) {
-        let d = embed::hamming(&e[8..], qbits);
-        if heap.len() < SHORTLIST {
-            heap.push((d, id(e)));
-        } else if heap.peek().is_some_and(|w| d < w.0) {
-            heap.pop();
-            heap.push((d, id(e)));
+impl Shortlist {
+    fn new(query: &[f32]) -> Shortlist {
+        Shortlist { bits: embed::bits(query), heap: BinaryHeap::with_capacity(SHORTLIST + 1) }
+    }
+
+    /// Takes in whole entries (`id` + signs).
+    fn offer(&mut self, entries: &[u8]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            #[target_feature(enable = "popcnt")]
+            unsafe fn counted(list: &mut Shortlist, entries: &[u8]) {
+                list.offer_each(entries)
+            }
+            // SAFETY: the CPU counts bits in one instruction (checked above).
+            return unsafe { counted(self, entries) };
+        }
+        self.offer_each(entries)
+    }
+
+    #[inline(always)]
+    fn offer_each(&mut self, entries: &[u8]) {
+        let id = |e: &[u8]| i64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+        for e in entries.chunks_exact(ENTRY) {
+            let d = embed::hamming(&e[8..], &self.bits);
+            if self.heap.len() < SHORTLIST {
+                self.heap.push((d, id(e)));
+            } else if self.heap.peek().is_some_and(|w| d < w.0) {
+                self.heap.pop();
+                self.heap.push((d, id(e)));
+            }
         }
     }
-    heap.into_iter().map(|(_, id)| id).collect()
+
+    fn ids(self) -> Vec<i64> {
+        self.heap.into_iter().map(|(_, id)| id).collect()
+    }
 }
 
 /// The cosine of the query with each memory that has a vector: with the nearest of its vectors.
@@ -463,7 +492,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sign_bits_are_every_first_vectors_block_then_the_newest_passages_blocks() {
+    fn a_search_reads_every_first_vectors_block_then_the_newest_passages_blocks() {
         let s = crate::store::Store::open_in_memory().unwrap();
         let c = &*s.conn;
         let block = |first: i64, n: usize| -> Vec<u8> {
@@ -487,22 +516,45 @@ mod tests {
             heads.extend(add(1, HEADS, 1_000_000 * i as i64, n));
             add(2, HEADS, 9_000_000 + 1_000_000 * i as i64, n);
         }
-        let blocks = PASSAGE_SCAN / BLOCK + 5;
+        let written = PASSAGE_SCAN / BLOCK + 5;
         let passages: Vec<Vec<u8>> =
-            (0..blocks).map(|b| add(1, PASSAGES, 100_000_000 + 1_000 * b as i64, BLOCK)).collect();
+            (0..written).map(|b| add(1, PASSAGES, 100_000_000 + 1_000 * b as i64, BLOCK)).collect();
         // Every first vector, then the newest passages' blocks until the limit is reached.
         let read = PASSAGE_SCAN.div_ceil(BLOCK);
         let expected: Vec<u8> =
             heads.iter().copied().chain(passages.iter().rev().take(read).flatten().copied()).collect();
-        let got = signs(c, 1).unwrap().entries;
-        assert_eq!(got.len(), (2 * BLOCK + 100 + read * BLOCK) * ENTRY);
-        assert!(got == expected, "the blocks' bytes, in order");
+        let listed = blocks(c, 1).unwrap();
+        assert_eq!(listed.len(), 3 + read, "three blocks of first vectors, then the passages' up to the limit");
+        assert_eq!(listed.iter().map(|b| b.1).sum::<usize>(), expected.len());
+        // The shortlist over those bytes is the same whether the blocks were read ahead, compared
+        // as they were read, or the question came in between.
+        let query: Vec<f32> = (0..embed::DIMS).map(|i| (i * 37 % 11) as f32 - 5.0).collect();
+        let mut all = Shortlist::new(&query);
+        all.offer(&expected);
+        let mut want = all.ids();
+        want.sort_unstable();
+        assert_eq!(want.len(), SHORTLIST);
+        for flip in [0, 1, 2, 40, usize::MAX] {
+            let asked = std::cell::Cell::new(0);
+            let ready = || {
+                asked.set(asked.get() + 1);
+                asked.get() > flip
+            };
+            let (q, mut ids) = shortlisted(c, 1, ready, || Some(query.clone())).unwrap();
+            ids.sort_unstable();
+            assert_eq!(q.as_deref(), Some(&query[..]));
+            assert!(ids == want, "ready after {flip} blocks");
+        }
+        // One snapshot: a transaction of its own, ended; or the caller's, left open.
+        let (q, near) = nearest_meanwhile(c, 1, || false, || Some(query.clone()), 5).unwrap();
+        assert!(q.is_some() && near.is_empty(), "these entries have no codes to score");
         assert!(c.is_autocommit(), "the snapshot's transaction is ended");
-        // Inside a transaction already open (linking a memory as it is written): read in it.
         c.execute_batch("BEGIN").unwrap();
-        assert!(signs(c, 1).unwrap().entries == expected);
+        nearest_meanwhile(c, 1, || false, || Some(query.clone()), 5).unwrap();
         assert!(!c.is_autocommit(), "the caller's transaction is left open");
         c.execute_batch("COMMIT").unwrap();
-        assert!(signs(c, 3).unwrap().entries.is_empty(), "a bank without vectors");
+        let (q, ids) = shortlisted(c, 3, || false, || Some(query.clone())).unwrap();
+        assert!(q.is_some() && ids.is_empty(), "a bank without vectors");
+        assert_eq!(shortlisted(c, 1, || false, || None).unwrap(), (None, Vec::new()), "no question vector");
     }
 }
