@@ -47,6 +47,7 @@ const STEPS: &[Step] = &[
     (10, revise::step_10),
     (11, vectors::step_11),
     (12, vectors::step_12),
+    (13, vectors::step_13),
 ];
 
 /// The schema version of a store that has run every step.

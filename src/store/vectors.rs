@@ -279,6 +279,17 @@ pub fn step_12(c: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Schema step 13: the index of the blocks holds their entry counts, so a search lists a bank's
+/// blocks from the index alone. Listing them from their rows read one table page per block (a
+/// block's row fills its page), 3.6 ms of a prompt hook at a million memories.
+pub fn step_13(c: &Connection) -> Result<()> {
+    c.execute_batch(
+        "DROP INDEX IF EXISTS vector_blocks_bank;
+         CREATE INDEX vector_blocks_bank ON vector_blocks (bank_id, passages, id, n);",
+    )?;
+    Ok(())
+}
+
 /// Memories without a vector yet.
 pub fn missing(c: &Connection) -> Result<i64> {
     Ok(c.query_row("SELECT count(*) FROM vectors_todo", [], |r| r.get(0))?)
@@ -336,27 +347,25 @@ pub fn nearest_meanwhile(
     Ok((Some(query), near))
 }
 
-/// The blocks a search reads, with their sizes (a blob's length is in its row's header; its
-/// content is not read): every first vectors' block, then the passages' newest first.
+/// The blocks a search reads, with their sizes in bytes as their entry counts give them (from the
+/// index alone): every first vectors' block, then the passages' newest first.
 fn blocks(c: &Connection, bank: i64) -> Result<Vec<(i64, usize)>> {
     let mut blocks: Vec<(i64, usize)> = Vec::new();
-    let mut stmt = c.prepare_cached(
-        "SELECT id, length(data) FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id",
-    )?;
+    let mut stmt =
+        c.prepare_cached("SELECT id, n FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id")?;
     let mut rows = stmt.query([bank, HEADS])?;
     while let Some(r) = rows.next()? {
-        blocks.push((r.get(0)?, r.get(1)?));
+        blocks.push((r.get(0)?, r.get::<_, usize>(1)? * ENTRY));
     }
-    let mut stmt = c.prepare_cached(
-        "SELECT id, length(data) FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id DESC",
-    )?;
+    let mut stmt =
+        c.prepare_cached("SELECT id, n FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id DESC")?;
     let mut rows = stmt.query([bank, PASSAGES])?;
     let mut passages = 0;
     while passages < PASSAGE_SCAN {
         let Some(r) = rows.next()? else { break };
-        let len: usize = r.get(1)?;
-        blocks.push((r.get(0)?, len));
-        passages += len / ENTRY;
+        let n: usize = r.get(1)?;
+        blocks.push((r.get(0)?, n * ENTRY));
+        passages += n;
     }
     Ok(blocks)
 }
@@ -374,12 +383,17 @@ fn shortlisted(
     let mut blob = c.blob_open(rusqlite::DatabaseName::Main, "vector_blocks", "data", first, true)?;
     // Zeroed by the allocator: only the pages written to are ever mapped.
     let mut ahead = vec![0u8; if ready() { 0 } else { blocks.iter().map(|b| b.1).sum() }];
+    // The bytes read are the blob's own (its length as it is), the listed sizes only plan them.
     let (mut taken, mut at) = (0, 0);
-    for &(id, len) in &blocks {
-        if at + len > ahead.len() || ready() {
+    for &(id, _) in &blocks {
+        if ready() {
             break;
         }
         blob.reopen(id)?;
+        let len = blob.len() / ENTRY * ENTRY;
+        if at + len > ahead.len() {
+            break;
+        }
         blob.read_at_exact(&mut ahead[at..at + len], 0)?;
         (taken, at) = (taken + 1, at + len);
     }
@@ -387,11 +401,12 @@ fn shortlisted(
     let mut nearest = Shortlist::new(&query);
     nearest.offer(&ahead[..at]);
     let mut one = vec![0u8; BLOCK * ENTRY];
-    for &(id, len) in &blocks[taken..] {
+    for &(id, _) in &blocks[taken..] {
+        blob.reopen(id)?;
+        let len = blob.len() / ENTRY * ENTRY;
         if len > one.len() {
             one.resize(len, 0);
         }
-        blob.reopen(id)?;
         blob.read_at_exact(&mut one[..len], 0)?;
         nearest.offer(&one[..len]);
     }
@@ -553,6 +568,28 @@ mod tests {
         nearest_meanwhile(c, 1, || false, || Some(query.clone()), 5).unwrap();
         assert!(!c.is_autocommit(), "the caller's transaction is left open");
         c.execute_batch("COMMIT").unwrap();
+        // The blocks are listed from the index alone; their bytes are read as they are, whatever
+        // their counts say.
+        let plan: String = c
+            .query_row(
+                "EXPLAIN QUERY PLAN SELECT id, n FROM vector_blocks WHERE bank_id = 1 AND passages = 0 ORDER BY id",
+                [],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("COVERING INDEX"), "{plan}");
+        c.execute("UPDATE vector_blocks SET n = 3 WHERE id = ?1", [listed[0].0]).unwrap();
+        c.execute("UPDATE vector_blocks SET n = n + 9 WHERE id = ?1", [listed[1].0]).unwrap();
+        for flip in [0, 1, usize::MAX] {
+            let asked = std::cell::Cell::new(0);
+            let ready = || {
+                asked.set(asked.get() + 1);
+                asked.get() > flip
+            };
+            let (_, mut ids) = shortlisted(c, 1, ready, || Some(query.clone())).unwrap();
+            ids.sort_unstable();
+            assert!(ids == want, "counts off, ready after {flip} blocks");
+        }
         let (q, ids) = shortlisted(c, 3, || false, || Some(query.clone())).unwrap();
         assert!(q.is_some() && ids.is_empty(), "a bank without vectors");
         assert_eq!(shortlisted(c, 1, || false, || None).unwrap(), (None, Vec::new()), "no question vector");
