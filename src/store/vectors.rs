@@ -506,6 +506,15 @@ fn scan<T>(
 mod tests {
     use super::*;
 
+    /// A question that is ready once it has been asked after `flip` times.
+    fn ready_after(flip: usize) -> impl Fn() -> bool {
+        let asked = std::cell::Cell::new(0);
+        move || {
+            asked.set(asked.get() + 1);
+            asked.get() > flip
+        }
+    }
+
     #[test]
     fn a_search_reads_every_first_vectors_block_then_the_newest_passages_blocks() {
         let s = crate::store::Store::open_in_memory().unwrap();
@@ -550,12 +559,7 @@ mod tests {
         want.sort_unstable();
         assert_eq!(want.len(), SHORTLIST);
         for flip in [0, 1, 2, 40, usize::MAX] {
-            let asked = std::cell::Cell::new(0);
-            let ready = || {
-                asked.set(asked.get() + 1);
-                asked.get() > flip
-            };
-            let (q, mut ids) = shortlisted(c, 1, ready, || Some(query.clone())).unwrap();
+            let (q, mut ids) = shortlisted(c, 1, ready_after(flip), || Some(query.clone())).unwrap();
             ids.sort_unstable();
             assert_eq!(q.as_deref(), Some(&query[..]));
             assert!(ids == want, "ready after {flip} blocks");
@@ -581,12 +585,7 @@ mod tests {
         c.execute("UPDATE vector_blocks SET n = 3 WHERE id = ?1", [listed[0].0]).unwrap();
         c.execute("UPDATE vector_blocks SET n = n + 9 WHERE id = ?1", [listed[1].0]).unwrap();
         for flip in [0, 1, usize::MAX] {
-            let asked = std::cell::Cell::new(0);
-            let ready = || {
-                asked.set(asked.get() + 1);
-                asked.get() > flip
-            };
-            let (_, mut ids) = shortlisted(c, 1, ready, || Some(query.clone())).unwrap();
+            let (_, mut ids) = shortlisted(c, 1, ready_after(flip), || Some(query.clone())).unwrap();
             ids.sort_unstable();
             assert!(ids == want, "counts off, ready after {flip} blocks");
         }
