@@ -298,8 +298,7 @@ pub fn missing(c: &Connection) -> Result<i64> {
 /// The `keep` memories of a bank nearest to a unit query vector, nearest first, with their
 /// cosine: the sign bits of every memory choose a [`SHORTLIST`], scored on their int8 codes.
 pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<Vec<(i64, f32)>> {
-    let (_, near) = nearest_meanwhile(c, bank, || true, || Some(query.to_vec()), keep)?;
-    Ok(near.into_iter().map(|(id, (_, cos))| (id, cos)).collect())
+    Ok(nearest_read(c, bank, query, keep)?.into_iter().map(|(id, (_, cos))| (id, cos)).collect())
 }
 
 /// [`search`] with each memory's first vector too (its subject, as [`read`] gives it), decoded
