@@ -833,7 +833,7 @@ impl Store {
         // The terms too common to scan still count, on each candidate's own text (all of them for
         // a memory found by its meaning alone).
         analysed.extend(memories[analysed.len()..].iter().map(|(_, m)| analyse(m)));
-        let candidates: Vec<Candidate> = memories
+        let mut candidates: Vec<Candidate> = memories
             .iter()
             .zip(&lens)
             .zip(analysed)
@@ -854,6 +854,14 @@ impl Store {
                 }
             })
             .collect();
+        // The candidates' cosines again, with the question moved towards the nearest of them.
+        if let Some(moved) = qvec.as_deref().and_then(|v| rank::feedback(v, &candidates)) {
+            let ids: Vec<i64> = candidates.iter().filter(|c| c.dense.is_some()).map(|c| c.doc).collect();
+            let cos: std::collections::HashMap<i64, f32> = vectors::cosines(c, &ids, &moved)?.into_iter().collect();
+            for cand in &mut candidates {
+                cand.dense = cos.get(&cand.doc).copied().or(cand.dense);
+            }
+        }
         let index_of: std::collections::HashMap<i64, usize> =
             memories.iter().enumerate().map(|(i, (_, m))| (m.id, i)).collect();
         let links: Vec<(usize, usize)> =

@@ -840,6 +840,35 @@ fn nearness(dense: &[Option<f32>]) -> Vec<f32> {
 /// about this far apart in the model).
 const COSINE_SPREAD: f32 = 0.25;
 
+/// How many of the candidates nearest the question lend it their meaning ([`feedback`]), and how
+/// much: the question's vector plus this weight times their mean. Measured on the written
+/// histories (docs/benchmarks.md): 0.3, 0.4 and 0.5 all gain on both splits; 2 candidates
+/// instead of 3 lose what 3 gain.
+const FEEDBACK: usize = 3;
+const FEEDBACK_WEIGHT: f32 = 0.4;
+
+/// The question's vector moved towards the [`FEEDBACK`] candidates nearest to it (Rocchio's
+/// pseudo-relevance feedback, on vectors): a question asked in other words than its answer is
+/// nearest to a few memories on its subject, and their vectors carry the words it lacks, so the
+/// candidates' cosines with the moved vector order them better than with the question's own.
+/// `None` when no candidate has a vector. The result is of unit length.
+pub fn feedback(question: &[f32], candidates: &[Candidate]) -> Option<Vec<f32>> {
+    let mut near: Vec<(f32, &[f32])> =
+        candidates.iter().filter_map(|c| Some((c.dense?, c.vector.as_deref()?))).collect();
+    if near.is_empty() {
+        return None;
+    }
+    near.sort_by(|a, b| b.0.total_cmp(&a.0));
+    near.truncate(FEEDBACK);
+    let share = FEEDBACK_WEIGHT / near.len() as f32;
+    let mut moved = question.to_vec();
+    for (_, v) in &near {
+        moved.iter_mut().zip(v.iter()).for_each(|(m, x)| *m += share * x);
+    }
+    let length = moved.iter().map(|x| x * x).sum::<f32>().sqrt();
+    (length > 0.0).then(|| moved.into_iter().map(|x| x / length).collect())
+}
+
 /// `w·minmax(lexical) + (1−w)·minmax(cosine)` per candidate, the cosines given as their
 /// [`nearness`] (a candidate without a vector has the lowest). Without any cosine (`None`) the
 /// lexical score alone (min-max normalised).
@@ -971,6 +1000,43 @@ mod tests {
         assert!(at(1).is_some() && at(2) < at(1), "the answer is shown, after its reviser: {docs:?}");
         assert_eq!(top[at(1).unwrap()].superseded_by, Some(2), "the answer is marked as revised");
         assert_eq!(top[at(2).unwrap()].superseded_by, Some(3), "a reviser revised again is marked too");
+    }
+
+    /// The question moves towards the three candidates nearest to it, by a fixed share of their
+    /// mean, and ends of unit length; a candidate without a vector, or farther than the third,
+    /// lends nothing; with no vectors at all there is nothing to move towards.
+    #[test]
+    fn feedback_moves_the_question_towards_its_three_nearest_candidates() {
+        let cand = |doc: i64, dense: Option<f32>, vector: Option<Vec<f32>>| Candidate {
+            doc,
+            bm25: 1.0,
+            matched: 1,
+            session: None,
+            created_at: 0,
+            fields: [Vec::new(), Vec::new(), Vec::new()],
+            said: ["", ""],
+            dense,
+            vector,
+        };
+        let question = [1.0, 0.0, 0.0, 0.0];
+        let cands = vec![
+            cand(1, Some(0.9), Some(vec![0.0, 1.0, 0.0, 0.0])),
+            cand(2, Some(0.1), Some(vec![0.0, 0.0, 0.0, 1.0])),
+            cand(3, Some(0.8), Some(vec![0.0, 1.0, 0.0, 0.0])),
+            cand(4, None, None),
+            cand(5, Some(0.7), Some(vec![0.0, 0.0, 1.0, 0.0])),
+        ];
+        let moved = feedback(&question, &cands).expect("three candidates have vectors");
+        let share = FEEDBACK_WEIGHT / 3.0;
+        let raw = [1.0, 2.0 * share, share, 0.0];
+        let length = raw.iter().map(|x: &f32| x * x).sum::<f32>().sqrt();
+        for (m, r) in moved.iter().zip(raw) {
+            assert!((m - r / length).abs() < 1e-6, "{moved:?}");
+        }
+        assert_eq!(moved[3], 0.0, "the fourth nearest lends nothing");
+        assert!(moved[0] > moved[1], "the question itself still weighs most");
+        assert_eq!(feedback(&question, &[cand(4, None, None), cand(6, Some(0.5), None)]), None);
+        assert_eq!(feedback(&question, &[]), None);
     }
 
     /// Many memories about one service sit close by meaning to a question about it; the one
