@@ -732,8 +732,29 @@ impl Store {
     /// The memories of `bank` most relevant to `query`, best first, at most `limit`; the bank's
     /// pinned memories come first (`curate.rs`).
     pub fn recall(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Hit>> {
-        let ranked = self.ranked(bank, query, limit)?;
-        self.pins_first(bank, query, ranked, limit)
+        self.snapshot(|| {
+            let ranked = self.ranked(bank, query, limit)?;
+            self.pins_first(bank, query, ranked, limit)
+        })
+    }
+
+    /// Runs `f`'s reads in one read transaction (unless one is open already): one snapshot of the
+    /// store for all of them, and the database's and the WAL's read locks taken once. Each
+    /// statement on its own takes and drops them with four `fcntl` calls; a recall runs a few
+    /// hundred statements.
+    fn snapshot<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        if !self.conn.is_autocommit() {
+            return f();
+        }
+        self.conn.prepare_cached("BEGIN")?.execute([])?;
+        let out = f();
+        let ended = self.conn.prepare_cached("COMMIT").and_then(|mut s| s.execute([]));
+        if ended.is_err() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        let out = out?;
+        ended?;
+        Ok(out)
     }
 
     /// The ranking itself: BM25 candidates, reranked.
@@ -1625,6 +1646,24 @@ mod tests {
         assert_eq!(hits.len(), 1);
         assert!(hits[0].memory.prompt.contains("5433"));
         assert!(s.recall("p3", "staging database", 5).unwrap().is_empty());
+    }
+
+    /// A recall's reads share one transaction, which it ends whether it succeeds or fails; a
+    /// transaction the caller opened is the caller's to end.
+    #[test]
+    fn a_recall_reads_in_one_transaction_and_leaves_none_open() {
+        let s = Store::open_in_memory().unwrap();
+        s.add(&turn("p1", "The staging database listens on port 5433", "", now())).unwrap();
+        assert_eq!(s.recall("p1", "staging database port", 5).unwrap().len(), 1);
+        assert!(s.conn.is_autocommit(), "no transaction is left open");
+        let inside = s.snapshot(|| Ok(s.conn.is_autocommit())).unwrap();
+        assert!(!inside, "the reads run in a transaction");
+        assert!(s.snapshot(|| -> Result<()> { anyhow::bail!("a read failed") }).is_err());
+        assert!(s.conn.is_autocommit(), "a failed recall leaves no transaction open");
+        s.conn.execute_batch("BEGIN").unwrap();
+        assert_eq!(s.recall("p1", "staging database port", 5).unwrap().len(), 1);
+        assert!(!s.conn.is_autocommit(), "the caller's transaction is left to the caller");
+        s.conn.execute_batch("COMMIT").unwrap();
     }
 
     #[test]
