@@ -2,6 +2,7 @@
 the same services, identifiers and subjects, each asked in natural language that shares only two
 or three content words with its needle."""
 
+import hashlib
 import random
 
 from gen_coding import SERVICES, FUNCS, MODULES, DEPS, TEAMS
@@ -131,6 +132,9 @@ def haystack(seed, n_fillers, now, span_days=730):
     start = now - span
     # Needle i sits at fraction (i + 0.5) / 20 of the filler sequence: the oldest ~2.5% in, the newest ~97.5%.
     slots = {int((i + 0.5) / len(ns) * n_fillers): i for i in range(len(ns))}
+    # Every filler is a memory of its own: ovmem stores a repeated text once, so a repeat would
+    # make the bank smaller than its size says (drawn again until new; 8 bytes of hash each).
+    seen = set()
     for j in range(n_fillers):
         if j in slots:
             i = slots[j]
@@ -138,8 +142,13 @@ def haystack(seed, n_fillers, now, span_days=730):
         while True:
             subject, u, a = r.choice(FILLERS)
             svc = r.choice(SERVICES)
-            if (subject, svc) not in taken:
+            if (subject, svc) in taken:
+                continue
+            s = _filler_slots(r)
+            s["svc"] = svc
+            content = f"User: {u.format(**s)}\nAssistant: {a.format(**s)}"
+            key = hashlib.blake2b(content.encode(), digest_size=8).digest()
+            if key not in seen:
+                seen.add(key)
                 break
-        s = _filler_slots(r)
-        s["svc"] = svc
-        yield start + int(span * j / n_fillers) + r.randint(0, 59), f"User: {u.format(**s)}\nAssistant: {a.format(**s)}", None
+        yield start + int(span * j / n_fillers) + r.randint(0, 59), content, None

@@ -151,6 +151,9 @@ def main():
     check(len(where) == 20 and where[0] < 100 and where[-1] > 1900, "needles spread from oldest to newest")
     check(all(hay[i][0] <= hay[i + 1][0] + 60 for i in range(len(hay) - 1)), "haystack comes oldest first")
     fillers = [c for _, c, ni in hay if ni is None]
+    # ovmem stores a repeated text once: a size counts memories only if no filler repeats.
+    big = [c for _, c, _ in needle.haystack(2, 50_000, 1764547200)]
+    check(len(set(big)) == len(big) == 50_020, f"every filler is distinct ({len(set(big))} of {len(big)})")
     for _, svc, text, _ in ns:
         check(not any(contains_run(f, text) for f in random.Random(0).sample(fillers, 300)), "no filler repeats a needle")
 
