@@ -6,6 +6,11 @@
 set -euo pipefail
 dir="${OVMEM_SERVERS_DIR:-$HOME/.cache/ovmem-servers}"
 python="${OVMEM_SERVERS_PYTHON:-python3}"
+# Every other package each server needs is pinned too, in tests/servers/<name>.constraints.txt
+# (what `pip freeze` listed in a venv the tests passed with): a dependency released later must not
+# change what a brand-new machine installs (openai 3.x moved to httpx2, which refuses the
+# httpx.Timeout Hindsight 1.1.0 hands it, and Hindsight stopped starting).
+here="$(cd "$(dirname "$0")" && pwd)"
 # name | pip requirement | distribution whose version proves the pin | entry point that must exist
 pins=(
   "hindsight hindsight-api-slim[embedded-db]==1.1.0 hindsight-api-slim hindsight-api"
@@ -17,9 +22,10 @@ pids=()
 install_one() {
   local name=$1 req=$2 dist=$3 bin=$4
   local want=${req##*==} dest="$dir/$name" venv="$dir/$name/venv"
-  local have
+  local constraints="$here/$name.constraints.txt" sum have
+  sum=$(sha256sum "$constraints" | cut -d' ' -f1)
   have=$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$dist'))" 2>/dev/null || true)
-  if [ "$have" = "$want" ] && [ -x "$venv/bin/$bin" ] && [ -f "$dest/installed.txt" ]; then
+  if [ "$have" = "$want" ] && [ -x "$venv/bin/$bin" ] && grep -qx "constraints=$sum" "$dest/installed.txt" 2>/dev/null; then
     echo "servers: $name $want already installed in $venv"
     return 0
   fi
@@ -29,7 +35,7 @@ install_one() {
   rm -rf "$venv" "$dest/installed.txt"
   mkdir -p "$dest"
   "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$req" >"$dest/pip.log" 2>&1 || {
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -c "$constraints" "$req" >"$dest/pip.log" 2>&1 || {
     echo "servers: pip install $req failed; last lines of $dest/pip.log:" >&2
     tail -n 20 "$dest/pip.log" >&2
     return 1
@@ -42,6 +48,7 @@ install_one() {
   local secs=$(($(date +%s) - t0))
   {
     echo "requirement=$req"
+    echo "constraints=$sum"
     echo "version=$have"
     echo "python=$("$venv/bin/python" -c 'import sys; print(sys.version.split()[0])')"
     echo "seconds=$secs"
