@@ -388,8 +388,7 @@ fn shortlisted(
         if ready() {
             break;
         }
-        blob.reopen(id)?;
-        let len = blob.len() / ENTRY * ENTRY;
+        let len = reopen_entries(&mut blob, id)?;
         if at + len > ahead.len() {
             break;
         }
@@ -401,8 +400,7 @@ fn shortlisted(
     nearest.offer(&ahead[..at]);
     let mut one = vec![0u8; BLOCK * ENTRY];
     for &(id, _) in &blocks[taken..] {
-        blob.reopen(id)?;
-        let len = blob.len() / ENTRY * ENTRY;
+        let len = reopen_entries(&mut blob, id)?;
         if len > one.len() {
             one.resize(len, 0);
         }
@@ -410,6 +408,13 @@ fn shortlisted(
         nearest.offer(&one[..len]);
     }
     Ok((Some(query), nearest.ids()))
+}
+
+/// Points `blob` at block `id` and gives the bytes of its whole entries: the blob's own length,
+/// whatever its listed count says.
+fn reopen_entries(blob: &mut rusqlite::blob::Blob<'_>, id: i64) -> rusqlite::Result<usize> {
+    blob.reopen(id)?;
+    Ok(blob.len() / ENTRY * ENTRY)
 }
 
 /// The [`SHORTLIST`] entries nearest to a query among those offered (fewest differing signs).
