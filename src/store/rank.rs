@@ -416,18 +416,20 @@ fn proximity(q: &Query, fields: &[Vec<Term>; 3]) -> f32 {
     }
     let mut by_query_order: Vec<&QueryTerm> = q.terms.iter().collect();
     by_query_order.sort_by_key(|t| t.pos);
+    // Positions of the question's words only: the rerank asks this of every candidate.
+    let slot: HashMap<&str, usize> = q.terms.iter().enumerate().map(|(i, t)| (t.text.as_str(), i)).collect();
+    let mut positions: Vec<Vec<u32>> = vec![Vec::new(); q.terms.len()];
     let mut got = 0.0;
     for field in fields {
-        let mut positions: HashMap<&str, Vec<u32>> = HashMap::default();
+        positions.iter_mut().for_each(Vec::clear);
         for t in field {
-            positions.entry(t.text.as_str()).or_default().push(t.pos);
+            if let Some(&i) = slot.get(t.text.as_str()) {
+                positions[i].push(t.pos);
+            }
         }
         let mut field_got = 0.0;
         for pair in by_query_order.windows(2) {
-            let (Some(a), Some(b)) = (positions.get(pair[0].text.as_str()), positions.get(pair[1].text.as_str()))
-            else {
-                continue;
-            };
+            let (a, b) = (&positions[slot[pair[0].text.as_str()]], &positions[slot[pair[1].text.as_str()]]);
             let near = a.iter().any(|x| b.iter().any(|y| x.abs_diff(*y) <= 3 && x != y));
             if near {
                 field_got += pair[0].idf.min(pair[1].idf) * pair[0].weight.min(pair[1].weight);
@@ -471,16 +473,12 @@ fn word_hash(word: &str) -> u64 {
 fn jaccard(a: &Words, b: &Words) -> f32 {
     let (a, b) = (&a.0, &b.0);
     let (mut i, mut j, mut inter) = (0, 0, 0usize);
+    // Without branches on the comparison, which goes either way at random.
     while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            Ordering::Less => i += 1,
-            Ordering::Greater => j += 1,
-            Ordering::Equal => {
-                inter += 1;
-                i += 1;
-                j += 1;
-            }
-        }
+        let (x, y) = (a[i], b[j]);
+        inter += (x == y) as usize;
+        i += (x <= y) as usize;
+        j += (y <= x) as usize;
     }
     let union = (a.len() + b.len() - inter) as f32;
     if union == 0.0 {
@@ -488,6 +486,15 @@ fn jaccard(a: &Words, b: &Words) -> f32 {
     } else {
         inter as f32 / union
     }
+}
+
+/// Whether [`jaccard`] is at least `share`, without comparing the words when their counts alone
+/// rule it out: the shared words are at most the smaller count, all words at least the larger
+/// (the rerank asks this of every pair it shows, and most differ in length).
+fn overlaps(a: &Words, b: &Words, share: f32) -> bool {
+    let (small, large) = (a.len().min(b.len()) as f32, a.len().max(b.len()) as f32);
+    // A hair of slack: a pair at the bound is compared, never ruled out by rounding.
+    small >= share * large * 0.999 && jaccard(a, b) >= share
 }
 
 /// Reranks candidates and picks up to `limit`: near-duplicates dropped, at most one memory per
@@ -609,8 +616,8 @@ pub fn rerank(
             if !may_restate && !may_revise {
                 continue;
             }
-            let overlap = jaccard(&sets[*a], &sets[*b]);
-            if may_restate && overlap >= 0.5 || may_revise && overlap >= 0.12 {
+            let (x, y) = (&sets[*a], &sets[*b]);
+            if may_restate && overlaps(x, y, 0.5) || may_revise && overlaps(x, y, 0.12) {
                 found.push((older, newer, None));
             }
         }
@@ -644,7 +651,7 @@ pub fn rerank(
             if sel.picked.len() >= limit {
                 break;
             }
-            if sel.used.contains(&i) || sel.used.iter().any(|&p| jaccard(&sets[p], &sets[i]) >= 0.85) {
+            if sel.used.contains(&i) || sel.used.iter().any(|&p| overlaps(&sets[p], &sets[i], 0.85)) {
                 continue;
             }
             let session = candidates[i].session;
@@ -921,7 +928,7 @@ impl<'a> Selection<'a> {
                 let fits = candidates[j].session == Some(session)
                     && !self.used.contains(&j)
                     && (score >= floor || follow_up && score >= floor * FOLLOW_UP)
-                    && !self.used.iter().any(|&p| jaccard(&sets[p], &sets[j]) >= 0.85);
+                    && !self.used.iter().any(|&p| overlaps(&sets[p], &sets[j], 0.85));
                 if fits {
                     self.used.insert(j);
                     with.push(j);
@@ -941,6 +948,27 @@ mod tests {
         let mut q = Query::parse(text);
         q.weigh(docs, |t| df.iter().find(|(x, _)| *x == t).map(|x| x.1));
         q
+    }
+
+    proptest::proptest! {
+        /// The merge counts what a set intersection counts, and the count bound never rules out
+        /// a pair that overlaps enough.
+        #[test]
+        fn overlap_is_the_share_of_shared_words(
+            a in proptest::collection::btree_set(0u64..40, 0..30),
+            b in proptest::collection::btree_set(0u64..40, 0..30),
+            share in 0.0f32..1.0,
+        ) {
+            let inter = a.intersection(&b).count();
+            let union = a.union(&b).count();
+            let want = if union == 0 { 0.0 } else { inter as f32 / union as f32 };
+            let (x, y) = (Words(a.into_iter().collect()), Words(b.into_iter().collect()));
+            proptest::prop_assert_eq!(jaccard(&x, &y), want);
+            proptest::prop_assert_eq!(overlaps(&x, &y, share), want >= share);
+            for exact in [0.12, 0.5, 0.85] {
+                proptest::prop_assert_eq!(overlaps(&x, &y, exact), want >= exact);
+            }
+        }
     }
 
     #[test]
