@@ -218,6 +218,18 @@ fn products_plain(x: &[i8], w: &Packed, acc: &mut [i32]) {
     }
 }
 
+/// Calls `tile::<R>(xu, i, w, acc)` with the constant `R` equal to the row count `rows`, one of
+/// those listed or else 1.
+#[cfg(target_arch = "x86_64")]
+macro_rules! by_rows {
+    ($rows:expr, $tile:ident($xu:expr, $i:expr, $w:expr, $acc:expr); $($r:literal)*) => {
+        match $rows {
+            $($r => $tile::<$r>($xu, $i, $w, $acc),)*
+            _ => $tile::<1>($xu, $i, $w, $acc),
+        }
+    };
+}
+
 /// [`products`] with AVX-512 VNNI: `vpdpbusd` multiplies four unsigned bytes with four signed
 /// ones and sums them into each i32 lane, sixteen outputs at once. The inputs are made unsigned
 /// by adding 128 (`x ^ 0x80`), taken back out as 128 times each row's sum of weights. Up to
@@ -234,24 +246,7 @@ unsafe fn products_vnni(x: &[i8], w: &Packed, acc: &mut [i32]) {
         // A tile's row count is a constant, so that its sums stay in registers (sixteen of the
         // thirty-two), and a question's rows (most are under sixteen tokens) are one tile: the
         // weights, larger than the core's cache, are read once per tile.
-        match rows {
-            16 => tile_vnni::<16>(&xu, i, w, acc),
-            15 => tile_vnni::<15>(&xu, i, w, acc),
-            14 => tile_vnni::<14>(&xu, i, w, acc),
-            13 => tile_vnni::<13>(&xu, i, w, acc),
-            12 => tile_vnni::<12>(&xu, i, w, acc),
-            11 => tile_vnni::<11>(&xu, i, w, acc),
-            10 => tile_vnni::<10>(&xu, i, w, acc),
-            9 => tile_vnni::<9>(&xu, i, w, acc),
-            8 => tile_vnni::<8>(&xu, i, w, acc),
-            7 => tile_vnni::<7>(&xu, i, w, acc),
-            6 => tile_vnni::<6>(&xu, i, w, acc),
-            5 => tile_vnni::<5>(&xu, i, w, acc),
-            4 => tile_vnni::<4>(&xu, i, w, acc),
-            3 => tile_vnni::<3>(&xu, i, w, acc),
-            2 => tile_vnni::<2>(&xu, i, w, acc),
-            _ => tile_vnni::<1>(&xu, i, w, acc),
-        }
+        by_rows!(rows, tile_vnni(&xu, i, w, acc); 16 15 14 13 12 11 10 9 8 7 6 5 4 3 2);
         i += rows;
     }
 }
@@ -300,14 +295,7 @@ unsafe fn products_avxvnni(x: &[i8], w: &Packed, acc: &mut [i32]) {
     let mut i = 0;
     while i < t {
         let rows = (t - i).min(6);
-        match rows {
-            6 => tile_avxvnni::<6>(&xu, i, w, acc),
-            5 => tile_avxvnni::<5>(&xu, i, w, acc),
-            4 => tile_avxvnni::<4>(&xu, i, w, acc),
-            3 => tile_avxvnni::<3>(&xu, i, w, acc),
-            2 => tile_avxvnni::<2>(&xu, i, w, acc),
-            _ => tile_avxvnni::<1>(&xu, i, w, acc),
-        }
+        by_rows!(rows, tile_avxvnni(&xu, i, w, acc); 6 5 4 3 2);
         i += rows;
     }
 }
