@@ -41,6 +41,14 @@ if ! command -v tmux >/dev/null; then
   if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq tmux; else sudo apt-get install -y -qq tmux; fi
 fi
 here="$(cd "$(dirname "$0")" && pwd)"
+# The version of package $2 installed in $1 (empty when it is not there).
+installed_version() {
+  node -e "try{console.log(require('$1/node_modules/$2/package.json').version)}catch(e){}" 2>/dev/null || true
+}
+# What a lock is, as recorded beside an install made from it.
+lock_stamp() {
+  cat "$1/package.json" "$1/package-lock.json" | sha256sum | cut -d' ' -f1
+}
 for pin in "${pins[@]}"; do
   IFS='|' read -r name file pkgs <<<"$pin"
   if [ -n "${OVMEM_E2E_ONLY:-}" ] && [[ ",$OVMEM_E2E_ONLY," != *",$name,"* ]]; then continue; fi
@@ -55,8 +63,8 @@ for pin in "${pins[@]}"; do
     exit 1
   fi
   stamp=""
-  [ "$relock" = 0 ] && stamp=$(cat "$lock/package.json" "$lock/package-lock.json" | sha256sum | cut -d' ' -f1)
-  have=$(node -e "try{console.log(require('$dest/node_modules/${first%@*}/package.json').version)}catch(e){}" 2>/dev/null || true)
+  [ "$relock" = 0 ] && stamp=$(lock_stamp "$lock")
+  have=$(installed_version "$dest" "${first%@*}")
   if [ "$relock" = 0 ] && [ "$have" = "$want" ] && [ -e "$dest/$file" ] \
     && [ "$(cat "$dest/.ovmem-lock" 2>/dev/null)" = "$stamp" ]; then
     echo "e2e: $pkgs already installed"
@@ -86,7 +94,7 @@ for pin in "${pins[@]}"; do
     mkdir -p "$lock"
     cp "$dest/package.json" "$dest/package-lock.json" "$lock/"
     echo "e2e: wrote $lock/package-lock.json: run the end-to-end tests, then commit it"
-    stamp=$(cat "$lock/package.json" "$lock/package-lock.json" | sha256sum | cut -d' ' -f1)
+    stamp=$(lock_stamp "$lock")
   else
     # `npm install` over the lock, not `npm ci`: some CLIs list platform packages they never
     # published (cline's darwin and windows builds), which npm leaves out of a lock and `npm ci`
@@ -112,7 +120,7 @@ if (wrong.length) {
 }
 JS
   fi
-  have=$(node -e "try{console.log(require('$dest/node_modules/${first%@*}/package.json').version)}catch(e){}" 2>/dev/null || true)
+  have=$(installed_version "$dest" "${first%@*}")
   if [ "$have" != "$want" ] || [ ! -e "$dest/$file" ]; then
     echo "e2e: $name: the lock in $lock installs ${first%@*} ${have:-nothing}, not $want (or no $file): run with OVMEM_E2E_RELOCK=$name" >&2
     exit 1

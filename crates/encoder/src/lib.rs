@@ -774,8 +774,8 @@ mod tests {
         }
     }
 
-    /// The AVX-512 rounding gives the same bytes and scale as one value at a time, ties, signed
-    /// zeros and rows that do not fill a register included.
+    /// Quantising gives the same bytes and scale on every path (AVX-512, AVX2) as one value at
+    /// a time, ties, signed zeros and rows that do not fill a register included.
     #[test]
     fn quantising_is_the_same_whatever_the_instructions() {
         for len in [1, 15, 16, 17, 384, 1536] {
