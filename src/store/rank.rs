@@ -754,10 +754,13 @@ fn later_first(
     }
 }
 
-/// The later memory, from another session, nearest to memory `i`'s subject, when it is near
-/// enough to be on that subject and answers the question fairly well itself: what happened next
-/// to what `i` says (a decision changed without any word saying so: "then slow them all down to
-/// half an hour"). Shown with `i`, placed before it by [`later_first`]; nothing is marked.
+/// The later memory, from another session, on memory `i`'s subject (near enough to it) that
+/// answers the question best, when it answers it fairly well itself: what happened next to what
+/// `i` says (a decision changed without any word saying so: "then slow them all down to half an
+/// hour"). Shown with `i`, placed before it by [`later_first`]; nothing is marked. The best
+/// answer, not the memory nearest to `i`: a decision changed twice has the intermediate one
+/// nearest to the original, and the one in force answers "what do we use now" better (measured
+/// in docs/benchmarks.md).
 fn successor(
     i: usize,
     candidates: &[Candidate],
@@ -768,20 +771,15 @@ fn successor(
     let ci = &candidates[i];
     let v = ci.vector.as_ref()?;
     let floor = score_of[&i] * NEXT_SHARE;
-    order
-        .iter()
-        .copied()
-        .filter(|&j| {
-            let cj = &candidates[j];
-            !used.contains(&j)
-                && (cj.created_at, cj.doc) > (ci.created_at, ci.doc)
-                && (cj.session.is_none() || cj.session != ci.session)
-                && score_of[&j] >= floor
-        })
-        .filter_map(|j| Some((j, crate::embed::dot(v, candidates[j].vector.as_ref()?))))
-        .filter(|&(_, cos)| cos >= NEXT_COS)
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(j, _)| j)
+    // `order` is by score, best first.
+    order.iter().copied().find(|&j| {
+        let cj = &candidates[j];
+        !used.contains(&j)
+            && (cj.created_at, cj.doc) > (ci.created_at, ci.doc)
+            && (cj.session.is_none() || cj.session != ci.session)
+            && score_of[&j] >= floor
+            && cj.vector.as_ref().is_some_and(|u| crate::embed::dot(v, u) >= NEXT_COS)
+    })
 }
 
 /// A later memory is on the subject of an earlier one ([`successor`]) at this cosine of their
@@ -1227,6 +1225,39 @@ mod tests {
         let c = candidates(true);
         assert!(!docs(&c, 3).contains(&5), "{:?}", docs(&c, 3));
         assert_eq!(docs(&c, 3)[0], 1, "{:?}", docs(&c, 3));
+    }
+
+    /// A decision changed twice, without saying so: the intermediate memory is nearest to the
+    /// original (cosine 0.85), the one in force answers the question better (cosine 0.6). With the
+    /// original, the one in force is shown, and first; with room for all three, newest first.
+    #[test]
+    fn what_came_next_is_the_later_memory_that_answers_best() {
+        let q = q("which queue carries the invoice jobs", &[("queue", 5), ("invoic", 5)], 100);
+        let rows: [(&str, [f32; 3], i64, &str, f32); 4] = [
+            ("invoice jobs go on the RabbitMQ queue", [1.0, 0.0, 0.0], 1_000, "a", 6.0),
+            ("the invoice queue gets a second consumer", [0.85, 0.527, 0.0], 2_000, "b", 3.5),
+            ("deploys are tagged by date", [0.0, 1.0, 0.0], 2_500, "c", 3.0),
+            ("invoice jobs now go through Kafka", [0.6, 0.0, 0.8], 3_000, "d", 4.5),
+        ];
+        let candidates: Vec<Candidate> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, (t, v, at, s, bm25))| Candidate {
+                doc: i as i64 + 1,
+                bm25: *bm25,
+                matched: 0b11,
+                session: Some(s),
+                created_at: *at,
+                fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
+                said: [t, ""],
+                dense: Some(0.5),
+                vector: Some(v.to_vec()),
+            })
+            .collect();
+        let docs =
+            |limit: usize| -> Vec<i64> { rerank(&q, &candidates, &[], 10_000, limit).iter().map(|r| r.doc).collect() };
+        assert_eq!(docs(2), [4, 1]);
+        assert_eq!(docs(3), [4, 2, 1]);
     }
 
     /// A decision revised later in its own session: the revision goes first and takes the
