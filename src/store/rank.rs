@@ -1182,6 +1182,29 @@ mod tests {
         assert_eq!(shown.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 1, 2], "a weak answer stays below");
     }
 
+    /// A memory for the tests of what came next: its text, its vector among three subjects, its
+    /// date, its session and its score by words.
+    type OnSubject<'a> = (&'a str, [f32; 3], i64, &'a str, f32);
+
+    /// Candidates 1, 2, … of these memories, each matching both of the question's terms, at the
+    /// same cosine with the question.
+    fn on_subjects<'a>(rows: &'a [OnSubject<'a>]) -> Vec<Candidate<'a>> {
+        rows.iter()
+            .enumerate()
+            .map(|(i, (t, v, at, s, bm25))| Candidate {
+                doc: i as i64 + 1,
+                bm25: *bm25,
+                matched: 0b11,
+                session: Some(s),
+                created_at: *at,
+                fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
+                said: [t, ""],
+                dense: Some(0.5),
+                vector: Some(v.to_vec()),
+            })
+            .collect()
+    }
+
     /// A decision changed later without a word saying so ("then slow them all down to half an
     /// hour"), in words the question shares less: shown with the decision, before it, in place
     /// of a better-scored memory on another subject; never when only one slot is left, never
@@ -1189,7 +1212,7 @@ mod tests {
     #[test]
     fn what_came_next_on_a_shown_subject_is_shown_before_it() {
         let q = q("how often do we poll the carriers", &[("poll", 5), ("carrier", 5)], 100);
-        let rows: [(&str, [f32; 3], i64, &str, f32); 5] = [
+        let rows: [OnSubject; 5] = [
             ("poll every carrier every ten minutes", [1.0, 0.0, 0.0], 1_000, "a", 6.0),
             ("carrier labels print as PDF", [0.0, 1.0, 0.0], 2_000, "b", 5.0),
             ("carrier webhooks are signed", [0.0, 0.0, 1.0], 2_500, "c", 4.8),
@@ -1197,20 +1220,11 @@ mod tests {
             ("poll a carrier again after it answers", [0.3, 0.0, -0.954], 3_500, "e", 3.3),
         ];
         let candidates = |same_session: bool| -> Vec<Candidate> {
-            rows.iter()
-                .enumerate()
-                .map(|(i, (t, v, at, s, bm25))| Candidate {
-                    doc: i as i64 + 1,
-                    bm25: *bm25,
-                    matched: 0b11,
-                    session: Some(if same_session && i == 3 { "a" } else { s }),
-                    created_at: *at,
-                    fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
-                    said: [t, ""],
-                    dense: Some(0.5),
-                    vector: Some(v.to_vec()),
-                })
-                .collect()
+            let mut c = on_subjects(&rows);
+            if same_session {
+                c[3].session = Some("a");
+            }
+            c
         };
         let docs = |c: &[Candidate], limit: usize| -> Vec<i64> {
             let top = rerank(&q, c, &[], 10_000, limit);
@@ -1233,27 +1247,13 @@ mod tests {
     #[test]
     fn what_came_next_is_the_later_memory_that_answers_best() {
         let q = q("which queue carries the invoice jobs", &[("queue", 5), ("invoic", 5)], 100);
-        let rows: [(&str, [f32; 3], i64, &str, f32); 4] = [
+        let rows: [OnSubject; 4] = [
             ("invoice jobs go on the RabbitMQ queue", [1.0, 0.0, 0.0], 1_000, "a", 6.0),
             ("the invoice queue gets a second consumer", [0.85, 0.527, 0.0], 2_000, "b", 3.5),
             ("deploys are tagged by date", [0.0, 1.0, 0.0], 2_500, "c", 3.0),
             ("invoice jobs now go through Kafka", [0.6, 0.0, 0.8], 3_000, "d", 4.5),
         ];
-        let candidates: Vec<Candidate> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, (t, v, at, s, bm25))| Candidate {
-                doc: i as i64 + 1,
-                bm25: *bm25,
-                matched: 0b11,
-                session: Some(s),
-                created_at: *at,
-                fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
-                said: [t, ""],
-                dense: Some(0.5),
-                vector: Some(v.to_vec()),
-            })
-            .collect();
+        let candidates = on_subjects(&rows);
         let docs =
             |limit: usize| -> Vec<i64> { rerank(&q, &candidates, &[], 10_000, limit).iter().map(|r| r.doc).collect() };
         assert_eq!(docs(2), [4, 1]);
