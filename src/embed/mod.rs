@@ -354,6 +354,7 @@ impl Code {
 /// The dot product of two vectors (their cosine, when both are unit vectors).
 /// Summed in sixteen lanes, which the compiler keeps in vector registers (one sum in order is a
 /// chain of dependent additions): the rerank compares hundreds of pairs of memories per question.
+#[inline(always)]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let mut lanes = [0f32; 16];

@@ -10,6 +10,7 @@ pub mod curate;
 pub mod index;
 pub mod injections;
 mod outbox;
+pub mod parts;
 pub mod rank;
 pub mod revise;
 pub mod text;
@@ -48,6 +49,7 @@ const STEPS: &[Step] = &[
     (11, vectors::step_11),
     (12, vectors::step_12),
     (13, vectors::step_13),
+    (14, vectors::step_14),
 ];
 
 /// The schema version of a store that has run every step.
@@ -199,6 +201,8 @@ pub struct Backfilled {
     pub embedded: usize,
     /// Memories checked for whether they revise an earlier one.
     pub checked: usize,
+    /// First vectors of large banks partitioned by meaning ([`vectors::partition`]).
+    pub partitioned: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -976,11 +980,8 @@ impl Store {
         // Vectors are computed outside any transaction (the model takes tens of milliseconds per
         // memory, and no writer should wait for it), at least one per call, then written.
         // A long budget (`ovmem sync`) uses every core; a hook's short one, this thread.
-        let workers = if budget >= Duration::from_secs(1) {
-            std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
-        } else {
-            1
-        };
+        let long = budget >= Duration::from_secs(1);
+        let workers = if long { std::thread::available_parallelism().map_or(1, |n| n.get()).min(4) } else { 1 };
         let mut caught_up = false;
         loop {
             let todo = vectors::todo(&self.conn, 16 * workers)?;
@@ -1003,6 +1004,13 @@ impl Store {
         }
         if !caught_up {
             return Ok(done);
+        }
+        // A large bank's first vectors, partitioned once they are all in: seconds at a million
+        // memories, so only with a long budget (`ovmem sync`), never in a hook.
+        if long {
+            for bank in vectors::partitions_due(&self.conn)? {
+                done.partitioned += self.write(|c| vectors::partition(c, bank))?;
+            }
         }
         // Then revisions: memories stored before they were recorded, and the rest of those
         // waiting to be linked by meaning. Each queue is read before a write is taken.
@@ -1131,10 +1139,12 @@ impl Store {
     /// Deletes a memory's row and the rows keyed by it (its outbox entry, its vector, its revision pairs); its
     /// postings are the caller's (removed, or rebuilt by [`Store::reindex`]).
     fn delete_rows(c: &Connection, id: i64) -> Result<()> {
+        let bank: Option<i64> =
+            c.query_row("SELECT bank_id FROM memories WHERE id = ?1", [id], |r| r.get(0)).optional()?;
         c.execute("DELETE FROM memories WHERE id = ?1", [id])?;
         c.execute("DELETE FROM outbox WHERE memory_id = ?1", [id])?;
         revise::remove(c, id)?;
-        vectors::remove(c, id)
+        vectors::remove(c, id, bank)
     }
 
     /// Rewrites the database without free space, then truncates the WAL (see [`Store::forget_many`]).
@@ -1228,8 +1238,10 @@ impl Store {
                     Self::delete_rows(c, d)?;
                 }
                 c.execute("UPDATE memories SET bank_id = ?2 WHERE bank_id = ?1", params![src, dst])?;
-                // Sign-bit blocks hold whole entries, so they move as they are.
-                c.execute("UPDATE vector_blocks SET bank_id = ?2 WHERE bank_id = ?1", params![src, dst])?;
+                // Sign-bit blocks hold whole entries, so they move as they are; not partitioned
+                // by the bank they join (read by every search until `ovmem sync` partitions it).
+                c.execute("UPDATE vector_blocks SET bank_id = ?2, part = -1 WHERE bank_id = ?1", params![src, dst])?;
+                c.execute("DELETE FROM vector_parts WHERE bank_id = ?1", [src])?;
                 c.execute("DELETE FROM postings WHERE bank_id = ?1", [src])?;
                 c.execute("DELETE FROM terms WHERE bank_id = ?1", [src])?;
                 c.execute("DELETE FROM banks WHERE id = ?1", [src])?;
@@ -1522,7 +1534,7 @@ fn strip_topics(c: &Connection, bank: i64, session: &str, prompt: &str) -> Resul
             // Its vector was read from the old topic too: the forgotten prompt's meaning goes.
             let (prompt, reply): (String, String) =
                 c.query_row("SELECT prompt, reply FROM memories WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            vectors::remove(c, id)?;
+            vectors::remove(c, id, Some(bank))?;
             let mut pending = vectors::Pending::default();
             pending.add(bank, id, vectors::embed(&prompt, &reply, &topic));
             pending.flush(c)?;
@@ -1935,7 +1947,7 @@ mod tests {
         assert_eq!(s.stats().unwrap().schema_version, VERSION);
         assert_eq!(s.missing_vectors().unwrap(), 2);
         assert!(s.recall("b", "Where does continuous integration push things to production?", 5).unwrap().is_empty());
-        assert_eq!(s.backfill(Duration::from_secs(5)).unwrap(), Backfilled { embedded: 2, checked: 2 });
+        assert_eq!(s.backfill(Duration::from_secs(5)).unwrap(), Backfilled { embedded: 2, checked: 2, partitioned: 0 });
         assert_eq!(s.missing_vectors().unwrap(), 0);
         let hits = s.recall("b", "Where does continuous integration push things to production?", 5).unwrap();
         assert!(hits[0].memory.prompt.contains("Jenkins"), "{hits:?}");

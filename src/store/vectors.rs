@@ -12,6 +12,7 @@ use std::collections::BinaryHeap;
 use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::parts::{self, Centroids};
 use crate::embed::{self, Code, Model, BITS};
 
 /// Entries (vectors) per block of sign bits.
@@ -82,26 +83,37 @@ const PASSAGES: i64 = 1;
 /// turns (a long turn has up to 16), while every memory's first vector is always read.
 pub const PASSAGE_SCAN: usize = 100_000;
 
-/// A bank's last block of one kind, while it is being filled: (id, entries).
+/// The partition of blocks that are not partitioned: passages', and a small bank's first vectors.
+const LOOSE: i64 = -1;
+
+/// A bank's last block of one kind and partition, while it is being filled: (id, entries).
 type Tail = Option<(i64, Vec<u8>)>;
 
-fn tail(c: &Connection, bank: i64, kind: i64) -> Result<Tail> {
+fn tail(c: &Connection, bank: i64, kind: i64, part: i64) -> Result<Tail> {
     Ok(c.prepare_cached(
-        "SELECT id, data FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id DESC LIMIT 1",
+        "SELECT id, data FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 AND part = ?3
+         ORDER BY id DESC LIMIT 1",
     )?
-    .query_row([bank, kind], |r| Ok((r.get(0)?, r.get(1)?)))
+    .query_row([bank, kind, part], |r| Ok((r.get(0)?, r.get(1)?)))
     .optional()?)
 }
 
-/// Puts a memory's entries in the bank's last block of their kind, or in a new one when they do
-/// not all fit (a memory's entries of one kind share a block); returns the block's id.
-fn put(c: &Connection, bank: i64, kind: i64, last: &mut Tail, memory: i64, vs: &[Vec<f32>]) -> Result<i64> {
+/// Puts a memory's entries in the bank's last block of their kind and partition, or in a new one
+/// when they do not all fit (a memory's entries of one kind share a block); returns the block's id.
+fn put(
+    c: &Connection,
+    bank: i64,
+    (kind, part): (i64, i64),
+    last: &mut Tail,
+    memory: i64,
+    vs: &[Vec<f32>],
+) -> Result<i64> {
     if last.as_ref().is_none_or(|(_, data)| data.len() / ENTRY + vs.len() > BLOCK) {
         if let Some((id, data)) = last.take() {
             save(c, bank, id, &data)?;
         }
-        c.prepare_cached("INSERT INTO vector_blocks (bank_id, n, data, passages) VALUES (?1, 0, x'', ?2)")?
-            .execute([bank, kind])?;
+        c.prepare_cached("INSERT INTO vector_blocks (bank_id, n, data, passages, part) VALUES (?1, 0, x'', ?2, ?3)")?
+            .execute([bank, kind, part])?;
         *last = Some((c.last_insert_rowid(), Vec::with_capacity(BLOCK * ENTRY)));
     }
     let (block, data) = last.as_mut().expect("just set");
@@ -113,9 +125,11 @@ fn put(c: &Connection, bank: i64, kind: i64, last: &mut Tail, memory: i64, vs: &
 }
 
 /// Appends memories' vectors to their bank: codes one row per memory, sign bits into the bank's
-/// last blocks (first vectors and passages apart) while they have room, then new blocks.
+/// last blocks (first vectors and passages apart, a partitioned bank's first vectors in their
+/// partition's) while they have room, then new blocks.
 fn append(c: &Connection, bank: i64, rows: &[(i64, i64, Vectors)]) -> Result<()> {
-    let (mut heads, mut passages) = (tail(c, bank, HEADS)?, tail(c, bank, PASSAGES)?);
+    let parts = centroids(c, bank)?;
+    let mut tails: std::collections::BTreeMap<(i64, i64), Tail> = std::collections::BTreeMap::new();
     let mut code_row = c.prepare_cached(
         "INSERT OR REPLACE INTO vectors (memory_id, block, passage_block, code) VALUES (?1, ?2, ?3, ?4)",
     )?;
@@ -124,16 +138,103 @@ fn append(c: &Connection, bank: i64, rows: &[(i64, i64, Vectors)]) -> Result<()>
             code_row.execute(params![memory, 0, None::<i64>, Vec::<u8>::new()])?;
             continue;
         }
-        let block = put(c, bank, HEADS, &mut heads, *memory, &vs[..1])?;
-        let passage_block =
-            if vs.len() > 1 { Some(put(c, bank, PASSAGES, &mut passages, *memory, &vs[1..])?) } else { None };
+        let part = parts.as_ref().map_or(LOOSE, |p| p.nearest(&vs[0]) as i64);
+        let mut block = |at: (i64, i64), vs: &[Vec<f32>]| -> Result<i64> {
+            let last = match tails.entry(at) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => e.insert(tail(c, bank, at.0, at.1)?),
+            };
+            put(c, bank, at, last, *memory, vs)
+        };
+        let head_block = block((HEADS, part), &vs[..1])?;
+        let passage_block = if vs.len() > 1 { Some(block((PASSAGES, LOOSE), &vs[1..])?) } else { None };
         let code: Vec<u8> = vs.iter().flat_map(|v| Code::new(v).to_bytes()).collect();
-        code_row.execute(params![memory, block, passage_block, code])?;
+        code_row.execute(params![memory, head_block, passage_block, code])?;
     }
-    for (id, data) in [heads, passages].into_iter().flatten() {
+    for (id, data) in tails.into_values().flatten() {
         save(c, bank, id, &data)?;
     }
     Ok(())
+}
+
+/// A partitioned bank's centres ([`parts`]); `None` for a bank that is not partitioned.
+fn centroids(c: &Connection, bank: i64) -> Result<Option<Centroids>> {
+    let bytes: Option<Vec<u8>> = c
+        .prepare_cached("SELECT centroids FROM vector_parts WHERE bank_id = ?1")?
+        .query_row([bank], |r| r.get(0))
+        .optional()?;
+    Ok(bytes.and_then(|b| Centroids::from_bytes(&b)))
+}
+
+/// The banks whose first vectors are due to be partitioned ([`partition`]).
+pub fn partitions_due(c: &Connection) -> Result<Vec<i64>> {
+    let mut stmt = c.prepare(
+        "SELECT b.bank_id FROM (SELECT bank_id, sum(n) AS heads, sum(part = -1) AS loose FROM vector_blocks
+             WHERE passages = 0 GROUP BY bank_id) b
+         LEFT JOIN vector_parts p ON p.bank_id = b.bank_id
+         WHERE (p.bank_id IS NULL AND b.heads >= ?1) OR (p.bank_id IS NOT NULL AND (b.heads >= 2 * p.heads OR b.loose > 0))",
+    )?;
+    let rows = stmt.query_map([parts::PARTITION_AT as i64], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Partitions a bank's first vectors by meaning ([`parts`]): reads every one's entry, trains
+/// the partitions on them, and writes them again in blocks of their partition, each memory's row
+/// pointing at its new block. Due ([`partitions_due`]) when a bank reaches
+/// [`parts::PARTITION_AT`], again when it has doubled since, or has taken in another bank's
+/// vectors. Seconds at a million memories: `ovmem sync` runs it, never a hook. Returns the
+/// entries partitioned.
+///
+/// The memories' rows are not rewritten (2 GB at a million memories): the block a row names is
+/// where its first vector was written, which [`remove`] checks before it searches the partition.
+pub fn partition(c: &Connection, bank: i64) -> Result<usize> {
+    let mut entries: Vec<u8> = Vec::new();
+    {
+        let mut stmt = c.prepare("SELECT data FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id")?;
+        let mut rows = stmt.query([bank, HEADS])?;
+        while let Some(r) = rows.next()? {
+            let data = r.get_ref(0)?.as_blob()?;
+            entries.extend_from_slice(&data[..data.len() / ENTRY * ENTRY]);
+        }
+    }
+    let entries: Vec<&[u8]> = entries.chunks_exact(ENTRY).collect();
+    if entries.is_empty() {
+        return Ok(0);
+    }
+    // Trained on an even sample's vectors (decoded from their codes), each entry placed by its
+    // signs: reading every memory's codes would read 2 GB at a million memories.
+    let id = |e: &[u8]| i64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+    let sample: Vec<Vec<f32>> = {
+        let ids: Vec<i64> = entries.iter().step_by(entries.len().div_ceil(parts::SAMPLE)).map(|e| id(e)).collect();
+        let mut read = vectors(c, &ids)?;
+        ids.iter().filter_map(|i| read.remove(i)).collect()
+    };
+    let parts = Centroids::train(&sample);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    let placed: Vec<usize> = std::thread::scope(|s| {
+        let handles: Vec<_> = entries
+            .chunks(entries.len().div_ceil(workers))
+            .map(|chunk| s.spawn(|| chunk.iter().map(|e| parts.nearest_signs(&e[8..])).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("placing entries does not panic")).collect()
+    });
+    let mut by_part: Vec<Vec<&[u8]>> = vec![Vec::new(); parts.len()];
+    for (e, &part) in entries.iter().zip(&placed) {
+        by_part[part].push(e);
+    }
+    c.execute("DELETE FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2", [bank, HEADS])?;
+    let mut insert =
+        c.prepare_cached("INSERT INTO vector_blocks (bank_id, n, data, passages, part) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+    for (part, members) in by_part.iter().enumerate() {
+        for chunk in members.chunks(BLOCK) {
+            insert.execute(params![bank, chunk.len() as i64, chunk.concat(), HEADS, part as i64])?;
+        }
+    }
+    c.execute(
+        "INSERT OR REPLACE INTO vector_parts (bank_id, heads, centroids) VALUES (?1, ?2, ?3)",
+        params![bank, entries.len() as i64, parts.to_bytes()],
+    )?;
+    Ok(entries.len())
 }
 
 fn save(c: &Connection, bank: i64, block: i64, data: &[u8]) -> Result<()> {
@@ -146,30 +247,59 @@ fn save(c: &Connection, bank: i64, block: i64, data: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Removes a memory's vectors (inside the caller's transaction).
-pub fn remove(c: &Connection, memory: i64) -> Result<()> {
-    let blocks: Option<(i64, Option<i64>)> = c
-        .prepare_cached("SELECT block, passage_block FROM vectors WHERE memory_id = ?1")?
-        .query_row([memory], |r| Ok((r.get(0)?, r.get(1)?)))
+/// Removes a memory's vectors (inside the caller's transaction); `bank` is the id of the bank it
+/// was in. Its first vector is looked for in the block its row names, where it was written; when
+/// its bank has been partitioned since ([`partition`]), in its partition's blocks, then in every
+/// block of the bank's first vectors.
+pub fn remove(c: &Connection, memory: i64, bank: Option<i64>) -> Result<()> {
+    let row: Option<(i64, Option<i64>, Vec<u8>)> = c
+        .prepare_cached("SELECT block, passage_block, code FROM vectors WHERE memory_id = ?1")?
+        .query_row([memory], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()?;
-    let Some((block, passage_block)) = blocks else { return Ok(()) };
+    let Some((block, passage_block, code)) = row else { return Ok(()) };
     c.prepare_cached("DELETE FROM vectors WHERE memory_id = ?1")?.execute([memory])?;
-    for block in std::iter::once(block).chain(passage_block) {
-        let row: Option<(i64, Vec<u8>)> = c
-            .prepare_cached("SELECT bank_id, data FROM vector_blocks WHERE id = ?1")?
-            .query_row([block], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
-        if let Some((bank, data)) = row {
-            let kept: Vec<u8> = data
-                .chunks_exact(ENTRY)
-                .filter(|e| i64::from_le_bytes(e[..8].try_into().expect("8 bytes")) != memory)
-                .flatten()
-                .copied()
-                .collect();
-            save(c, bank, block, &kept)?;
+    if let Some(passages) = passage_block {
+        drop_entries(c, passages, memory)?;
+    }
+    // An empty row (no known token) has no entries.
+    let Some(first) = code.get(..embed::CODE_BYTES).and_then(Code::decode) else { return Ok(()) };
+    if drop_entries(c, block, memory)? {
+        return Ok(());
+    }
+    let Some(bank) = bank else { return Ok(()) };
+    let part = centroids(c, bank)?.map_or(LOOSE, |p| p.nearest_signs(&embed::bits(&first)) as i64);
+    let blocks: Vec<i64> = c
+        .prepare_cached(
+            "SELECT id FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY part = ?3 DESC, id",
+        )?
+        .query_map([bank, HEADS, part], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for block in blocks {
+        if drop_entries(c, block, memory)? {
+            break;
         }
     }
     Ok(())
+}
+
+/// Removes a memory's entries from a block; whether it held any.
+fn drop_entries(c: &Connection, block: i64, memory: i64) -> Result<bool> {
+    let row: Option<(i64, Vec<u8>)> = c
+        .prepare_cached("SELECT bank_id, data FROM vector_blocks WHERE id = ?1")?
+        .query_row([block], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let Some((bank, data)) = row else { return Ok(false) };
+    let kept: Vec<u8> = data
+        .chunks_exact(ENTRY)
+        .filter(|e| i64::from_le_bytes(e[..8].try_into().expect("8 bytes")) != memory)
+        .flatten()
+        .copied()
+        .collect();
+    if kept.len() == data.len() / ENTRY * ENTRY {
+        return Ok(false);
+    }
+    save(c, bank, block, &kept)?;
+    Ok(true)
 }
 
 /// A memory waiting for its vector: (id, bank, prompt, reply, topic).
@@ -279,6 +409,23 @@ pub fn step_12(c: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Schema step 14: a large bank's first vectors are partitioned by meaning ([`parts`]); a
+/// block's partition is kept with it ([`LOOSE`] for blocks not partitioned), and each
+/// partitioned bank's centres with the count of first vectors they were trained on.
+pub fn step_14(c: &Connection) -> Result<()> {
+    c.execute_batch(
+        "ALTER TABLE vector_blocks ADD COLUMN part INTEGER NOT NULL DEFAULT -1;
+         DROP INDEX IF EXISTS vector_blocks_bank;
+         CREATE INDEX vector_blocks_bank ON vector_blocks (bank_id, passages, part, id, n);
+         CREATE TABLE vector_parts (
+             bank_id   INTEGER PRIMARY KEY,
+             heads     INTEGER NOT NULL,
+             centroids BLOB NOT NULL
+         );",
+    )?;
+    Ok(())
+}
+
 /// Schema step 13: the index of the blocks holds their entry counts, so a search lists a bank's
 /// blocks from the index alone. Listing them from their rows read one table page per block (a
 /// block's row fills its page), 3.6 ms of a prompt hook at a million memories.
@@ -346,19 +493,22 @@ pub fn nearest_meanwhile(
     Ok((Some(query), near))
 }
 
-/// The blocks a search reads, with their sizes in bytes as their entry counts give them (from the
-/// index alone): every first vectors' block, then the passages' newest first.
+/// The blocks a search reads whatever its question, with their sizes in bytes as their entry
+/// counts give them (from the index alone): the first vectors not partitioned (every one of a
+/// bank smaller than [`parts::PARTITION_AT`]), then the passages' newest first.
 fn blocks(c: &Connection, bank: i64) -> Result<Vec<(i64, usize)>> {
     let mut blocks: Vec<(i64, usize)> = Vec::new();
-    let mut stmt =
-        c.prepare_cached("SELECT id, n FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id")?;
-    let mut rows = stmt.query([bank, HEADS])?;
+    let mut stmt = c.prepare_cached(
+        "SELECT id, n FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 AND part = ?3 ORDER BY id",
+    )?;
+    let mut rows = stmt.query([bank, HEADS, LOOSE])?;
     while let Some(r) = rows.next()? {
         blocks.push((r.get(0)?, r.get::<_, usize>(1)? * ENTRY));
     }
-    let mut stmt =
-        c.prepare_cached("SELECT id, n FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 ORDER BY id DESC")?;
-    let mut rows = stmt.query([bank, PASSAGES])?;
+    let mut stmt = c.prepare_cached(
+        "SELECT id, n FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 AND part = ?3 ORDER BY id DESC",
+    )?;
+    let mut rows = stmt.query([bank, PASSAGES, LOOSE])?;
     let mut passages = 0;
     while passages < PASSAGE_SCAN {
         let Some(r) = rows.next()? else { break };
@@ -369,8 +519,37 @@ fn blocks(c: &Connection, bank: i64) -> Result<Vec<(i64, usize)>> {
     Ok(blocks)
 }
 
+/// The blocks of a partitioned bank's first vectors that a search for `query` reads: those of the
+/// partitions nearest to it, until they hold `probe` entries ([`parts::PROBE`]).
+fn probed(c: &Connection, bank: i64, parts: &Centroids, query: &[f32], probe: usize) -> Result<Vec<(i64, usize)>> {
+    let mut of_part: std::collections::HashMap<i64, Vec<(i64, usize)>> = std::collections::HashMap::new();
+    let mut stmt =
+        c.prepare_cached("SELECT part, id, n FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 AND part >= 0")?;
+    let mut rows = stmt.query([bank, HEADS])?;
+    while let Some(r) = rows.next()? {
+        of_part.entry(r.get(0)?).or_default().push((r.get(1)?, r.get::<_, usize>(2)? * ENTRY));
+    }
+    let mut blocks = Vec::new();
+    let mut entries = 0;
+    for part in parts.ranked(query) {
+        if entries >= probe {
+            break;
+        }
+        for b in of_part.remove(&(part as i64)).unwrap_or_default() {
+            entries += b.1 / ENTRY;
+            blocks.push(b);
+        }
+    }
+    Ok(blocks)
+}
+
+/// Bytes of blocks read ahead at most while a question is encoded: a larger buffer costs more
+/// in page faults than reading ahead saves.
+const AHEAD: usize = 16 << 20;
+
 /// [`nearest_meanwhile`]'s snapshot: the query, and the memories of the [`SHORTLIST`] entries
-/// nearest to it.
+/// nearest to it. The blocks every search reads are read ahead while the question is encoded;
+/// a partitioned bank's nearest partitions, once it is known.
 fn shortlisted(
     c: &Connection,
     bank: i64,
@@ -378,10 +557,22 @@ fn shortlisted(
     query: impl FnOnce() -> Option<Vec<f32>>,
 ) -> Result<(Option<Vec<f32>>, Vec<i64>)> {
     let blocks = blocks(c, bank)?;
-    let Some(&(first, _)) = blocks.first() else { return Ok((query(), Vec::new())) };
+    let parts = centroids(c, bank)?;
+    let Some(&(first, _)) = blocks.first() else {
+        let Some(query) = query() else { return Ok((None, Vec::new())) };
+        let mut nearest = Shortlist::new(&query);
+        if let Some(parts) = &parts {
+            let probed = probed(c, bank, parts, &query, parts::PROBE)?;
+            if let Some(&(first, _)) = probed.first() {
+                let mut blob = c.blob_open(rusqlite::DatabaseName::Main, "vector_blocks", "data", first, true)?;
+                offer_each(&mut blob, &probed, &mut nearest)?;
+            }
+        }
+        return Ok((Some(query), nearest.ids()));
+    };
     let mut blob = c.blob_open(rusqlite::DatabaseName::Main, "vector_blocks", "data", first, true)?;
     // Zeroed by the allocator: only the pages written to are ever mapped.
-    let mut ahead = vec![0u8; if ready() { 0 } else { blocks.iter().map(|b| b.1).sum() }];
+    let mut ahead = vec![0u8; if ready() { 0 } else { blocks.iter().map(|b| b.1).sum::<usize>().min(AHEAD) }];
     // The bytes read are the blob's own (its length as it is), the listed sizes only plan them.
     let (mut taken, mut at) = (0, 0);
     for &(id, _) in &blocks {
@@ -398,16 +589,27 @@ fn shortlisted(
     let Some(query) = query() else { return Ok((None, Vec::new())) };
     let mut nearest = Shortlist::new(&query);
     nearest.offer(&ahead[..at]);
+    drop(ahead);
+    offer_each(&mut blob, &blocks[taken..], &mut nearest)?;
+    if let Some(parts) = &parts {
+        let probed = probed(c, bank, parts, &query, parts::PROBE)?;
+        offer_each(&mut blob, &probed, &mut nearest)?;
+    }
+    Ok((Some(query), nearest.ids()))
+}
+
+/// Offers each of these blocks to the shortlist as it is read, in a buffer of one block.
+fn offer_each(blob: &mut rusqlite::blob::Blob<'_>, blocks: &[(i64, usize)], nearest: &mut Shortlist) -> Result<()> {
     let mut one = vec![0u8; BLOCK * ENTRY];
-    for &(id, _) in &blocks[taken..] {
-        let len = reopen_entries(&mut blob, id)?;
+    for &(id, _) in blocks {
+        let len = reopen_entries(blob, id)?;
         if len > one.len() {
             one.resize(len, 0);
         }
         blob.read_at_exact(&mut one[..len], 0)?;
         nearest.offer(&one[..len]);
     }
-    Ok((Some(query), nearest.ids()))
+    Ok(())
 }
 
 /// Points `blob` at block `id` and gives the bytes of its whole entries: the blob's own length,
@@ -509,6 +711,85 @@ fn scan<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ids of every first-vector entry of a bank, sorted, and the partitions of its blocks.
+    fn heads(c: &Connection, bank: i64) -> (Vec<i64>, Vec<i64>) {
+        let mut stmt = c.prepare("SELECT part, data FROM vector_blocks WHERE bank_id = ?1 AND passages = 0").unwrap();
+        let rows: Vec<(i64, Vec<u8>)> =
+            stmt.query_map([bank], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(|r| r.unwrap()).collect();
+        let mut ids: Vec<i64> = rows
+            .iter()
+            .flat_map(|(_, d)| d.chunks_exact(ENTRY).map(|e| i64::from_le_bytes(e[..8].try_into().unwrap())))
+            .collect();
+        ids.sort_unstable();
+        (ids, rows.iter().map(|r| r.0).collect())
+    }
+
+    #[test]
+    fn a_partitioned_bank_finds_what_it_found_before_and_keeps_every_entry() {
+        let s = crate::store::Store::open_in_memory().unwrap();
+        let c = &*s.conn;
+        let (vs, _) = super::super::parts::tests::clustered(20, 1_500, 3);
+        let mut pending = Pending::default();
+        for (i, v) in vs.iter().enumerate() {
+            // Every third memory has passages too.
+            let mut all = vec![v.clone()];
+            if i % 3 == 0 {
+                all.push(vs[(i + 7) % vs.len()].clone());
+            }
+            pending.add(1, 1 + i as i64, all);
+        }
+        pending.flush(c).unwrap();
+        assert!(partitions_due(c).unwrap().is_empty(), "a small bank is not due");
+        let before: Vec<Vec<(i64, f32)>> = (0..10).map(|q| search(c, 1, &vs[q * 97], 20).unwrap()).collect();
+        assert_eq!(partition(c, 1).unwrap(), vs.len());
+        let (ids, parts) = heads(c, 1);
+        assert_eq!(ids, (1..=vs.len() as i64).collect::<Vec<_>>(), "every first vector once");
+        assert!(parts.iter().all(|&p| p >= 0), "every block of first vectors in a partition");
+        let centres = centroids(c, 1).unwrap().expect("centres kept");
+        assert_eq!(centres.len(), vs.len() / 39);
+        assert!(blocks(c, 1).unwrap().len() == 1, "the passages' block alone is read whatever the question");
+        // Probing as many entries as the bank has reads it all: the same results.
+        for (q, found) in before.iter().enumerate() {
+            assert_eq!(&search(c, 1, &vs[q * 97], 20).unwrap(), found, "question {q}");
+            assert_eq!(found[0].0, 1 + q as i64 * 97);
+        }
+        // A smaller probe reads the query's own partition first, and stops once it has enough.
+        let q = &vs[5];
+        let few = probed(c, 1, &centres, q, 10).unwrap();
+        let own = centres.nearest_signs(&embed::bits(q)) as i64;
+        let part_of = |block: i64| -> i64 {
+            c.query_row("SELECT part FROM vector_blocks WHERE id = ?1", [block], |r| r.get(0)).unwrap()
+        };
+        assert!(few.iter().all(|b| part_of(b.0) == centres.ranked(q)[0] as i64));
+        assert_eq!(part_of(few[0].0), own);
+        // A memory added later goes to its partition; a forgotten one leaves it, though its row
+        // names the block it was first written to.
+        let mut later = Pending::default();
+        later.add(1, 5_000, vec![vs[5].clone()]);
+        later.flush(c).unwrap();
+        let block: i64 = c.query_row("SELECT block FROM vectors WHERE memory_id = 5000", [], |r| r.get(0)).unwrap();
+        assert_eq!(part_of(block), centres.nearest(&vs[5]) as i64);
+        assert!(search(c, 1, &vs[5], 3).unwrap().iter().any(|f| f.0 == 5_000));
+        for gone in [5_000, 6, 7, 1_500] {
+            remove(c, gone, Some(1)).unwrap();
+        }
+        let (ids, _) = heads(c, 1);
+        assert_eq!(ids.len(), vs.len() - 3);
+        assert!(![6, 7, 1_500, 5_000].iter().any(|g| ids.contains(g)));
+        assert!(!search(c, 1, &vs[6], 20).unwrap().iter().any(|f| f.0 == 6));
+        // Taking in another bank's vectors leaves them outside the partitions, read by every
+        // search, until the bank is partitioned again.
+        let mut other = Pending::default();
+        other.add(2, 9_000, vec![vs[9].clone()]);
+        other.flush(c).unwrap();
+        c.execute("UPDATE vector_blocks SET bank_id = 1, part = -1 WHERE bank_id = 2", []).unwrap();
+        assert_eq!(partitions_due(c).unwrap(), vec![1]);
+        assert_eq!(blocks(c, 1).unwrap().len(), 2);
+        partition(c, 1).unwrap();
+        assert!(partitions_due(c).unwrap().is_empty());
+        assert_eq!(heads(c, 1).0.len(), vs.len() - 3 + 1);
+    }
 
     /// A question that is ready once it has been asked after `flip` times.
     fn ready_after(flip: usize) -> impl Fn() -> bool {
