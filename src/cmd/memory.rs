@@ -472,6 +472,19 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 if s.pending_prompts > 0 {
                     println!("{} prompt(s) waiting for their turn to finish", s.pending_prompts);
                 }
+                if s.without_vectors > 0 {
+                    println!(
+                        "{} memory(ies) without their vectors yet, found by their words until then (`ovmem sync` \
+                         adds them)",
+                        s.without_vectors
+                    );
+                }
+                for b in &s.to_partition {
+                    println!(
+                        "`{b}`: every prompt reads all of its vectors; `ovmem sync` partitions them by meaning \
+                         for faster prompts"
+                    );
+                }
                 if queued > 0 {
                     let age = oldest.map(|t| format!(", oldest from {}", format_date(t))).unwrap_or_default();
                     println!("{queued} item(s) spooled, to be stored at the next session start{age}");

@@ -220,6 +220,12 @@ pub struct Stats {
     /// one's reason.
     pub parked: i64,
     pub parked_error: Option<String>,
+    /// Memories still without their vectors (found by their words until `ovmem sync` or later
+    /// hooks embed them).
+    pub without_vectors: i64,
+    /// Banks large enough for their vectors to be partitioned that are not yet (or have doubled
+    /// since): `ovmem sync` partitions them.
+    pub to_partition: Vec<String>,
 }
 
 pub struct Store {
@@ -1334,6 +1340,10 @@ impl Store {
                 r.get(0)
             })?;
         let d = self.outbox_depth()?;
+        let mut to_partition = Vec::new();
+        for bank in vectors::partitions_due(c)? {
+            to_partition.push(c.query_row("SELECT name FROM banks WHERE id = ?1", [bank], |r| r.get(0))?);
+        }
         Ok(Stats {
             memories,
             banks,
@@ -1345,6 +1355,8 @@ impl Store {
             last_send_error: d.last_error,
             parked: d.parked,
             parked_error: d.parked_error,
+            without_vectors: vectors::missing(c)?,
+            to_partition,
         })
     }
 

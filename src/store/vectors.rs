@@ -726,6 +726,41 @@ mod tests {
     }
 
     #[test]
+    fn a_bank_is_due_for_partitions_at_its_size_again_when_doubled_and_after_a_merge() {
+        let s = crate::store::Store::open_in_memory().unwrap();
+        let c = &*s.conn;
+        c.execute("INSERT INTO banks (id, name, docs, len) VALUES (7, 'project:/big', 0, 0)", []).unwrap();
+        let block = |n: usize, part: i64| {
+            c.execute(
+                "INSERT INTO vector_blocks (bank_id, n, data, passages, part) VALUES (7, ?1, x'', 0, ?2)",
+                params![n as i64, part],
+            )
+            .unwrap();
+        };
+        let at = parts::PARTITION_AT;
+        block(at - 1, LOOSE);
+        // Passages do not count.
+        c.execute("INSERT INTO vector_blocks (bank_id, n, data, passages) VALUES (7, 5, x'', 1)", []).unwrap();
+        assert!(partitions_due(c).unwrap().is_empty());
+        block(1, LOOSE);
+        assert_eq!(partitions_due(c).unwrap(), vec![7]);
+        assert_eq!(s.stats().unwrap().to_partition, vec!["project:/big".to_string()]);
+        // Partitioned at that size: due again once it has doubled, or holds vectors outside.
+        c.execute("DELETE FROM vector_blocks WHERE passages = 0", []).unwrap();
+        block(at, 0);
+        c.execute("INSERT INTO vector_parts (bank_id, heads, centroids) VALUES (7, ?1, x'00')", [at as i64]).unwrap();
+        assert!(partitions_due(c).unwrap().is_empty());
+        block(at - 1, 1);
+        assert!(partitions_due(c).unwrap().is_empty());
+        block(1, 1);
+        assert_eq!(partitions_due(c).unwrap(), vec![7], "doubled");
+        c.execute("UPDATE vector_parts SET heads = ?1", [2 * at as i64]).unwrap();
+        assert!(partitions_due(c).unwrap().is_empty());
+        block(1, LOOSE);
+        assert_eq!(partitions_due(c).unwrap(), vec![7], "merged in");
+    }
+
+    #[test]
     fn a_partitioned_bank_finds_what_it_found_before_and_keeps_every_entry() {
         let s = crate::store::Store::open_in_memory().unwrap();
         let c = &*s.conn;
