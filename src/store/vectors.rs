@@ -789,6 +789,17 @@ mod tests {
             assert_eq!(&search(c, 1, &vs[q * 97], 20).unwrap(), found, "question {q}");
             assert_eq!(found[0].0, 1 + q as i64 * 97);
         }
+        // A bank without passages reads nothing but its nearest partitions.
+        let mut only_heads = Pending::default();
+        for (i, v) in vs.iter().enumerate().take(400) {
+            only_heads.add(3, 10_000 + i as i64, vec![v.clone()]);
+        }
+        only_heads.flush(c).unwrap();
+        let found = search(c, 3, &vs[50], 10).unwrap();
+        partition(c, 3).unwrap();
+        assert!(blocks(c, 3).unwrap().is_empty());
+        assert_eq!(search(c, 3, &vs[50], 10).unwrap(), found);
+        assert_eq!(found[0].0, 10_050);
         // A smaller probe reads the query's own partition first, and stops once it has enough.
         let q = &vs[5];
         let few = probed(c, 1, &centres, q, 10).unwrap();
