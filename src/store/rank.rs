@@ -1192,17 +1192,27 @@ mod tests {
         rows.iter()
             .enumerate()
             .map(|(i, (t, v, at, s, bm25))| Candidate {
-                doc: i as i64 + 1,
-                bm25: *bm25,
-                matched: 0b11,
-                session: Some(s),
-                created_at: *at,
-                fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
-                said: [t, ""],
                 dense: Some(0.5),
                 vector: Some(v.to_vec()),
+                ..by_words(i, t, *at, s, *bm25)
             })
             .collect()
+    }
+
+    /// Candidate `i + 1`: a memory of session `s` dated `at`, matching both of the question's
+    /// terms with this score by words, and no vector.
+    fn by_words<'a>(i: usize, t: &'a str, at: i64, s: &'a str, bm25: f32) -> Candidate<'a> {
+        Candidate {
+            doc: i as i64 + 1,
+            bm25,
+            matched: 0b11,
+            session: Some(s),
+            created_at: at,
+            fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
+            said: [t, ""],
+            dense: None,
+            vector: None,
+        }
     }
 
     /// A decision changed later without a word saying so ("then slow them all down to half an
@@ -1270,21 +1280,8 @@ mod tests {
             ("the privacy officer says 90 days is too long: keep meter photos 30 days instead", 5.0, 1_120, "s"),
             ("meter readings are checked against last year", 2.0, 900, "t"),
         ];
-        let candidates: Vec<Candidate> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, (t, bm25, at, s))| Candidate {
-                doc: i as i64 + 1,
-                bm25: *bm25,
-                matched: 0b11,
-                session: Some(s),
-                created_at: *at,
-                fields: [crate::store::text::analyse(t), Vec::new(), Vec::new()],
-                said: [t, ""],
-                dense: None,
-                vector: None,
-            })
-            .collect();
+        let candidates: Vec<Candidate> =
+            rows.iter().enumerate().map(|(i, (t, bm25, at, s))| by_words(i, t, *at, s, *bm25)).collect();
         let top = rerank(&q, &candidates, &[(0, 1)], 10_000, 3);
         let mut shown: Vec<i64> =
             top.iter().flat_map(|r| std::iter::once(r.doc).chain(r.with.iter().copied())).collect();

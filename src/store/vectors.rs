@@ -10,6 +10,7 @@
 use std::collections::BinaryHeap;
 
 use anyhow::Result;
+use rusqlite::blob::Blob;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::parts::{self, Centroids};
@@ -557,19 +558,7 @@ fn shortlisted(
 ) -> Result<(Option<Vec<f32>>, Vec<i64>)> {
     let blocks = blocks(c, bank)?;
     let parts = centroids(c, bank)?;
-    let Some(&(first, _)) = blocks.first() else {
-        let Some(query) = query() else { return Ok((None, Vec::new())) };
-        let mut nearest = Shortlist::new(&query);
-        if let Some(parts) = &parts {
-            let probed = probed(c, bank, parts, &query, parts::PROBE)?;
-            if let Some(&(first, _)) = probed.first() {
-                let mut blob = c.blob_open(rusqlite::DatabaseName::Main, "vector_blocks", "data", first, true)?;
-                offer_each(&mut blob, &probed, &mut nearest)?;
-            }
-        }
-        return Ok((Some(query), nearest.ids()));
-    };
-    let mut blob = c.blob_open(rusqlite::DatabaseName::Main, "vector_blocks", "data", first, true)?;
+    let mut blob = None;
     // Zeroed by the allocator: only the pages written to are ever mapped.
     let mut ahead = vec![0u8; if ready() { 0 } else { blocks.iter().map(|b| b.1).sum::<usize>().min(AHEAD) }];
     // The bytes read are the blob's own (its length as it is), the listed sizes only plan them.
@@ -578,44 +567,60 @@ fn shortlisted(
         if ready() {
             break;
         }
-        let len = reopen_entries(&mut blob, id)?;
+        let (block, len) = entries_of(c, &mut blob, id)?;
         if at + len > ahead.len() {
             break;
         }
-        blob.read_at_exact(&mut ahead[at..at + len], 0)?;
+        block.read_at_exact(&mut ahead[at..at + len], 0)?;
         (taken, at) = (taken + 1, at + len);
     }
     let Some(query) = query() else { return Ok((None, Vec::new())) };
     let mut nearest = Shortlist::new(&query);
     nearest.offer(&ahead[..at]);
     drop(ahead);
-    offer_each(&mut blob, &blocks[taken..], &mut nearest)?;
+    offer_each(c, &mut blob, &blocks[taken..], &mut nearest)?;
     if let Some(parts) = &parts {
         let probed = probed(c, bank, parts, &query, parts::PROBE)?;
-        offer_each(&mut blob, &probed, &mut nearest)?;
+        offer_each(c, &mut blob, &probed, &mut nearest)?;
     }
     Ok((Some(query), nearest.ids()))
 }
 
 /// Offers each of these blocks to the shortlist as it is read, in a buffer of one block.
-fn offer_each(blob: &mut rusqlite::blob::Blob<'_>, blocks: &[(i64, usize)], nearest: &mut Shortlist) -> Result<()> {
+fn offer_each<'c>(
+    c: &'c Connection,
+    blob: &mut Option<Blob<'c>>,
+    blocks: &[(i64, usize)],
+    nearest: &mut Shortlist,
+) -> Result<()> {
     let mut one = vec![0u8; BLOCK * ENTRY];
     for &(id, _) in blocks {
-        let len = reopen_entries(blob, id)?;
+        let (block, len) = entries_of(c, blob, id)?;
         if len > one.len() {
             one.resize(len, 0);
         }
-        blob.read_at_exact(&mut one[..len], 0)?;
+        block.read_at_exact(&mut one[..len], 0)?;
         nearest.offer(&one[..len]);
     }
     Ok(())
 }
 
-/// Points `blob` at block `id` and gives the bytes of its whole entries: the blob's own length,
-/// whatever its listed count says.
-fn reopen_entries(blob: &mut rusqlite::blob::Blob<'_>, id: i64) -> rusqlite::Result<usize> {
-    blob.reopen(id)?;
-    Ok(blob.len() / ENTRY * ENTRY)
+/// Points `blob` at block `id` (opening it at the first block a search reads) and gives it with
+/// the bytes of its whole entries: the blob's own length, whatever its listed count says.
+fn entries_of<'a, 'c>(
+    c: &'c Connection,
+    blob: &'a mut Option<Blob<'c>>,
+    id: i64,
+) -> rusqlite::Result<(&'a mut Blob<'c>, usize)> {
+    let block = match blob {
+        Some(b) => {
+            b.reopen(id)?;
+            b
+        }
+        None => blob.insert(c.blob_open(rusqlite::DatabaseName::Main, "vector_blocks", "data", id, true)?),
+    };
+    let len = block.len() / ENTRY * ENTRY;
+    Ok((block, len))
 }
 
 /// The [`SHORTLIST`] entries nearest to a query among those offered (fewest differing signs).
