@@ -658,6 +658,10 @@ pub fn rerank(
             if pass == 0 && session.is_some_and(|s| sel.seen.contains(s)) {
                 continue;
             }
+            // Once every session had its turn, a turn that says nothing of its own adds nothing.
+            if pass == 1 && !says_something(&candidates[i]) {
+                continue;
+            }
             // The later memory on this subject goes first (and takes the last slot if only one
             // is left). Only the one that revises this memory: an embedding finds one
             // subject in many memories written alike (decisions of one kind about other
@@ -893,6 +897,14 @@ const COMPANION: f32 = 0.6;
 const FOLLOW_UP: f32 = 0.4;
 /// At most this many of them.
 const COMPANIONS: usize = 2;
+/// A turn with fewer content words than this in its own prompt and reply ("ok thanks" / "👍")
+/// says nothing of its own: it is found through its session's topic alone, and shown with the
+/// turn it followed it would take the place of one that says what was done.
+const SAYS_SOMETHING: usize = 3;
+
+fn says_something(c: &Candidate) -> bool {
+    c.fields[0].len() + c.fields[1].len() >= SAYS_SOMETHING
+}
 
 struct Selection<'a> {
     /// Items: a candidate and the other turns of its session shown with it.
@@ -922,8 +934,10 @@ impl<'a> Selection<'a> {
                 // A turn that stands on its own must be nearly as good; a short follow-up ("rerun?",
                 // "then drop it"), found through its session's topic, only needs to be relevant.
                 let score = score_of.get(&j).copied().unwrap_or(0.0);
-                let follow_up = candidates[j].fields[0].len() <= 4 && !candidates[j].fields[2].is_empty();
+                let own = &candidates[j].fields;
+                let follow_up = own[0].len() <= 4 && !own[2].is_empty();
                 let fits = candidates[j].session == Some(session)
+                    && says_something(&candidates[j])
                     && !self.used.contains(&j)
                     && (score >= floor || follow_up && score >= floor * FOLLOW_UP)
                     && !self.used.iter().any(|&p| overlaps(&sets[p], &sets[j], 0.85));
@@ -1290,6 +1304,36 @@ mod tests {
         shown.sort_unstable();
         shown.dedup();
         assert_eq!(shown.len(), n, "every memory once: {top:?}");
+    }
+
+    /// A session's turns that say nothing of their own ("ok thanks" / "👍"), found through the
+    /// session's topic, are not shown with its best turn; the one that says what was done is.
+    #[test]
+    fn a_turn_that_says_nothing_of_its_own_is_not_shown_with_its_session() {
+        let q = q("do we still collect usage statistics", &[("collect", 3), ("usag", 3), ("statist", 3)], 100);
+        let turns = [
+            ("three months of the consent prompt: I want to stop collecting usage statistics", "", 6.0),
+            ("ok thanks", "👍", 5.5),
+            ("great", "", 5.4),
+            ("do it", "removed the telemetry module, the consent prompt and the worker", 4.0),
+        ];
+        let candidates: Vec<Candidate> = turns
+            .iter()
+            .enumerate()
+            .map(|(i, (p, r, bm25))| Candidate {
+                fields: [
+                    crate::store::text::analyse(p),
+                    crate::store::text::analyse(r),
+                    crate::store::text::analyse("usage statistics"),
+                ],
+                said: [p, r],
+                ..by_words(i, p, 1_000 + i as i64, "s", *bm25)
+            })
+            .collect();
+        let top = rerank(&q, &candidates, &[], 10_000, 3);
+        assert_eq!(top[0].doc, 1, "{top:?}");
+        assert_eq!(top[0].with, [4], "the turn that did it goes with the decision: {top:?}");
+        assert_eq!(top.len(), 1, "nor shown on their own once the session had its turn: {top:?}");
     }
 
     #[test]
