@@ -180,9 +180,9 @@ pub fn partitions_due(c: &Connection) -> Result<Vec<i64>> {
 }
 
 /// Partitions a bank's first vectors by meaning ([`parts`]): reads every one's entry, trains
-/// the partitions on a sample of them, and writes them again in blocks of their partition. Due ([`partitions_due`]) when a bank reaches
-/// [`parts::PARTITION_AT`], again when it has doubled since, or has taken in another bank's
-/// vectors. Seconds at a million memories: `ovmem sync` runs it, never a hook. Returns the
+/// the partitions on a sample of them, and writes them again in blocks of their partition. Due
+/// ([`partitions_due`]) when a bank reaches [`parts::PARTITION_AT`], again when it has doubled
+/// since, or has taken in another bank's vectors. Seconds at a million memories: `ovmem sync` runs it, never a hook. Returns the
 /// entries partitioned.
 ///
 /// The memories' rows are not rewritten (2 GB at a million memories): the block a row names is
