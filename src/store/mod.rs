@@ -15,6 +15,7 @@ pub mod rank;
 pub mod revise;
 pub mod text;
 pub mod vectors;
+pub mod when;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -779,6 +780,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let mut q = Query::parse(query);
+        q.window = self.window(bank_id, query)?;
         // A question of stopwords alone ("the of a") asks nothing, by its words or its meaning.
         let model = crate::embed::Model::get();
         let mode = recall_mode();
@@ -918,6 +920,21 @@ impl Store {
                 Some(Hit { memory: memories[i].1.clone(), score: r.score, superseded_by, terms, with })
             })
             .collect())
+    }
+
+    /// The time `query` names, placed on the calendar as seen from the bank's newest memory (or
+    /// now, if that is earlier): "last week" and "in November" of a project last worked on in
+    /// the spring are its last week and its November.
+    fn window(&self, bank_id: i64, query: &str) -> Result<Option<when::Window>> {
+        let now = now();
+        if when::window(query, now).is_none() {
+            return Ok(None);
+        }
+        let newest: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT max(created_at) FROM memories WHERE bank_id = ?1")?
+            .query_row([bank_id], |r| r.get(0))?;
+        Ok(when::window(query, newest.map_or(now, |n| n.min(now))))
     }
 
     /// The benchmark's reference rankers over the same bank and the same question
@@ -1670,6 +1687,24 @@ mod tests {
         assert_eq!(hits.len(), 1);
         assert!(hits[0].memory.prompt.contains("5433"));
         assert!(s.recall("p3", "staging database", 5).unwrap().is_empty());
+    }
+
+    /// "In November" is read on the bank's calendar: the November before its newest memory
+    /// (a project last worked on in February), and what was written then counts for more.
+    #[test]
+    fn a_question_that_names_a_time_prefers_what_was_written_then() {
+        let s = Store::open_in_memory().unwrap();
+        let day = |m: &str| crate::dates::parse_iso8601(&format!("{m}T12:00:00Z")).unwrap();
+        let july = "The nightly export failed again: the export job failed on a full disk of the export host";
+        let november = "Nightly export broke because the upstream token had expired";
+        s.add(&NewMemory { session: Some("s1"), ..turn("p", july, "", day("2025-07-14")) }).unwrap();
+        s.add(&NewMemory { session: Some("s2"), ..turn("p", november, "", day("2025-11-20")) }).unwrap();
+        s.add(&NewMemory { session: Some("s3"), ..turn("p", "Renamed the billing tables", "", day("2026-02-10")) })
+            .unwrap();
+        let first = |q: &str| s.recall("p", q, 5).unwrap()[0].memory.prompt.clone();
+        assert_eq!(first("Why did the nightly export fail?"), july);
+        assert_eq!(first("Why did the nightly export fail in November?"), november);
+        assert_eq!(first("Why did the nightly export fail in July?"), july);
     }
 
     /// A recall's reads share one transaction, which it ends whether it succeeds or fails; a

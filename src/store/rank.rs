@@ -43,6 +43,8 @@ const PROXIMITY: f32 = 0.3;
 /// Newest memories gain at most this much (a bounded prior, never a filter).
 const RECENCY: f32 = 0.12;
 const RECENCY_HALF_LIFE_DAYS: f32 = 45.0;
+/// A memory written within the time the question names ("in November") gains this much.
+const IN_WINDOW: f32 = 0.6;
 
 /// One distinct term of a query.
 #[derive(Debug, Clone)]
@@ -67,6 +69,8 @@ pub struct Query {
     pub terms: Vec<QueryTerm>,
     /// The first `scan` terms are looked up in the index; the others only count at rerank.
     pub scan: usize,
+    /// The time the question names ("in November", "since the autumn"), placed by the store.
+    pub window: Option<super::when::Window>,
 }
 
 impl Query {
@@ -104,7 +108,7 @@ impl Query {
                 }),
             }
         }
-        Self { terms, scan: 0 }
+        Self { terms, scan: 0, window: None }
     }
 
     /// Sets document frequencies (`None`: not in the bank) against a bank of `docs` memories,
@@ -539,7 +543,8 @@ pub fn rerank(
         .map(|(i, (c, f))| {
             let age_days = ((now - c.created_at).max(0) as f32) / 86_400.0;
             let recency = 1.0 + RECENCY * 0.5f32.powf(age_days / RECENCY_HALF_LIFE_DAYS);
-            (i, f * recency)
+            let inside = q.window.is_some_and(|w| w.contains(c.created_at));
+            (i, f * recency * if inside { 1.0 + IN_WINDOW } else { 1.0 })
         })
         .collect();
     // A revision answers whatever the memory it revises answers: it scores at least as well
