@@ -922,19 +922,25 @@ impl Store {
             .collect())
     }
 
-    /// The time `query` names, placed on the calendar as seen from the bank's newest memory (or
-    /// now, if that is earlier): "last week" and "in November" of a project last worked on in
-    /// the spring are its last week and its November.
+    /// The time `query` names, placed on the calendar as seen today; if the bank holds nothing
+    /// from then, as seen from its newest memory: "last week" and "in November" of a project last
+    /// worked on in the spring are its last week and its November.
     fn window(&self, bank_id: i64, query: &str) -> Result<Option<when::Window>> {
         let now = now();
-        if when::window(query, now).is_none() {
-            return Ok(None);
+        let Some(today) = when::window(query, now) else { return Ok(None) };
+        let c = &*self.conn;
+        let inside = c
+            .prepare_cached(
+                "SELECT 1 FROM memories WHERE bank_id = ?1 AND created_at >= ?2 AND created_at < ?3 LIMIT 1",
+            )?
+            .exists(params![bank_id, today.from, today.to])?;
+        if inside {
+            return Ok(Some(today));
         }
-        let newest: Option<i64> = self
-            .conn
+        let newest: Option<i64> = c
             .prepare_cached("SELECT max(created_at) FROM memories WHERE bank_id = ?1")?
             .query_row([bank_id], |r| r.get(0))?;
-        Ok(when::window(query, newest.map_or(now, |n| n.min(now))))
+        Ok(newest.filter(|&n| n < now).and_then(|n| when::window(query, n)).or(Some(today)))
     }
 
     /// The benchmark's reference rankers over the same bank and the same question

@@ -114,6 +114,17 @@ impl Calendar {
     fn until_now(&self, from: i64) -> (i64, i64) {
         (from, self.at + DAY)
     }
+
+    /// The first second of the latest day before the anchor's that is weekday `wd` (0 Monday).
+    fn last_weekday(&self, wd: i64) -> i64 {
+        let today = self.at.div_euclid(DAY);
+        // 1970-01-01 was a Thursday.
+        let back = match (today + 3 - wd).rem_euclid(7) {
+            0 => 7,
+            n => n,
+        };
+        (today - back) * DAY
+    }
 }
 
 /// A word of the question, lowercased, and whether it was written with a capital.
@@ -232,6 +243,19 @@ fn is_last(w: &str) -> bool {
     listed("last previous letzte letzten letztes vergangene vergangenen vergangenes vorige vorigen voriges", w)
 }
 
+fn weekday(w: &str) -> Option<i64> {
+    Some(match w {
+        "monday" | "montag" => 0,
+        "tuesday" | "dienstag" => 1,
+        "wednesday" | "mittwoch" => 2,
+        "thursday" | "donnerstag" => 3,
+        "friday" | "freitag" => 4,
+        "saturday" | "samstag" | "sonnabend" => 5,
+        "sunday" | "sonntag" => 6,
+        _ => return None,
+    })
+}
+
 /// The unit of "two weeks ago", "the last 3 days", "vor zwei Wochen".
 #[derive(Clone, Copy, PartialEq)]
 enum Unit {
@@ -307,6 +331,25 @@ fn relative(w: &[Word], cal: &Calendar) -> Option<((i64, i64), usize)> {
     if is_last(at(0)) || matches!(at(0), "past" | "seit") {
         if let (Some(n), Some(u)) = (number(at(1)), Unit::of(at(2))) {
             return Some((cal.until_now(a - n * u.secs() - PAD), 3));
+        }
+    }
+    // "last Saturday", "this past weekend", "over the weekend", "letzten Samstag". A weekday
+    // said alone ("on Friday") may be the one to come.
+    let named_day = if is_this(at(0)) && at(1) == "past" {
+        2
+    } else if is_last(at(0)) || at(0) == "over" && at(1) == "the" {
+        1 + usize::from(at(0) == "over")
+    } else {
+        0
+    };
+    if named_day > 0 {
+        if let Some(wd) = weekday(at(named_day)) {
+            let day = cal.last_weekday(wd);
+            return Some(((day - DAY, day + 2 * DAY), named_day + 1));
+        }
+        if matches!(at(named_day), "weekend" | "wochenende") {
+            let saturday = cal.last_weekday(5);
+            return Some(((saturday - DAY, saturday + 3 * DAY), named_day + 1));
         }
     }
     // "last week", "the past month", "this year".
@@ -638,6 +681,12 @@ mod tests {
         assert_eq!(said("what went out last month"), pair("2025-12-29", "2026-02-04"));
         assert_eq!(said("Was war letzte Woche?"), pair("2026-02-06", "2026-02-21"));
         assert_eq!(said("Der Fehler von vor zwei Wochen"), pair("2026-01-30", "2026-02-14"));
+        // The anchor is a Friday.
+        assert_eq!(said("what did I cook last Saturday?"), pair("2026-02-13", "2026-02-16"));
+        assert_eq!(said("what did I cook last Friday?"), pair("2026-02-12", "2026-02-15"));
+        assert_eq!(said("the hike this past weekend"), pair("2026-02-13", "2026-02-17"));
+        assert_eq!(said("what broke over the weekend"), pair("2026-02-13", "2026-02-17"));
+        assert_eq!(said("Was haben wir letzten Montag entschieden?"), pair("2026-02-15", "2026-02-18"));
     }
 
     #[test]
@@ -658,6 +707,8 @@ mod tests {
             "What changed after the fall of the old API?",
             "Why did spring cleaning of the cache start?",
             "What are we shipping next March?",
+            "I'm bringing home sardines on Friday.",
+            "What is the last step of the weekend job?",
             "",
         ] {
             assert_eq!(said(q), None, "{q}");
