@@ -276,6 +276,10 @@ pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }
 
+/// A time window holding more memories than this does not single any out: its memories are not
+/// looked for beyond the question's best matches.
+const WITHIN_AT_MOST: usize = 5_000;
+
 /// How many revisions of a revision are followed from a candidate.
 const REVISION_DEPTH: usize = 3;
 
@@ -806,7 +810,11 @@ impl Store {
             let qvec = question();
             return self.baseline(mode, &q, &lists, avgdl, bank_id, qvec.as_deref(), limit);
         }
-        let scored = rank::bm25(&q, &lists, avgdl, rank::RERANK);
+        let within = match q.window {
+            Some(w) => self.written_within(bank_id, w)?,
+            None => None,
+        };
+        let scored = rank::bm25(&q, &lists, avgdl, rank::RERANK, within.as_ref());
         let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len() + rank::DENSE);
         let mut lens = Vec::with_capacity(scored.len() + rank::DENSE);
         for s in &scored {
@@ -943,6 +951,18 @@ impl Store {
         Ok(newest.filter(|&n| n < now).and_then(|n| when::window(query, n)).or(Some(today)))
     }
 
+    /// The memories of the bank written within `w`, if there are few enough for the window to
+    /// single them out (at most [`WITHIN_AT_MOST`]).
+    fn written_within(&self, bank_id: i64, w: when::Window) -> Result<Option<rustc_hash::FxHashSet<i64>>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id FROM memories WHERE bank_id = ?1 AND created_at >= ?2 AND created_at < ?3 LIMIT ?4",
+        )?;
+        let ids = stmt
+            .query_map(params![bank_id, w.from, w.to, WITHIN_AT_MOST as i64 + 1], |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<rustc_hash::FxHashSet<i64>>>()?;
+        Ok((ids.len() <= WITHIN_AT_MOST).then_some(ids))
+    }
+
     /// The benchmark's reference rankers over the same bank and the same question
     /// (`OVMEM_RECALL_MODE`): the model's cosine alone, or the plain convex fusion
     /// `0.5·minmax(BM25) + 0.5·minmax(cosine)` over the union of both top-100s.
@@ -966,7 +986,7 @@ impl Store {
         let mut score: Vec<(i64, f32)> = if mode == Mode::Semantic {
             near
         } else {
-            let lexical = rank::bm25(q, lists, avgdl, POOL);
+            let lexical = rank::bm25(q, lists, avgdl, POOL, None);
             let mut ids: Vec<i64> = lexical.iter().map(|s| s.doc).chain(near.iter().map(|n| n.0)).collect();
             ids.sort_unstable();
             ids.dedup();
@@ -1711,6 +1731,30 @@ mod tests {
         assert_eq!(first("Why did the nightly export fail?"), july);
         assert_eq!(first("Why did the nightly export fail in November?"), november);
         assert_eq!(first("Why did the nightly export fail in July?"), july);
+    }
+
+    /// Dozens of memories from other months match the question's words better; the one from
+    /// the month it names, answering half as well, goes first.
+    #[test]
+    fn a_memory_from_the_named_time_goes_before_better_matches_from_other_months() {
+        let s = Store::open_in_memory().unwrap();
+        let day = |m: &str| crate::dates::parse_iso8601(&format!("{m}T12:00:00Z")).unwrap();
+        let subjects = ["login form", "search page", "mobile menu", "audit log", "invoice PDF"];
+        let mut texts: Vec<String> = (0..100)
+            .map(|i| format!("Reviewed the {} layout with design, ticket {i}", subjects[i % subjects.len()]))
+            .collect();
+        texts.extend((0..45).map(|i| format!("Nightly billing export failed again; reran billing export job {i}")));
+        for (i, text) in texts.iter().enumerate() {
+            let at = day(&format!("2025-{:02}-{:02}", 1 + i % 10, 1 + i % 28));
+            s.add(&NewMemory { session: Some(&format!("s{i}")), ..turn("p", text, "", at) }).unwrap();
+        }
+        let november = "The nightly billing export broke: the upstream token had expired";
+        s.add(&NewMemory { session: Some("nov"), ..turn("p", november, "", day("2025-11-20")) }).unwrap();
+        s.add(&NewMemory { session: Some("feb"), ..turn("p", "Renamed the ledger tables", "", day("2026-02-10")) })
+            .unwrap();
+        let first = |q: &str| s.recall("p", q, 5).unwrap()[0].memory.prompt.clone();
+        assert_ne!(first("Why did the nightly billing export fail?"), november);
+        assert_eq!(first("Why did the nightly billing export fail in November?"), november);
     }
 
     /// A recall's reads share one transaction, which it ends whether it succeeds or fails; a
