@@ -1702,6 +1702,11 @@ mod tests {
         NewMemory { bank, prompt, reply, harness: Some("codex"), created_at: at, ..Default::default() }
     }
 
+    /// Noon (UTC) of a `YYYY-MM-DD` day, in Unix seconds.
+    fn noon(day: &str) -> i64 {
+        crate::dates::parse_iso8601(&format!("{day}T12:00:00Z")).unwrap()
+    }
+
     #[test]
     fn recall_ranks_by_relevance_within_a_bank() {
         let s = Store::open_in_memory().unwrap();
@@ -1720,12 +1725,11 @@ mod tests {
     #[test]
     fn a_question_that_names_a_time_prefers_what_was_written_then() {
         let s = Store::open_in_memory().unwrap();
-        let day = |m: &str| crate::dates::parse_iso8601(&format!("{m}T12:00:00Z")).unwrap();
         let july = "The nightly export failed again: the export job failed on a full disk of the export host";
         let november = "Nightly export broke because the upstream token had expired";
-        s.add(&NewMemory { session: Some("s1"), ..turn("p", july, "", day("2025-07-14")) }).unwrap();
-        s.add(&NewMemory { session: Some("s2"), ..turn("p", november, "", day("2025-11-20")) }).unwrap();
-        s.add(&NewMemory { session: Some("s3"), ..turn("p", "Renamed the billing tables", "", day("2026-02-10")) })
+        s.add(&NewMemory { session: Some("s1"), ..turn("p", july, "", noon("2025-07-14")) }).unwrap();
+        s.add(&NewMemory { session: Some("s2"), ..turn("p", november, "", noon("2025-11-20")) }).unwrap();
+        s.add(&NewMemory { session: Some("s3"), ..turn("p", "Renamed the billing tables", "", noon("2026-02-10")) })
             .unwrap();
         let first = |q: &str| s.recall("p", q, 5).unwrap()[0].memory.prompt.clone();
         assert_eq!(first("Why did the nightly export fail?"), july);
@@ -1738,19 +1742,18 @@ mod tests {
     #[test]
     fn a_memory_from_the_named_time_goes_before_better_matches_from_other_months() {
         let s = Store::open_in_memory().unwrap();
-        let day = |m: &str| crate::dates::parse_iso8601(&format!("{m}T12:00:00Z")).unwrap();
         let subjects = ["login form", "search page", "mobile menu", "audit log", "invoice PDF"];
         let mut texts: Vec<String> = (0..100)
             .map(|i| format!("Reviewed the {} layout with design, ticket {i}", subjects[i % subjects.len()]))
             .collect();
         texts.extend((0..45).map(|i| format!("Nightly billing export failed again; reran billing export job {i}")));
         for (i, text) in texts.iter().enumerate() {
-            let at = day(&format!("2025-{:02}-{:02}", 1 + i % 10, 1 + i % 28));
+            let at = noon(&format!("2025-{:02}-{:02}", 1 + i % 10, 1 + i % 28));
             s.add(&NewMemory { session: Some(&format!("s{i}")), ..turn("p", text, "", at) }).unwrap();
         }
         let november = "The nightly billing export broke: the upstream token had expired";
-        s.add(&NewMemory { session: Some("nov"), ..turn("p", november, "", day("2025-11-20")) }).unwrap();
-        s.add(&NewMemory { session: Some("feb"), ..turn("p", "Renamed the ledger tables", "", day("2026-02-10")) })
+        s.add(&NewMemory { session: Some("nov"), ..turn("p", november, "", noon("2025-11-20")) }).unwrap();
+        s.add(&NewMemory { session: Some("feb"), ..turn("p", "Renamed the ledger tables", "", noon("2026-02-10")) })
             .unwrap();
         let first = |q: &str| s.recall("p", q, 5).unwrap()[0].memory.prompt.clone();
         assert_ne!(first("Why did the nightly billing export fail?"), november);

@@ -467,7 +467,10 @@ fn cjk_number(chars: &[char], end: usize) -> Option<(i64, usize)> {
         let digit = |c: char| if c.is_ascii_digit() { c as i64 - '0' as i64 } else { c as i64 - '０' as i64 };
         return Some((chars[start..end].iter().fold(0, |n, &c| n * 10 + digit(c)), start));
     }
-    let value = |c: char| "一二三四五六七八九".chars().position(|d| d == c).map(|p| p as i64 + 1);
+    let value = |c: char| match c {
+        '两' | '兩' => Some(2),
+        _ => "一二三四五六七八九".chars().position(|d| d == c).map(|p| p as i64 + 1),
+    };
     let mut start = end;
     while start > 0 && (value(chars[start - 1]).is_some() || chars[start - 1] == '十') && end - start < 3 {
         start -= 1;
@@ -560,6 +563,44 @@ fn in_cjk(text: &str, cal: &Calendar) -> Vec<(i64, i64)> {
             .any(|s| starts(&chars, after, s));
         spans.push(if since { cal.until_now(span.0) } else { span });
         month_years.push((from, i));
+    }
+    // "两周前", "3日前", "2주 전": a count of units back from the anchor.
+    const AGO: [(&str, Unit); 16] = [
+        ("天", Unit::Day),
+        ("日", Unit::Day),
+        ("일", Unit::Day),
+        ("个星期", Unit::Week),
+        ("個星期", Unit::Week),
+        ("星期", Unit::Week),
+        ("週間", Unit::Week),
+        ("周", Unit::Week),
+        ("週", Unit::Week),
+        ("주", Unit::Week),
+        ("个月", Unit::Month),
+        ("個月", Unit::Month),
+        ("ヶ月", Unit::Month),
+        ("か月", Unit::Month),
+        ("개월", Unit::Month),
+        ("年", Unit::Year),
+    ];
+    for i in 0..chars.len() {
+        if !matches!(chars[i], '前' | '전') {
+            continue;
+        }
+        let mut end = i;
+        while end > 0 && chars[end - 1].is_whitespace() {
+            end -= 1;
+        }
+        let said = AGO.iter().find(|(unit, _)| ends(&chars, end, unit)).and_then(|&(unit, u)| {
+            let (n, start) = cjk_number(&chars, end - unit.chars().count())?;
+            // "3月5日前" is before a date, not five days ago.
+            let date = start > 0 && matches!(chars[start - 1], '月' | '월');
+            (!date).then_some((n, u))
+        });
+        if let Some((n, u)) = said.filter(|&(n, _)| (1..=100).contains(&n)) {
+            let a = cal.at;
+            spans.push((a - (n + 1) * u.secs(), a - (n - 1) * u.secs() + DAY));
+        }
     }
     // A year alone: "2022年".
     for i in 0..chars.len() {
@@ -731,6 +772,11 @@ mod tests {
         assert_eq!(said("2022年的发布"), pair("2021-12-29", "2023-01-04"));
         assert_eq!(said("上周决定了什么"), pair("2026-02-06", "2026-02-21"));
         assert_eq!(said("先月のリリース"), pair("2025-12-29", "2026-02-04"));
+        assert_eq!(said("两周前修的那个问题"), pair("2026-01-30", "2026-02-14"));
+        assert_eq!(said("3日前のデプロイ"), pair("2026-02-16", "2026-02-19"));
+        assert_eq!(said("2주 전에 무엇을 결정했나요?"), pair("2026-01-30", "2026-02-14"));
+        assert_eq!(said("之前的决定"), None);
+        assert_eq!(said("3月5日前"), pair("2025-02-26", "2025-04-04"));
         assert_eq!(said("三个月的试用期"), None);
         assert_eq!(said("每月的费用"), None);
     }
