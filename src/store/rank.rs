@@ -793,20 +793,27 @@ fn later_first(
     let time = |i: usize| candidates[i].created_at;
     let score = |i: usize| score_of.get(&i).copied().unwrap_or(0.0);
     // One subject, and the later one answers the question nearly as well: a vague new memory
-    // ("staging deploy 12 went fine") does not go before an old exact answer on the subject.
-    let same = |a: usize, b: usize| {
-        score(b) >= LATER_SHARE * score(a)
-            && match (&candidates[a].vector, &candidates[b].vector) {
-                (Some(x), Some(y)) => crate::embed::dot(x, y) >= cos,
-                _ => false,
-            }
+    // ("staging deploy 12 went fine") does not go before an old exact answer on the subject. An
+    // item's subject is also its turns shown along: the earlier decision is often said in a
+    // follow-up ("how long do we keep them? 90 days") of a turn about something wider. A turn of
+    // the later item must be later than the turn of the earlier one it is near.
+    let same = |a: &(usize, Vec<usize>), b: &(usize, Vec<usize>)| {
+        let later_near = |x: usize, y: usize| {
+            time(y) > time(x)
+                && match (&candidates[x].vector, &candidates[y].vector) {
+                    (Some(x), Some(y)) => crate::embed::dot(x, y) >= cos,
+                    _ => false,
+                }
+        };
+        let turns = |item: &(usize, Vec<usize>)| std::iter::once(item.0).chain(item.1.clone());
+        score(b.0) >= LATER_SHARE * score(a.0) && turns(a).any(|x| turns(b).any(|y| later_near(x, y)))
     };
     // Each later memory moves up to just before the first earlier memory on its subject (an
     // insertion sort over the pairs on one subject; bounded, since "one subject" is not
     // transitive).
     for _ in 0..picked.len() * picked.len() {
         let found = (1..picked.len()).find_map(|b| {
-            (0..b).find(|&a| time(picked[b].0) > time(picked[a].0) && same(picked[a].0, picked[b].0)).map(|a| (a, b))
+            (0..b).find(|&a| time(picked[b].0) > time(picked[a].0) && same(&picked[a], &picked[b])).map(|a| (a, b))
         });
         let Some((a, b)) = found else { break };
         let item = picked.remove(b);
@@ -1259,6 +1266,14 @@ mod tests {
         let scores: HashMap<usize, f32> = [(0, 1.0), (1, 0.9), (2, 0.2)].into_iter().collect();
         later_first(&mut shown, &candidates, &scores, SHOWN_SUBJECT_COS);
         assert_eq!(shown.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 1, 2], "a weak answer stays below");
+        // The earlier decision said in a turn shown along with one about something else.
+        let scores: HashMap<usize, f32> = [(0, 0.7), (1, 1.0), (2, 0.8)].into_iter().collect();
+        let mut shown: Vec<(usize, Vec<usize>)> = vec![(1, vec![0]), (2, vec![])];
+        later_first(&mut shown, &candidates, &scores, SHOWN_SUBJECT_COS);
+        assert_eq!(shown.iter().map(|s| s.0).collect::<Vec<_>>(), [2, 1], "its subject is also its turns");
+        let mut shown: Vec<(usize, Vec<usize>)> = vec![(1, vec![]), (2, vec![])];
+        later_first(&mut shown, &candidates, &scores, SHOWN_SUBJECT_COS);
+        assert_eq!(shown.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2], "alone, another subject");
     }
 
     /// A memory for the tests of what came next: its text, its vector among three subjects, its
