@@ -233,12 +233,7 @@ pub fn bm25(
     let mut plain: BinaryHeap<Keyed> = BinaryHeap::with_capacity(PLAIN + 1);
     let mut inside: BinaryHeap<Keyed> = BinaryHeap::new();
     let mut offer = |doc: i64, score: f32, matched: u32| {
-        if plain.len() < PLAIN || plain.peek().is_some_and(|w| score > w.key) {
-            plain.push(Keyed { key: score, s: Scored { doc, score, matched } });
-            if plain.len() > PLAIN {
-                plain.pop();
-            }
-        }
+        keep_best(&mut plain, PLAIN, Keyed { key: score, s: Scored { doc, score, matched } });
         let is_inside = within.is_some_and(|w| w.contains(&doc));
         if !is_inside && top.len() == keep && top.peek().is_some_and(|w| score <= w.key) {
             return;
@@ -250,18 +245,10 @@ pub fn bm25(
             bits &= bits - 1;
         }
         let key = score * (1.0 - FIRST_COVERAGE + FIRST_COVERAGE * got / total_mass) * entity_factor(query, matched);
-        if is_inside && (inside.len() < WITHIN || inside.peek().is_some_and(|w| key > w.key)) {
-            inside.push(Keyed { key, s: Scored { doc, score, matched } });
-            if inside.len() > WITHIN {
-                inside.pop();
-            }
+        if is_inside {
+            keep_best(&mut inside, WITHIN, Keyed { key, s: Scored { doc, score, matched } });
         }
-        if top.len() < keep {
-            top.push(Keyed { key, s: Scored { doc, score, matched } });
-        } else if top.peek().is_some_and(|w| key > w.key) {
-            top.pop();
-            top.push(Keyed { key, s: Scored { doc, score, matched } });
-        }
+        keep_best(&mut top, keep, Keyed { key, s: Scored { doc, score, matched } });
     };
     if range <= total.saturating_mul(16).max(4096) {
         // One window of the id range at a time, in accumulators that stay in the core's cache
@@ -305,20 +292,30 @@ pub fn bm25(
             offer(doc, score, matched);
         }
     }
-    let mut out = top.into_vec();
-    out.sort_by(|a, b| b.key.total_cmp(&a.key).then_with(|| b.s.doc.cmp(&a.s.doc)));
-    let mut out: Vec<Scored> = out.into_iter().map(|k| k.s).collect();
-    let mut plain = plain.into_vec();
-    plain.sort_by(|a, b| b.key.total_cmp(&a.key).then_with(|| b.s.doc.cmp(&a.s.doc)));
-    let mut inside = inside.into_vec();
-    inside.sort_by(|a, b| b.key.total_cmp(&a.key).then_with(|| b.s.doc.cmp(&a.s.doc)));
-    plain.extend(inside);
-    for k in plain {
+    let mut out: Vec<Scored> = best_first(top).into_iter().map(|k| k.s).collect();
+    for k in best_first(plain).into_iter().chain(best_first(inside)) {
         if !out.iter().any(|s| s.doc == k.s.doc) {
             out.push(k.s);
         }
     }
     out
+}
+
+/// Offers `k` to a heap that keeps the `cap` best by key (the worst of them on top).
+fn keep_best(heap: &mut BinaryHeap<Keyed>, cap: usize, k: Keyed) {
+    if heap.len() < cap || heap.peek().is_some_and(|w| k.key > w.key) {
+        heap.push(k);
+        if heap.len() > cap {
+            heap.pop();
+        }
+    }
+}
+
+/// A heap's items, best first (on a tie, the newer memory first).
+fn best_first(heap: BinaryHeap<Keyed>) -> Vec<Keyed> {
+    let mut items = heap.into_vec();
+    items.sort_by(|a, b| b.key.total_cmp(&a.key).then_with(|| b.s.doc.cmp(&a.s.doc)));
+    items
 }
 
 /// Plain BM25's best memories always among the candidates.
