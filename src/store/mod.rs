@@ -280,6 +280,14 @@ pub fn now_ms() -> i64 {
 /// looked for beyond the question's best matches.
 const WITHIN_AT_MOST: usize = 5_000;
 
+/// The ids of memories written within a question's window.
+type Within = rustc_hash::FxHashSet<i64>;
+
+/// `ids`, if few enough for a window to single them out.
+fn few(ids: Within) -> Option<Within> {
+    (ids.len() <= WITHIN_AT_MOST).then_some(ids)
+}
+
 /// How many revisions of a revision are followed from a candidate.
 const REVISION_DEPTH: usize = 3;
 
@@ -784,7 +792,8 @@ impl Store {
             return Ok(Vec::new());
         }
         let mut q = Query::parse(query);
-        q.window = self.window(bank_id, query)?;
+        let (window, within) = self.window(bank_id, query)?;
+        q.window = window;
         // A question of stopwords alone ("the of a") asks nothing, by its words or its meaning.
         let model = crate::embed::Model::get();
         let mode = recall_mode();
@@ -810,10 +819,6 @@ impl Store {
             let qvec = question();
             return self.baseline(mode, &q, &lists, avgdl, bank_id, qvec.as_deref(), limit);
         }
-        let within = match q.window {
-            Some(w) => self.written_within(bank_id, w)?,
-            None => None,
-        };
         let scored = rank::bm25(&q, &lists, avgdl, rank::RERANK, within.as_ref());
         let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len() + rank::DENSE);
         let mut lens = Vec::with_capacity(scored.len() + rank::DENSE);
@@ -932,35 +937,35 @@ impl Store {
 
     /// The time `query` names, placed on the calendar as seen today; if the bank holds nothing
     /// from then, as seen from its newest memory: "last week" and "in November" of a project last
-    /// worked on in the spring are its last week and its November.
-    fn window(&self, bank_id: i64, query: &str) -> Result<Option<when::Window>> {
+    /// worked on in the spring are its last week and its November. With it, the memories written
+    /// within it if there are few enough for the window to single them out (at most
+    /// [`WITHIN_AT_MOST`]): the one read that also tells whether the bank holds any.
+    fn window(&self, bank_id: i64, query: &str) -> Result<(Option<when::Window>, Option<Within>)> {
         let now = now();
-        let Some(today) = when::window(query, now) else { return Ok(None) };
-        let c = &*self.conn;
-        let inside = c
-            .prepare_cached(
-                "SELECT 1 FROM memories WHERE bank_id = ?1 AND created_at >= ?2 AND created_at < ?3 LIMIT 1",
-            )?
-            .exists(params![bank_id, today.from, today.to])?;
-        if inside {
-            return Ok(Some(today));
+        let Some(today) = when::window(query, now) else { return Ok((None, None)) };
+        let inside = self.written_within(bank_id, today)?;
+        if !inside.is_empty() {
+            return Ok((Some(today), few(inside)));
         }
-        let newest: Option<i64> = c
+        let newest: Option<i64> = self
+            .conn
             .prepare_cached("SELECT max(created_at) FROM memories WHERE bank_id = ?1")?
             .query_row([bank_id], |r| r.get(0))?;
-        Ok(newest.filter(|&n| n < now).and_then(|n| when::window(query, n)).or(Some(today)))
+        match newest.filter(|&n| n < now).and_then(|n| when::window(query, n)) {
+            Some(then) => Ok((Some(then), few(self.written_within(bank_id, then)?))),
+            None => Ok((Some(today), few(inside))),
+        }
     }
 
-    /// The memories of the bank written within `w`, if there are few enough for the window to
-    /// single them out (at most [`WITHIN_AT_MOST`]).
-    fn written_within(&self, bank_id: i64, w: when::Window) -> Result<Option<rustc_hash::FxHashSet<i64>>> {
+    /// Up to [`WITHIN_AT_MOST`] + 1 of the bank's memories written within `w`.
+    fn written_within(&self, bank_id: i64, w: when::Window) -> Result<Within> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id FROM memories WHERE bank_id = ?1 AND created_at >= ?2 AND created_at < ?3 LIMIT ?4",
         )?;
         let ids = stmt
             .query_map(params![bank_id, w.from, w.to, WITHIN_AT_MOST as i64 + 1], |r| r.get::<_, i64>(0))?
-            .collect::<rusqlite::Result<rustc_hash::FxHashSet<i64>>>()?;
-        Ok((ids.len() <= WITHIN_AT_MOST).then_some(ids))
+            .collect::<rusqlite::Result<Within>>()?;
+        Ok(ids)
     }
 
     /// The benchmark's reference rankers over the same bank and the same question
