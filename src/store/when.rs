@@ -110,6 +110,11 @@ impl Calendar {
         (from - PAD, to + PAD)
     }
 
+    /// `n` units before the anchor ("2 weeks ago", "两周前"), give or take one unit.
+    fn ago(&self, n: i64, u: Unit) -> (i64, i64) {
+        (self.at - (n + 1) * u.secs(), self.at - (n - 1) * u.secs() + DAY)
+    }
+
     /// Up to the anchor's day, included.
     fn until_now(&self, from: i64) -> (i64, i64) {
         (from, self.at + DAY)
@@ -315,16 +320,15 @@ fn relative(w: &[Word], cal: &Calendar) -> Option<((i64, i64), usize)> {
         return Some(((a - 2 * DAY, a + DAY), 1));
     }
     // "2 weeks ago", "a couple of months ago", "vor zwei Wochen".
-    let ago = |n: i64, u: Unit| (a - (n + 1) * u.secs(), a - (n - 1) * u.secs() + DAY);
     if let Some(n) = number(at(0)) {
         let skip = usize::from(at(1) == "of");
         if let (Some(u), "ago") = (Unit::of(at(1 + skip)), at(2 + skip)) {
-            return Some((ago(n, u), 3 + skip));
+            return Some((cal.ago(n, u), 3 + skip));
         }
     }
     if at(0) == "vor" {
         if let (Some(n), Some(u)) = (number(at(1)), Unit::of(at(2))) {
-            return Some((ago(n, u), 3));
+            return Some((cal.ago(n, u), 3));
         }
     }
     // "the last three weeks", "in den letzten 10 Tagen", "seit drei Wochen".
@@ -598,8 +602,7 @@ fn in_cjk(text: &str, cal: &Calendar) -> Vec<(i64, i64)> {
             (!date).then_some((n, u))
         });
         if let Some((n, u)) = said.filter(|&(n, _)| (1..=100).contains(&n)) {
-            let a = cal.at;
-            spans.push((a - (n + 1) * u.secs(), a - (n - 1) * u.secs() + DAY));
+            spans.push(cal.ago(n, u));
         }
     }
     // A year alone: "2022年".
