@@ -802,7 +802,10 @@ fn later_first(
                     _ => false,
                 }
         };
-        let turns = |item: &(usize, Vec<usize>)| std::iter::once(item.0).chain(item.1.clone());
+        /// An item's turns: its own, then those shown with it.
+        fn turns(item: &(usize, Vec<usize>)) -> impl Iterator<Item = usize> + '_ {
+            std::iter::once(item.0).chain(item.1.iter().copied())
+        }
         score(b.0) >= LATER_SHARE * score(a.0) && turns(a).any(|x| turns(b).any(|y| later_near(x, y)))
     };
     // Each later memory moves up to just before the first earlier memory on its subject (an
