@@ -912,7 +912,7 @@ impl Store {
             memories.iter().enumerate().map(|(i, (_, m))| (m.id, i)).collect();
         let links: Vec<(usize, usize)> =
             links.iter().filter_map(|(o, n)| Some((*index_of.get(o)?, *index_of.get(n)?))).collect();
-        let ranked = rank::rerank(&q, &candidates, &links, now(), limit);
+        let ranked = rank::rerank_reading(&q, &candidates, &links, now(), limit, |ids| vectors::passages(c, ids))?;
         Ok(ranked
             .into_iter()
             .filter_map(|r| {

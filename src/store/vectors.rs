@@ -486,7 +486,7 @@ pub fn nearest_meanwhile(
     // A memory's passages are entries of their own: it is scored once.
     ids.sort_unstable();
     ids.dedup();
-    let mut scored = scan(c, &ids, Some(&query), |first| <[u8; embed::CODE_BYTES]>::try_from(first).ok())?;
+    let mut scored = scan(c, &ids, Some(&query), |codes| <[u8; embed::CODE_BYTES]>::try_from(first(codes)?).ok())?;
     scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.0.cmp(&a.0)));
     scored.truncate(keep);
     let near = scored.into_iter().filter_map(|(id, first, cos)| Some((id, (Code::decode(&first)?, cos)))).collect();
@@ -670,7 +670,7 @@ impl Shortlist {
 
 /// The cosine of the query with each memory that has a vector: with the nearest of its vectors.
 pub fn cosines(c: &Connection, ids: &[i64], query: &[f32]) -> Result<Vec<(i64, f32)>> {
-    Ok(scan(c, ids, Some(query), |_| Some(()))?.into_iter().map(|(id, _, cos)| (id, cos)).collect())
+    Ok(scan(c, ids, Some(query), |codes| first(codes).map(|_| ()))?.into_iter().map(|(id, _, cos)| (id, cos)).collect())
 }
 
 /// A memory's first vector (its subject) and the cosine of a query with the nearest of its vectors.
@@ -679,23 +679,38 @@ pub type Read = (Vec<f32>, f32);
 /// Each of these memories that has a vector: its first one (its subject, see [`Vectors`]) and
 /// the cosine of the query with the nearest of them, in `ids`' order.
 pub fn read(c: &Connection, ids: &[i64], query: &[f32]) -> Result<Vec<(i64, Read)>> {
-    Ok(scan(c, ids, Some(query), Code::decode)?.into_iter().map(|(id, head, cos)| (id, (head, cos))).collect())
+    Ok(scan(c, ids, Some(query), |codes| Code::decode(first(codes)?))?
+        .into_iter()
+        .map(|(id, head, cos)| (id, (head, cos)))
+        .collect())
+}
+
+/// Every vector of these memories (their subject's, then their passages'), for those that have
+/// vectors.
+pub fn passages(c: &Connection, ids: &[i64]) -> Result<super::rank::Passages> {
+    let all = |codes: &[u8]| Some(codes.chunks_exact(embed::CODE_BYTES).filter_map(Code::decode).collect());
+    Ok(scan(c, ids, None, all)?.into_iter().map(|(id, all, _)| (id, all)).collect())
 }
 
 /// The first stored vector of these memories (those that have one: their subject), read back
 /// from its code.
 pub fn vectors(c: &Connection, ids: &[i64]) -> Result<std::collections::HashMap<i64, Vec<f32>>> {
-    Ok(scan(c, ids, None, Code::decode)?.into_iter().map(|(id, head, _)| (id, head)).collect())
+    Ok(scan(c, ids, None, |codes| Code::decode(first(codes)?))?.into_iter().map(|(id, head, _)| (id, head)).collect())
 }
 
-/// The one reader of memories' codes: for each of `ids` that has vectors, in order, what `first`
-/// takes of its first code (a memory it gives nothing for is left out) and the cosine of `query`
-/// with the nearest of its vectors (0 without a query).
+/// A memory's first code (its subject's) among its codes.
+fn first(codes: &[u8]) -> Option<&[u8]> {
+    codes.get(..embed::CODE_BYTES)
+}
+
+/// The one reader of memories' codes: for each of `ids` that has vectors, in order, what `take`
+/// takes of its codes (a memory it gives nothing for is left out) and the cosine of `query` with
+/// the nearest of its vectors (0 without a query).
 fn scan<T>(
     c: &Connection,
     ids: &[i64],
     query: Option<&[f32]>,
-    first: impl Fn(&[u8]) -> Option<T>,
+    take: impl Fn(&[u8]) -> Option<T>,
 ) -> Result<Vec<(i64, T, f32)>> {
     let mut stmt = c.prepare_cached("SELECT code FROM vectors WHERE memory_id = ?1")?;
     let mut out = Vec::with_capacity(ids.len());
@@ -703,7 +718,7 @@ fn scan<T>(
         let mut rows = stmt.query([id])?;
         let Some(r) = rows.next()? else { continue };
         let codes = r.get_ref(0)?.as_blob()?;
-        let Some(taken) = codes.get(..embed::CODE_BYTES).and_then(&first) else { continue };
+        let Some(taken) = take(codes) else { continue };
         let cos = query.map_or(0.0, |q| {
             codes.chunks_exact(embed::CODE_BYTES).map(|code| Code::cosine(q, code)).fold(f32::MIN, f32::max)
         });
