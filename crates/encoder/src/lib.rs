@@ -6,8 +6,8 @@
 //! Dense layers multiply in int8: the weights stay int8 as they lie in the binary (packed for
 //! the multiply at build time by ovmem's `build.rs`; nothing is unpacked at start), each row of
 //! activations is quantised with its own scale, and the dot products are summed in i32 (AVX-512
-//! VNNI, AVX-VNNI or AVX2 where the CPU has them). A crate of its own so that it is compiled
-//! optimised in debug and test builds too (Cargo.toml).
+//! VNNI, AVX-VNNI or AVX2 where the CPU has them; `sdot` or NEON on 64-bit ARM). A crate of its
+//! own so that it is compiled optimised in debug and test builds too (Cargo.toml).
 
 use std::sync::OnceLock;
 
@@ -62,6 +62,7 @@ struct Packed {
     rows: usize,
     cols: usize,
     scales: Vec<f32>,
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     sums: Vec<i32>,
     q: &'static [i8],
 }
@@ -200,7 +201,17 @@ fn products(x: &[i8], w: &Packed, acc: &mut [i32]) {
         Simd::Avx2 => return unsafe { products_avx2(x, w, acc) },
         Simd::Plain => {}
     }
-    products_plain(x, w, acc);
+    #[cfg(target_arch = "aarch64")]
+    {
+        static DOTPROD: OnceLock<bool> = OnceLock::new();
+        if *DOTPROD.get_or_init(|| std::arch::is_aarch64_feature_detected!("dotprod")) {
+            return unsafe { arm::products_sdot(x, w, acc) };
+        }
+        // NEON is part of every aarch64 CPU.
+        return unsafe { arm::products_neon(x, w, acc) };
+    }
+    #[allow(unreachable_code)]
+    products_plain(x, w, acc)
 }
 
 fn products_plain(x: &[i8], w: &Packed, acc: &mut [i32]) {
@@ -220,7 +231,7 @@ fn products_plain(x: &[i8], w: &Packed, acc: &mut [i32]) {
 
 /// Calls `tile::<R>(xu, i, w, acc)` with the constant `R` equal to the row count `rows`, one of
 /// those listed or else 1.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 macro_rules! by_rows {
     ($rows:expr, $tile:ident($xu:expr, $i:expr, $w:expr, $acc:expr); $($r:literal)*) => {
         match $rows {
@@ -279,6 +290,7 @@ unsafe fn tile_vnni<const R: usize>(xu: &[u32], i: usize, w: &Packed, acc: &mut 
 
 /// The inputs as unsigned bytes (`x ^ 0x80`, that is x + 128), one u32 per group of four, for
 /// the unsigned-by-signed dot products of VNNI.
+#[cfg(target_arch = "x86_64")]
 fn unsigned_groups(x: &[i8]) -> Vec<u32> {
     x.chunks_exact(GROUP)
         .map(|g| u32::from_le_bytes([g[0] as u8 ^ 0x80, g[1] as u8 ^ 0x80, g[2] as u8 ^ 0x80, g[3] as u8 ^ 0x80]))
@@ -362,6 +374,110 @@ unsafe fn products_avx2(x: &[i8], w: &Packed, acc: &mut [i32]) {
             let out = acc.as_mut_ptr().add(i * n + b * BLOCK);
             _mm256_storeu_si256(out.cast(), lo);
             _mm256_storeu_si256(out.add(8).cast(), hi);
+        }
+    }
+}
+
+/// [`products`] on 64-bit ARM (Apple's M-series, Graviton, Ampere, recent phones' cores), whose
+/// int8 dot products fit the [`Packed`] layout as they are: a group's sixteen outputs are four
+/// registers of four outputs' four weights, and `sdot` sums each output's four products with the
+/// group of inputs (broadcast) into its own lane.
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use std::arch::aarch64::*;
+
+    use super::{Packed, BLOCK, GROUP};
+
+    /// Rows of `x` that share each load of weights: their sums take 4·R of the 32 registers.
+    const ROWS: usize = 6;
+
+    /// With `sdot` (the dot-product extension, ARMv8.2 and later: every Apple M-series core,
+    /// Graviton 2 and later). Written as assembly: its intrinsic is not stable in Rust yet.
+    #[target_feature(enable = "neon,dotprod")]
+    pub(super) unsafe fn products_sdot(x: &[i8], w: &Packed, acc: &mut [i32]) {
+        let t = x.len() / w.cols;
+        let mut i = 0;
+        while i < t {
+            let rows = (t - i).min(ROWS);
+            by_rows!(rows, tile_sdot(x, i, w, acc); 6 5 4 3 2);
+            i += rows;
+        }
+    }
+
+    #[target_feature(enable = "neon,dotprod")]
+    unsafe fn tile_sdot<const R: usize>(x: &[i8], i: usize, w: &Packed, acc: &mut [i32]) {
+        let (k, n) = (w.cols, w.rows);
+        let groups = k / GROUP;
+        let xp = x.as_ptr().add(i * k).cast::<i32>();
+        for b in 0..n / BLOCK {
+            let wp = w.q.as_ptr().add(b * BLOCK * k);
+            let mut a = [[vdupq_n_s32(0); 4]; R];
+            for g in 0..groups {
+                let wg = wp.add(g * BLOCK * GROUP);
+                let wv = [vld1q_s8(wg), vld1q_s8(wg.add(16)), vld1q_s8(wg.add(32)), vld1q_s8(wg.add(48))];
+                for (m, am) in a.iter_mut().enumerate() {
+                    let xv = vreinterpretq_s8_s32(vdupq_n_s32(xp.add(m * groups + g).read_unaligned()));
+                    for (s, &wq) in am.iter_mut().zip(&wv) {
+                        std::arch::asm!(
+                            "sdot {acc:v}.4s, {w:v}.16b, {x:v}.16b",
+                            acc = inout(vreg) *s,
+                            w = in(vreg) wq,
+                            x = in(vreg) xv,
+                            options(pure, nomem, nostack, preserves_flags),
+                        );
+                    }
+                }
+            }
+            store(acc, i, n, b, &a);
+        }
+    }
+
+    /// With NEON alone (ARMv8.0: Raspberry Pi 4, older Cortex-A cores): each output's four
+    /// products widened to i16 (`smull`), added in pairs (at most 2·127·127, which fits), and the
+    /// pairs into i32 (`sadalp`).
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn products_neon(x: &[i8], w: &Packed, acc: &mut [i32]) {
+        let t = x.len() / w.cols;
+        let mut i = 0;
+        while i < t {
+            let rows = (t - i).min(ROWS);
+            by_rows!(rows, tile_neon(x, i, w, acc); 6 5 4 3 2);
+            i += rows;
+        }
+    }
+
+    #[target_feature(enable = "neon")]
+    unsafe fn tile_neon<const R: usize>(x: &[i8], i: usize, w: &Packed, acc: &mut [i32]) {
+        let (k, n) = (w.cols, w.rows);
+        let groups = k / GROUP;
+        let xp = x.as_ptr().add(i * k).cast::<i32>();
+        for b in 0..n / BLOCK {
+            let wp = w.q.as_ptr().add(b * BLOCK * k);
+            let mut a = [[vdupq_n_s32(0); 4]; R];
+            for g in 0..groups {
+                let wg = wp.add(g * BLOCK * GROUP);
+                let wv = [vld1q_s8(wg), vld1q_s8(wg.add(16)), vld1q_s8(wg.add(32)), vld1q_s8(wg.add(48))];
+                for (m, am) in a.iter_mut().enumerate() {
+                    let xv = vreinterpretq_s8_s32(vdupq_n_s32(xp.add(m * groups + g).read_unaligned()));
+                    for (s, &wq) in am.iter_mut().zip(&wv) {
+                        let lo = vmull_s8(vget_low_s8(wq), vget_low_s8(xv));
+                        let hi = vmull_high_s8(wq, xv);
+                        *s = vpadalq_s16(*s, vpaddq_s16(lo, hi));
+                    }
+                }
+            }
+            store(acc, i, n, b, &a);
+        }
+    }
+
+    /// Rows `i..i + R`' sums of block `b` (sixteen outputs, four registers a row) into `acc`.
+    #[target_feature(enable = "neon")]
+    unsafe fn store<const R: usize>(acc: &mut [i32], i: usize, n: usize, b: usize, a: &[[int32x4_t; 4]; R]) {
+        for (m, am) in a.iter().enumerate() {
+            let out = acc.as_mut_ptr().add((i + m) * n + b * BLOCK);
+            for (q, &s) in am.iter().enumerate() {
+                vst1q_s32(out.add(4 * q), s);
+            }
         }
     }
 }
@@ -770,6 +886,19 @@ mod tests {
                 // SAFETY: the CPU has AVX2 and AVX-VNNI.
                 unsafe { products_avxvnni(&x, &p, &mut got) };
                 assert_eq!(got, want, "AVX-VNNI, {t} rows");
+            }
+            #[cfg(target_arch = "aarch64")]
+            {
+                let mut got = vec![0; t * n];
+                // SAFETY: every aarch64 CPU has NEON.
+                unsafe { arm::products_neon(&x, &p, &mut got) };
+                assert_eq!(got, want, "NEON, {t} rows");
+                if std::arch::is_aarch64_feature_detected!("dotprod") {
+                    let mut got = vec![0; t * n];
+                    // SAFETY: the CPU has the dot-product extension.
+                    unsafe { arm::products_sdot(&x, &p, &mut got) };
+                    assert_eq!(got, want, "sdot, {t} rows");
+                }
             }
         }
     }
