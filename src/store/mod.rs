@@ -833,8 +833,18 @@ impl Store {
         // The meaning: the memories nearest to the question, whatever their words; found by
         // meaning alone, a memory must be near enough to be about the question at all. The sign
         // bits are read while the question is still being encoded.
+        // And among what was written within the question's window of time, apart: the words'
+        // best there join the candidates (`within`), and so do the nearest by meaning.
         let (qvec, near) = if asks {
-            vectors::nearest_meanwhile(c, bank_id, || model.question_ready(query), question, rank::DENSE)?
+            let ready = || model.question_ready(query);
+            let found = vectors::nearest_meanwhile(c, bank_id, ready, question, rank::DENSE, within.as_ref())?;
+            let mut near = found.near;
+            for (doc, read) in found.among {
+                if !near.iter().any(|(d, _)| *d == doc) {
+                    near.push((doc, read));
+                }
+            }
+            (found.query, near)
         } else {
             (None, Vec::new())
         };
@@ -1763,6 +1773,43 @@ mod tests {
         let first = |q: &str| s.recall("p", q, 5).unwrap()[0].memory.prompt.clone();
         assert_ne!(first("Why did the nightly billing export fail?"), november);
         assert_eq!(first("Why did the nightly billing export fail in November?"), november);
+    }
+
+    /// The memory of the month a question names says it in other words, and fifty-five memories
+    /// of other months are nearer to the question by meaning: it is still a candidate, found by
+    /// meaning among what was written then (and not without the month named), and shown.
+    #[test]
+    fn a_memory_of_the_named_time_in_other_words_is_found_by_its_meaning() {
+        let s = Store::open_in_memory().unwrap();
+        let add = |i: usize, text: &str, at: i64| {
+            s.add(&NewMemory { session: Some(&format!("s{i}")), ..turn("p", text, "", at) }).unwrap();
+        };
+        let day = |i: usize| noon(&format!("2025-{:02}-{:02}", 1 + i % 10, 1 + i % 28));
+        for i in 0..25 {
+            add(i, &format!("Nightly billing export failed again; reran billing export job {i}"), day(i));
+        }
+        for i in 25..55 {
+            add(
+                i,
+                &format!("The overnight run that ships invoices out broke down once more, retry number {i}"),
+                day(i),
+            );
+        }
+        // And memories the question's words find that say little of it.
+        for i in 55..75 {
+            add(
+                i,
+                &format!(
+                    "Lunch order {i}: pizza for Tom from billing and Ana from export, who failed the nightly quiz"
+                ),
+                day(i),
+            );
+        }
+        let november = "Overnight invoice dump to the warehouse crashed: its upstream credential had lapsed";
+        s.add(&NewMemory { session: Some("nov"), ..turn("p", november, "", noon("2025-11-20")) }).unwrap();
+        let found = |q: &str| s.recall("p", q, 100).unwrap().iter().any(|h| h.memory.prompt == november);
+        assert!(!found("Why did the nightly billing export fail?"), "fifty-five nearer memories leave it out");
+        assert!(found("Why did the nightly billing export fail in November?"), "the month named finds it");
     }
 
     /// A recall's reads share one transaction, which it ends whether it succeeds or fails; a

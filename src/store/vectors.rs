@@ -12,6 +12,7 @@ use std::collections::BinaryHeap;
 use anyhow::Result;
 use rusqlite::blob::Blob;
 use rusqlite::{params, Connection, OptionalExtension};
+use rustc_hash::FxHashSet;
 
 use super::parts::{self, Centroids};
 use crate::embed::{self, Code, Model, BITS};
@@ -451,12 +452,24 @@ pub fn search(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<V
 /// [`search`] with each memory's first vector too (its subject, as [`read`] gives it), decoded
 /// from the codes the search has read already.
 pub fn nearest_read(c: &Connection, bank: i64, query: &[f32], keep: usize) -> Result<Vec<(i64, Read)>> {
-    Ok(nearest_meanwhile(c, bank, || true, || Some(query.to_vec()), keep)?.1)
+    Ok(nearest_meanwhile(c, bank, || true, || Some(query.to_vec()), keep, None)?.near)
 }
 
-/// What [`nearest_meanwhile`] found: the query vector (`None` when it has none), and the memories
-/// nearest to it with their subjects and cosines, nearest first.
-pub type Found = (Option<Vec<f32>>, Vec<(i64, Read)>);
+/// What [`nearest_meanwhile`] found.
+pub struct Found {
+    /// The query vector (`None` when it has none).
+    pub query: Option<Vec<f32>>,
+    /// The memories nearest to it, with their subjects and cosines, nearest first.
+    pub near: Vec<(i64, Read)>,
+    /// The same among the memories it was asked to look among apart, up to [`AMONG_KEEP`].
+    pub among: Vec<(i64, Read)>,
+}
+
+/// Memories of `among` (those written within a question's window of time) kept by their own
+/// sign bits, and by their cosines: found by meaning when they are not among the nearest of the
+/// whole bank, as the window's best by words are.
+const AMONG_SHORTLIST: usize = 80;
+pub const AMONG_KEEP: usize = 10;
 
 /// [`nearest_read`] for a query vector that may still be computing on the other core (`query`
 /// waits for it; `ready` says whether it would wait): returns it with what it found.
@@ -467,30 +480,38 @@ pub type Found = (Option<Vec<f32>>, Vec<(i64, Read)>);
 /// recall reads them while its question is encoded); once it is, each block left is compared as
 /// it is read, in a buffer of one block. Copying a large bank's blocks into one buffer costs a
 /// page fault per 4 kB written, which at 300,000 memories was most of the read.
+///
+/// `among`: memories to look for apart as well (those written within the question's window of
+/// time), the [`AMONG_KEEP`] nearest of them, among the entries searched.
 pub fn nearest_meanwhile(
     c: &Connection,
     bank: i64,
     ready: impl Fn() -> bool,
     query: impl FnOnce() -> Option<Vec<f32>>,
     keep: usize,
+    among: Option<&FxHashSet<i64>>,
 ) -> Result<Found> {
     let own = c.is_autocommit();
     if own {
         c.execute_batch("BEGIN")?;
     }
-    let found = shortlisted(c, bank, ready, query);
+    let found = shortlisted(c, bank, ready, query, among);
     let ended = if own { c.execute_batch("COMMIT") } else { Ok(()) };
-    let (query, mut ids) = found?;
+    let (query, ids, apart) = found?;
     ended?;
-    let Some(query) = query else { return Ok((None, Vec::new())) };
-    // A memory's passages are entries of their own: it is scored once.
-    ids.sort_unstable();
-    ids.dedup();
-    let mut scored = scan(c, &ids, Some(&query), |codes| <[u8; embed::CODE_BYTES]>::try_from(first(codes)?).ok())?;
-    scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.0.cmp(&a.0)));
-    scored.truncate(keep);
-    let near = scored.into_iter().filter_map(|(id, first, cos)| Some((id, (Code::decode(&first)?, cos)))).collect();
-    Ok((Some(query), near))
+    let Some(query) = query else { return Ok(Found { query: None, near: Vec::new(), among: Vec::new() }) };
+    let nearest = |mut ids: Vec<i64>, keep: usize| -> Result<Vec<(i64, Read)>> {
+        // A memory's passages are entries of their own: it is scored once.
+        ids.sort_unstable();
+        ids.dedup();
+        let mut scored = scan(c, &ids, Some(&query), |codes| <[u8; embed::CODE_BYTES]>::try_from(first(codes)?).ok())?;
+        scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.0.cmp(&a.0)));
+        scored.truncate(keep);
+        Ok(scored.into_iter().filter_map(|(id, first, cos)| Some((id, (Code::decode(&first)?, cos)))).collect())
+    };
+    let near = nearest(ids, keep)?;
+    let among = nearest(apart, AMONG_KEEP)?;
+    Ok(Found { query: Some(query), near, among })
 }
 
 /// The blocks a search reads whatever its question, with their sizes in bytes as their entry
@@ -547,15 +568,20 @@ fn probed(c: &Connection, bank: i64, parts: &Centroids, query: &[f32], probe: us
 /// in page faults than reading ahead saves.
 const AHEAD: usize = 16 << 20;
 
-/// [`nearest_meanwhile`]'s snapshot: the query, and the memories of the [`SHORTLIST`] entries
-/// nearest to it. The blocks every search reads are read ahead while the question is encoded;
-/// a partitioned bank's nearest partitions, once it is known.
+/// The query, the memories shortlisted, and those of `among`'s ([`shortlisted`]).
+type Shortlisted = (Option<Vec<f32>>, Vec<i64>, Vec<i64>);
+
+/// [`nearest_meanwhile`]'s snapshot: the query, the memories of the [`SHORTLIST`] entries
+/// nearest to it, and of the [`AMONG_SHORTLIST`] nearest of `among`'s. The blocks every search
+/// reads are read ahead while the question is encoded; a partitioned bank's nearest partitions,
+/// once it is known.
 fn shortlisted(
     c: &Connection,
     bank: i64,
     ready: impl Fn() -> bool,
     query: impl FnOnce() -> Option<Vec<f32>>,
-) -> Result<(Option<Vec<f32>>, Vec<i64>)> {
+    among: Option<&FxHashSet<i64>>,
+) -> Result<Shortlisted> {
     let blocks = blocks(c, bank)?;
     let parts = centroids(c, bank)?;
     let mut blob = None;
@@ -574,8 +600,8 @@ fn shortlisted(
         block.read_at_exact(&mut ahead[at..at + len], 0)?;
         (taken, at) = (taken + 1, at + len);
     }
-    let Some(query) = query() else { return Ok((None, Vec::new())) };
-    let mut nearest = Shortlist::new(&query);
+    let Some(query) = query() else { return Ok((None, Vec::new(), Vec::new())) };
+    let mut nearest = Shortlist::new(&query, among);
     nearest.offer(&ahead[..at]);
     drop(ahead);
     offer_each(c, &mut blob, &blocks[taken..], &mut nearest)?;
@@ -583,7 +609,8 @@ fn shortlisted(
         let probed = probed(c, bank, parts, &query, parts::PROBE)?;
         offer_each(c, &mut blob, &probed, &mut nearest)?;
     }
-    Ok((Some(query), nearest.ids()))
+    let (ids, apart) = nearest.ids();
+    Ok((Some(query), ids, apart))
 }
 
 /// Offers each of these blocks to the shortlist as it is read, in a buffer of one block.
@@ -623,16 +650,40 @@ fn entries_of<'a, 'c>(
     Ok((block, len))
 }
 
-/// The [`SHORTLIST`] entries nearest to a query among those offered (fewest differing signs).
-struct Shortlist {
+/// The [`SHORTLIST`] entries nearest to a query among those offered (fewest differing signs),
+/// and the [`AMONG_SHORTLIST`] nearest of those of `among`'s memories.
+struct Shortlist<'a> {
     bits: embed::Bits,
     /// Max-heap on distance: the worst of the shortlist on top, replaced by anything nearer.
     heap: BinaryHeap<(u32, i64)>,
+    among: Option<&'a FxHashSet<i64>>,
+    /// The least and the greatest id of `among`, so that most entries are passed over unlooked-up.
+    span: (i64, i64),
+    apart: BinaryHeap<(u32, i64)>,
 }
 
-impl Shortlist {
-    fn new(query: &[f32]) -> Shortlist {
-        Shortlist { bits: embed::bits(query), heap: BinaryHeap::with_capacity(SHORTLIST + 1) }
+/// Offers an entry at distance `d` to a max-heap of at most `keep`.
+fn keep_nearest(heap: &mut BinaryHeap<(u32, i64)>, keep: usize, d: u32, id: i64) {
+    if heap.len() < keep {
+        heap.push((d, id));
+    } else if heap.peek().is_some_and(|w| d < w.0) {
+        heap.pop();
+        heap.push((d, id));
+    }
+}
+
+impl<'a> Shortlist<'a> {
+    fn new(query: &[f32], among: Option<&'a FxHashSet<i64>>) -> Shortlist<'a> {
+        let among = among.filter(|a| !a.is_empty());
+        let span =
+            among.map_or((1, 0), |a| a.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &id| (lo.min(id), hi.max(id))));
+        Shortlist {
+            bits: embed::bits(query),
+            heap: BinaryHeap::with_capacity(SHORTLIST + 1),
+            among,
+            span,
+            apart: BinaryHeap::new(),
+        }
     }
 
     /// Takes in whole entries (`id` + signs).
@@ -652,19 +703,23 @@ impl Shortlist {
     #[inline(always)]
     fn offer_each(&mut self, entries: &[u8]) {
         let id = |e: &[u8]| i64::from_le_bytes(e[..8].try_into().expect("8 bytes"));
+        let (lo, hi) = self.span;
         for e in entries.chunks_exact(ENTRY) {
             let d = embed::hamming(&e[8..], &self.bits);
-            if self.heap.len() < SHORTLIST {
-                self.heap.push((d, id(e)));
-            } else if self.heap.peek().is_some_and(|w| d < w.0) {
-                self.heap.pop();
-                self.heap.push((d, id(e)));
+            keep_nearest(&mut self.heap, SHORTLIST, d, id(e));
+            if let Some(among) = self.among {
+                let id = id(e);
+                if (lo..=hi).contains(&id) && among.contains(&id) {
+                    keep_nearest(&mut self.apart, AMONG_SHORTLIST, d, id);
+                }
             }
         }
     }
 
-    fn ids(self) -> Vec<i64> {
-        self.heap.into_iter().map(|(_, id)| id).collect()
+    /// The shortlist's memories, and those of `among`'s.
+    fn ids(self) -> (Vec<i64>, Vec<i64>) {
+        let ids = |heap: BinaryHeap<(u32, i64)>| heap.into_iter().map(|(_, id)| id).collect();
+        (ids(self.heap), ids(self.apart))
     }
 }
 
@@ -865,6 +920,50 @@ mod tests {
         }
     }
 
+    /// A question's window of time holds a few memories far from it by meaning, behind a whole
+    /// bank of nearer ones: the nearest of the window's are found apart, by their own sign bits
+    /// and cosines, where the bank's nearest leave them out.
+    #[test]
+    fn the_nearest_of_a_window_are_found_apart_from_the_whole_banks_nearest() {
+        let s = crate::store::Store::open_in_memory().unwrap();
+        let c = &*s.conn;
+        let (vs, group) = super::super::parts::tests::clustered(8, 1_200, 11);
+        let mut pending = Pending::default();
+        for (i, v) in vs.iter().enumerate() {
+            pending.add(1, 1 + i as i64, vec![v.clone()]);
+        }
+        pending.flush(c).unwrap();
+        let query = vs[0].clone();
+        // The window: every memory of another group among the ids 300-700, and an id the bank
+        // does not hold.
+        let window: FxHashSet<i64> =
+            (300..700).filter(|&i| group[i] != group[0]).map(|i| 1 + i as i64).chain([999_999]).collect();
+        let cos = |id: i64| embed::dot(&query, &vs[id as usize - 1]);
+        let mut want: Vec<i64> = window.iter().copied().filter(|&id| id <= vs.len() as i64).collect();
+        want.sort_by(|a, b| cos(*b).total_cmp(&cos(*a)));
+        let found = nearest_meanwhile(c, 1, || true, || Some(query.clone()), 50, Some(&window)).unwrap();
+        assert_eq!(found.near.len(), 50);
+        assert!(
+            found.near.iter().all(|(id, _)| group[*id as usize - 1] == group[0]),
+            "the bank's nearest: its own group"
+        );
+        let among: Vec<i64> = found.among.iter().map(|(id, _)| *id).collect();
+        assert_eq!(among.len(), AMONG_KEEP);
+        assert!(among.iter().all(|id| window.contains(id)), "only the window's: {among:?}");
+        assert_eq!(among[0], want[0], "the window's nearest first");
+        let hits = among.iter().filter(|id| want[..AMONG_KEEP].contains(id)).count();
+        assert!(
+            hits >= AMONG_KEEP - 2,
+            "the window's nearest, as codes and sign bits tell: {among:?} against {want:?}"
+        );
+        assert!(found.among.windows(2).all(|w| w[0].1 .1 >= w[1].1 .1), "nearest first");
+        // Without a window, nothing apart.
+        let found = nearest_meanwhile(c, 1, || true, || Some(query.clone()), 50, None).unwrap();
+        assert!(found.among.is_empty());
+        let empty = FxHashSet::default();
+        assert!(nearest_meanwhile(c, 1, || true, || Some(query.clone()), 50, Some(&empty)).unwrap().among.is_empty());
+    }
+
     #[test]
     fn a_search_reads_every_first_vectors_block_then_the_newest_passages_blocks() {
         let s = crate::store::Store::open_in_memory().unwrap();
@@ -903,23 +1002,23 @@ mod tests {
         // The shortlist over those bytes is the same whether the blocks were read ahead, compared
         // as they were read, or the question came in between.
         let query: Vec<f32> = (0..embed::DIMS).map(|i| (i * 37 % 11) as f32 - 5.0).collect();
-        let mut all = Shortlist::new(&query);
+        let mut all = Shortlist::new(&query, None);
         all.offer(&expected);
-        let mut want = all.ids();
+        let mut want = all.ids().0;
         want.sort_unstable();
         assert_eq!(want.len(), SHORTLIST);
         for flip in [0, 1, 2, 40, usize::MAX] {
-            let (q, mut ids) = shortlisted(c, 1, ready_after(flip), || Some(query.clone())).unwrap();
+            let (q, mut ids, _) = shortlisted(c, 1, ready_after(flip), || Some(query.clone()), None).unwrap();
             ids.sort_unstable();
             assert_eq!(q.as_deref(), Some(&query[..]));
             assert!(ids == want, "ready after {flip} blocks");
         }
         // One snapshot: a transaction of its own, ended; or the caller's, left open.
-        let (q, near) = nearest_meanwhile(c, 1, || false, || Some(query.clone()), 5).unwrap();
-        assert!(q.is_some() && near.is_empty(), "these entries have no codes to score");
+        let found = nearest_meanwhile(c, 1, || false, || Some(query.clone()), 5, None).unwrap();
+        assert!(found.query.is_some() && found.near.is_empty(), "these entries have no codes to score");
         assert!(c.is_autocommit(), "the snapshot's transaction is ended");
         c.execute_batch("BEGIN").unwrap();
-        nearest_meanwhile(c, 1, || false, || Some(query.clone()), 5).unwrap();
+        nearest_meanwhile(c, 1, || false, || Some(query.clone()), 5, None).unwrap();
         assert!(!c.is_autocommit(), "the caller's transaction is left open");
         c.execute_batch("COMMIT").unwrap();
         // The blocks are listed from the index alone; their bytes are read as they are, whatever
@@ -935,12 +1034,16 @@ mod tests {
         c.execute("UPDATE vector_blocks SET n = 3 WHERE id = ?1", [listed[0].0]).unwrap();
         c.execute("UPDATE vector_blocks SET n = n + 9 WHERE id = ?1", [listed[1].0]).unwrap();
         for flip in [0, 1, usize::MAX] {
-            let (_, mut ids) = shortlisted(c, 1, ready_after(flip), || Some(query.clone())).unwrap();
+            let (_, mut ids, _) = shortlisted(c, 1, ready_after(flip), || Some(query.clone()), None).unwrap();
             ids.sort_unstable();
             assert!(ids == want, "counts off, ready after {flip} blocks");
         }
-        let (q, ids) = shortlisted(c, 3, || false, || Some(query.clone())).unwrap();
+        let (q, ids, _) = shortlisted(c, 3, || false, || Some(query.clone()), None).unwrap();
         assert!(q.is_some() && ids.is_empty(), "a bank without vectors");
-        assert_eq!(shortlisted(c, 1, || false, || None).unwrap(), (None, Vec::new()), "no question vector");
+        assert_eq!(
+            shortlisted(c, 1, || false, || None, None).unwrap(),
+            (None, Vec::new(), Vec::new()),
+            "no question vector"
+        );
     }
 }
