@@ -229,14 +229,20 @@ fn products_plain(x: &[i8], w: &Packed, acc: &mut [i32]) {
     }
 }
 
-/// Calls `tile::<R>(xu, i, w, acc)` with the constant `R` equal to the row count `rows`, one of
-/// those listed or else 1.
+/// Calls `tile::<R>(xu, i, w, acc)` (or `tile::<R, G>` for `tile[G](…)`) with the constant `R`
+/// equal to the row count `rows`, one of those listed or else 1.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 macro_rules! by_rows {
     ($rows:expr, $tile:ident($xu:expr, $i:expr, $w:expr, $acc:expr); $($r:literal)*) => {
         match $rows {
             $($r => $tile::<$r>($xu, $i, $w, $acc),)*
             _ => $tile::<1>($xu, $i, $w, $acc),
+        }
+    };
+    ($rows:expr, $tile:ident[$g:ty]($xu:expr, $i:expr, $w:expr, $acc:expr); $($r:literal)*) => {
+        match $rows {
+            $($r => $tile::<$r, $g>($xu, $i, $w, $acc),)*
+            _ => $tile::<1, $g>($xu, $i, $w, $acc),
         }
     };
 }
@@ -392,62 +398,70 @@ mod arm {
     const ROWS: usize = 6;
 
     /// With `sdot` (the dot-product extension, ARMv8.2 and later: every Apple M-series core,
-    /// Graviton 2 and later). Written as assembly: its intrinsic is not stable in Rust yet.
+    /// Graviton 2 and later).
     #[target_feature(enable = "neon,dotprod")]
     pub(super) unsafe fn products_sdot(x: &[i8], w: &Packed, acc: &mut [i32]) {
-        let t = x.len() / w.cols;
-        let mut i = 0;
-        while i < t {
-            let rows = (t - i).min(ROWS);
-            by_rows!(rows, tile_sdot(x, i, w, acc); 6 5 4 3 2);
-            i += rows;
-        }
+        products_by::<Sdot>(x, w, acc)
     }
 
-    #[target_feature(enable = "neon,dotprod")]
-    unsafe fn tile_sdot<const R: usize>(x: &[i8], i: usize, w: &Packed, acc: &mut [i32]) {
-        let (k, n) = (w.cols, w.rows);
-        let groups = k / GROUP;
-        let xp = x.as_ptr().add(i * k).cast::<i32>();
-        for b in 0..n / BLOCK {
-            let wp = w.q.as_ptr().add(b * BLOCK * k);
-            let mut a = [[vdupq_n_s32(0); 4]; R];
-            for g in 0..groups {
-                let wg = wp.add(g * BLOCK * GROUP);
-                let wv = [vld1q_s8(wg), vld1q_s8(wg.add(16)), vld1q_s8(wg.add(32)), vld1q_s8(wg.add(48))];
-                for (m, am) in a.iter_mut().enumerate() {
-                    let xv = vreinterpretq_s8_s32(vdupq_n_s32(xp.add(m * groups + g).read_unaligned()));
-                    for (s, &wq) in am.iter_mut().zip(&wv) {
-                        std::arch::asm!(
-                            "sdot {acc:v}.4s, {w:v}.16b, {x:v}.16b",
-                            acc = inout(vreg) *s,
-                            w = in(vreg) wq,
-                            x = in(vreg) xv,
-                            options(pure, nomem, nostack, preserves_flags),
-                        );
-                    }
-                }
-            }
-            store(acc, i, n, b, &a);
-        }
-    }
-
-    /// With NEON alone (ARMv8.0: Raspberry Pi 4, older Cortex-A cores): each output's four
-    /// products widened to i16 (`smull`), added in pairs (at most 2·127·127, which fits), and the
-    /// pairs into i32 (`sadalp`).
+    /// With NEON alone (ARMv8.0: Raspberry Pi 4, older Cortex-A cores).
     #[target_feature(enable = "neon")]
     pub(super) unsafe fn products_neon(x: &[i8], w: &Packed, acc: &mut [i32]) {
+        products_by::<Neon>(x, w, acc)
+    }
+
+    /// How four outputs' sums (`s`, one a lane) take in their four weights each (`w`) times the
+    /// group's four inputs (`x`, the same four bytes in every lane).
+    trait Step {
+        unsafe fn step(s: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t;
+    }
+
+    /// `sdot`, written as assembly: its intrinsic is not stable in Rust yet. Only ever inlined
+    /// into [`products_sdot`], whose CPU has it.
+    struct Sdot;
+
+    impl Step for Sdot {
+        #[inline(always)]
+        unsafe fn step(mut s: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
+            std::arch::asm!(
+                "sdot {s:v}.4s, {w:v}.16b, {x:v}.16b",
+                s = inout(vreg) s,
+                w = in(vreg) w,
+                x = in(vreg) x,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+            s
+        }
+    }
+
+    /// The products widened to i16 (`smull`), added in pairs (at most 2·127·127, which fits),
+    /// and the pairs into the i32 sums (`sadalp`).
+    struct Neon;
+
+    impl Step for Neon {
+        #[inline(always)]
+        unsafe fn step(s: int32x4_t, w: int8x16_t, x: int8x16_t) -> int32x4_t {
+            let lo = vmull_s8(vget_low_s8(w), vget_low_s8(x));
+            let hi = vmull_high_s8(w, x);
+            vpadalq_s16(s, vpaddq_s16(lo, hi))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn products_by<S: Step>(x: &[i8], w: &Packed, acc: &mut [i32]) {
         let t = x.len() / w.cols;
         let mut i = 0;
         while i < t {
             let rows = (t - i).min(ROWS);
-            by_rows!(rows, tile_neon(x, i, w, acc); 6 5 4 3 2);
+            by_rows!(rows, tile[S](x, i, w, acc); 6 5 4 3 2);
             i += rows;
         }
     }
 
-    #[target_feature(enable = "neon")]
-    unsafe fn tile_neon<const R: usize>(x: &[i8], i: usize, w: &Packed, acc: &mut [i32]) {
+    /// Rows `i..i + R` of `x`, every block of outputs: each load of a block's weights serves
+    /// the `R` rows, whose sums are 4·`R` registers.
+    #[inline(always)]
+    unsafe fn tile<const R: usize, S: Step>(x: &[i8], i: usize, w: &Packed, acc: &mut [i32]) {
         let (k, n) = (w.cols, w.rows);
         let groups = k / GROUP;
         let xp = x.as_ptr().add(i * k).cast::<i32>();
@@ -460,9 +474,7 @@ mod arm {
                 for (m, am) in a.iter_mut().enumerate() {
                     let xv = vreinterpretq_s8_s32(vdupq_n_s32(xp.add(m * groups + g).read_unaligned()));
                     for (s, &wq) in am.iter_mut().zip(&wv) {
-                        let lo = vmull_s8(vget_low_s8(wq), vget_low_s8(xv));
-                        let hi = vmull_high_s8(wq, xv);
-                        *s = vpadalq_s16(*s, vpaddq_s16(lo, hi));
+                        *s = S::step(*s, wq, xv);
                     }
                 }
             }
