@@ -500,17 +500,19 @@ pub fn nearest_meanwhile(
     let (query, ids, apart) = found?;
     ended?;
     let Some(query) = query else { return Ok(Found { query: None, near: Vec::new(), among: Vec::new() }) };
-    let nearest = |mut ids: Vec<i64>, keep: usize| -> Result<Vec<(i64, Read)>> {
-        // A memory's passages are entries of their own: it is scored once.
-        ids.sort_unstable();
-        ids.dedup();
-        let mut scored = scan(c, &ids, Some(&query), |codes| <[u8; embed::CODE_BYTES]>::try_from(first(codes)?).ok())?;
-        scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.0.cmp(&a.0)));
-        scored.truncate(keep);
-        Ok(scored.into_iter().filter_map(|(id, first, cos)| Some((id, (Code::decode(&first)?, cos)))).collect())
+    // A memory's passages are entries of their own, and a memory of the window may be on both
+    // shortlists: each is read and scored once.
+    let mut all: Vec<i64> = ids.iter().chain(&apart).copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    let mut scored = scan(c, &all, Some(&query), |codes| <[u8; embed::CODE_BYTES]>::try_from(first(codes)?).ok())?;
+    scored.sort_by(|a, b| b.2.total_cmp(&a.2).then(b.0.cmp(&a.0)));
+    let nearest = |of: &[i64], keep: usize| -> Vec<(i64, Read)> {
+        let of: FxHashSet<i64> = of.iter().copied().collect();
+        let taken = scored.iter().filter(|(id, _, _)| of.contains(id)).take(keep);
+        taken.filter_map(|(id, first, cos)| Some((*id, (Code::decode(first)?, *cos)))).collect()
     };
-    let near = nearest(ids, keep)?;
-    let among = nearest(apart, AMONG_KEEP)?;
+    let (near, among) = (nearest(&ids, keep), nearest(&apart, AMONG_KEEP));
     Ok(Found { query: Some(query), near, among })
 }
 

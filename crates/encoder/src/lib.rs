@@ -193,7 +193,8 @@ unsafe fn quantise_avx512(row: &[f32], q: &mut [i8]) -> f32 {
 
 /// `acc[i][r] = Σ x[i][j]·w[r][j]` for `t` rows of `x` (int8 in -127..=127) and the packed `w`.
 fn products(x: &[i8], w: &Packed, acc: &mut [i32]) {
-    // SAFETY (each): the CPU has these instructions (checked by `simd`); `Packed` holds whole blocks.
+    // SAFETY (each): the CPU has these instructions (checked by `simd` on x86-64, by `DOTPROD`
+    // on aarch64, where NEON is always there); `Packed` holds whole blocks.
     #[cfg(target_arch = "x86_64")]
     match simd() {
         Simd::Avx512Vnni => return unsafe { products_vnni(x, w, acc) },
