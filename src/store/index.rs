@@ -264,6 +264,115 @@ pub fn postings(conn: &Connection, bank: i64, term: i64, out: &mut Vec<Posting>)
     Ok(())
 }
 
+/// A posting list read in order of memory id, a block at a time: a search over a word that a
+/// million memories use reads its blocks as it reaches them, where decoding the whole list first
+/// wrote (and faulted in) 16 bytes a posting, 16 MB, only to read them back once.
+pub trait Postings {
+    /// How many postings the list holds, and its first and last memory ids (`None` when empty).
+    fn extent(&self) -> (usize, Option<(i64, i64)>);
+    /// Appends the next block's postings to `out`; false once the list is done.
+    fn next_block(&mut self, out: &mut Vec<Posting>) -> bool;
+}
+
+/// A list in memory is one block.
+impl Postings for &[Posting] {
+    fn extent(&self) -> (usize, Option<(i64, i64)>) {
+        (self.len(), self.first().zip(self.last()).map(|(a, b)| (a.doc, b.doc)))
+    }
+
+    fn next_block(&mut self, out: &mut Vec<Posting>) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        out.extend_from_slice(self);
+        *self = &[];
+        true
+    }
+}
+
+/// The statement a [`Stream`] steps through (one prepared per term searched at once).
+pub fn stream_statement(conn: &Connection) -> rusqlite::Result<rusqlite::CachedStatement<'_>> {
+    conn.prepare_cached("SELECT data FROM postings WHERE bank_id = ?1 AND term_id = ?2 ORDER BY block")
+}
+
+/// A term's posting list as the index holds it, decoded a block at a time ([`Postings`]). An
+/// error reading it ends the list and is kept for [`Stream::finish`].
+pub struct Stream<'s> {
+    rows: rusqlite::Rows<'s>,
+    /// The first block, read to know where the list starts.
+    first: Vec<Posting>,
+    len: usize,
+    span: Option<(i64, i64)>,
+    error: Option<rusqlite::Error>,
+}
+
+impl<'s> Stream<'s> {
+    /// Opens `term`'s list in `bank` on `stmt` ([`stream_statement`]); `len` is the term's
+    /// document frequency.
+    pub fn open(
+        conn: &Connection,
+        stmt: &'s mut rusqlite::Statement<'_>,
+        bank: i64,
+        term: i64,
+        len: usize,
+    ) -> rusqlite::Result<Self> {
+        // The last posting: of the last block that still holds one (forgetting may empty blocks).
+        let mut last = Vec::new();
+        let mut back =
+            conn.prepare_cached("SELECT data FROM postings WHERE bank_id = ?1 AND term_id = ?2 ORDER BY block DESC")?;
+        let mut tail = back.query(params![bank, term])?;
+        while last.is_empty() {
+            match tail.next()? {
+                Some(row) => decode_block(row.get_ref(0)?.as_blob()?, &mut last),
+                None => break,
+            }
+        }
+        drop(tail);
+        let mut rows = stmt.query(params![bank, term])?;
+        let mut first = Vec::new();
+        // Blocks emptied by forgetting may precede the first posting.
+        while first.is_empty() {
+            match rows.next()? {
+                Some(row) => decode_block(row.get_ref(0)?.as_blob()?, &mut first),
+                None => break,
+            }
+        }
+        let span = first.first().zip(last.last()).map(|(a, b)| (a.doc, b.doc.max(a.doc)));
+        Ok(Self { rows, first, len, span, error: None })
+    }
+
+    /// The error that ended the list early, if one did.
+    pub fn finish(self) -> rusqlite::Result<()> {
+        self.error.map_or(Ok(()), Err)
+    }
+}
+
+impl Postings for Stream<'_> {
+    fn extent(&self) -> (usize, Option<(i64, i64)>) {
+        (self.len, self.span)
+    }
+
+    fn next_block(&mut self, out: &mut Vec<Posting>) -> bool {
+        if !self.first.is_empty() {
+            out.append(&mut self.first);
+            return true;
+        }
+        if self.error.is_some() {
+            return false;
+        }
+        let rows = &mut self.rows;
+        let read = (|| -> rusqlite::Result<bool> {
+            let Some(row) = rows.next()? else { return Ok(false) };
+            decode_block(row.get_ref(0)?.as_blob()?, out);
+            Ok(true)
+        })();
+        read.unwrap_or_else(|e| {
+            self.error = Some(e);
+            false
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,6 +388,48 @@ mod tests {
         let mut out = Vec::new();
         decode_block(&[3, 0x80], &mut out);
         assert!(out.is_empty(), "a truncated block decodes to nothing, never panics");
+    }
+
+    #[test]
+    fn a_stream_reads_the_list_the_index_holds_block_by_block() {
+        let store = crate::store::Store::open_in_memory().unwrap();
+        let c = &*store.conn;
+        let terms = |words: &str| doc_terms(words, "", "");
+        let mut batch = Batch::default();
+        for doc in 1..=400 {
+            batch.add(c, 1, doc, &terms(if doc % 2 == 0 { "alpha beta" } else { "alpha" })).unwrap();
+            if doc % 150 == 0 {
+                batch.flush(c).unwrap();
+            }
+        }
+        batch.flush(c).unwrap();
+        // Forgetting empties the first block (deleted) and the last one (kept while last).
+        for doc in (1..=BLOCK as i64).chain(385..=400) {
+            remove(c, 1, doc, &terms("alpha")).unwrap();
+        }
+        let alpha = term_id(c, "alpha", false).unwrap().unwrap();
+        let mut whole = Vec::new();
+        postings(c, 1, alpha, &mut whole).unwrap();
+        assert_eq!(whole.first().map(|p| p.doc), Some(BLOCK as i64 + 1));
+        assert_eq!(whole.last().map(|p| p.doc), Some(384));
+
+        let mut stmt = stream_statement(c).unwrap();
+        let mut stream = Stream::open(c, &mut stmt, 1, alpha, whole.len()).unwrap();
+        assert_eq!(stream.extent(), (whole.len(), Some((BLOCK as i64 + 1, 384))));
+        let (mut read, mut blocks) = (Vec::new(), 0);
+        while stream.next_block(&mut read) {
+            blocks += 1;
+        }
+        assert_eq!(read, whole);
+        assert!(blocks > 1, "read a block at a time");
+        assert!(!stream.next_block(&mut read), "and stays done");
+        stream.finish().unwrap();
+
+        // A term without postings is an empty list.
+        let mut stmt = stream_statement(c).unwrap();
+        let mut none = Stream::open(c, &mut stmt, 1, alpha + 100, 0).unwrap();
+        assert_eq!(none.extent(), (0, None));
+        assert!(!none.next_block(&mut read));
     }
 
     #[test]

@@ -808,18 +808,31 @@ impl Store {
             }
         }
         q.weigh(docs as u32, |t| ids.get(t).map(|x| x.1));
-        let mut lists: Vec<Vec<Posting>> = Vec::with_capacity(q.scan);
-        for t in &q.terms[..q.scan] {
-            let mut list = Vec::with_capacity(ids[&t.text].1 as usize);
-            index::postings(c, bank_id, ids[&t.text].0, &mut list)?;
-            lists.push(list);
-        }
         let avgdl = len as f32 / docs as f32 / index::UNIT;
         if matches!(mode, Mode::Semantic | Mode::Fusion) {
+            let mut lists: Vec<Vec<Posting>> = Vec::with_capacity(q.scan);
+            for t in &q.terms[..q.scan] {
+                let mut list = Vec::with_capacity(ids[&t.text].1 as usize);
+                index::postings(c, bank_id, ids[&t.text].0, &mut list)?;
+                lists.push(list);
+            }
             let qvec = question();
             return self.baseline(mode, &q, &lists, avgdl, bank_id, qvec.as_deref(), limit);
         }
-        let scored = rank::bm25(&q, &lists, avgdl, rank::RERANK, within.as_ref());
+        // The scanned terms' lists, each read a block at a time as the ranking reaches it.
+        let mut statements = Vec::with_capacity(q.scan);
+        for _ in 0..q.scan {
+            statements.push(index::stream_statement(c)?);
+        }
+        let mut lists = Vec::with_capacity(q.scan);
+        for (t, stmt) in q.terms[..q.scan].iter().zip(statements.iter_mut()) {
+            let (term, df) = ids[&t.text];
+            lists.push(index::Stream::open(c, stmt, bank_id, term, df as usize)?);
+        }
+        let scored = rank::bm25(&q, &mut lists, avgdl, rank::RERANK, within.as_ref());
+        for list in lists {
+            list.finish()?;
+        }
         let mut memories: Vec<(rank::Scored, Memory)> = Vec::with_capacity(scored.len() + rank::DENSE);
         let mut lens = Vec::with_capacity(scored.len() + rank::DENSE);
         for s in &scored {
@@ -1001,7 +1014,7 @@ impl Store {
         let mut score: Vec<(i64, f32)> = if mode == Mode::Semantic {
             near
         } else {
-            let lexical = rank::bm25(q, lists, avgdl, POOL, None);
+            let lexical = rank::bm25(q, &mut lists.iter().map(Vec::as_slice).collect::<Vec<_>>(), avgdl, POOL, None);
             let mut ids: Vec<i64> = lexical.iter().map(|s| s.doc).chain(near.iter().map(|n| n.0)).collect();
             ids.sort_unstable();
             ids.dedup();

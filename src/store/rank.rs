@@ -10,7 +10,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use super::index::{Posting, UNIT};
+use super::index::{Posting, Postings, UNIT};
 use super::text::{analyse, Term};
 
 const K1: f32 = 1.2;
@@ -212,15 +212,15 @@ fn contribution(t: &QueryTerm, p: Posting, avgdl: f32) -> f32 {
 /// are not among them.
 pub fn bm25(
     query: &Query,
-    lists: &[Vec<Posting>],
+    lists: &mut [impl Postings],
     avgdl: f32,
     keep: usize,
     within: Option<&HashSet<i64>>,
 ) -> Vec<Scored> {
     let avgdl = avgdl.max(1.0);
-    let total: usize = lists.iter().map(Vec::len).sum();
-    let lo = lists.iter().filter_map(|l| l.first()).map(|p| p.doc).min();
-    let hi = lists.iter().filter_map(|l| l.last()).map(|p| p.doc).max();
+    let total: usize = lists.iter().map(|l| l.extent().0).sum();
+    let lo = lists.iter().filter_map(|l| l.extent().1).map(|(first, _)| first).min();
+    let hi = lists.iter().filter_map(|l| l.extent().1).map(|(_, last)| last).max();
     let (Some(lo), Some(hi)) = (lo, hi) else { return Vec::new() };
     let range = (hi - lo + 1) as usize;
     // Candidates are chosen on BM25 weighted by how much of the question they cover, so a memory
@@ -255,18 +255,37 @@ pub fn bm25(
         // and are written once: a million memories' (8 MB) cost a page fault per 4 kB. Each
         // memory still gets its terms in order, and is offered in id order.
         let mut acc = written_zeros(range.min(WINDOW));
-        let mut next = vec![0usize; lists.len()];
+        // Each list's block at hand, and how far into it the windows have gone.
+        let mut blocks: Vec<(Vec<Posting>, usize, bool)> =
+            lists.iter().map(|_| (Vec::with_capacity(super::index::BLOCK), 0, false)).collect();
         let mut from = lo;
         while from <= hi {
             let end = from.saturating_add(acc.len() as i64);
-            for (i, list) in lists.iter().enumerate() {
+            for (i, list) in lists.iter_mut().enumerate() {
                 let t = &query.terms[i];
-                let taken = list[next[i]..].iter().take_while(|p| p.doc < end);
-                for p in taken {
+                let (block, at, done) = &mut blocks[i];
+                loop {
+                    if *at == block.len() {
+                        block.clear();
+                        *at = 0;
+                        if *done || !list.next_block(block) {
+                            *done = true;
+                            break;
+                        }
+                        continue;
+                    }
+                    let p = block[*at];
+                    if p.doc >= end {
+                        break;
+                    }
+                    *at += 1;
+                    // A damaged block's posting out of order is passed over.
+                    if p.doc < from {
+                        continue;
+                    }
                     let a = &mut acc[(p.doc - from) as usize];
-                    a.0 += contribution(t, *p, avgdl);
+                    a.0 += contribution(t, p, avgdl);
                     a.1 |= 1 << i;
-                    next[i] += 1;
                 }
             }
             for (k, a) in acc.iter_mut().enumerate() {
@@ -280,12 +299,15 @@ pub fn bm25(
     } else {
         let mut acc: rustc_hash::FxHashMap<i64, (f32, u32)> = Default::default();
         acc.reserve(total.min(1 << 20));
-        for (i, list) in lists.iter().enumerate() {
+        let mut block = Vec::with_capacity(super::index::BLOCK);
+        for (i, list) in lists.iter_mut().enumerate() {
             let t = &query.terms[i];
-            for p in list {
-                let a = acc.entry(p.doc).or_insert((0.0, 0));
-                a.0 += contribution(t, *p, avgdl);
-                a.1 |= 1 << i;
+            while list.next_block(&mut block) {
+                for p in block.drain(..) {
+                    let a = acc.entry(p.doc).or_insert((0.0, 0));
+                    a.0 += contribution(t, p, avgdl);
+                    a.1 |= 1 << i;
+                }
             }
         }
         for (doc, (score, matched)) in acc {
@@ -1549,26 +1571,31 @@ mod tests {
     #[test]
     fn bm25_ranks_every_posting_not_just_the_newest() {
         let q = q("s1234 retries", &[("s1234", 1), ("retri", 3)], 10);
-        let lists = vec![
-            vec![Posting { doc: 1, tf: 4, dl: 40 }],
-            vec![
-                Posting { doc: 1, tf: 4, dl: 40 },
-                Posting { doc: 8, tf: 4, dl: 40 },
-                Posting { doc: 9, tf: 4, dl: 40 },
-            ],
-        ];
-        let top = bm25(&q, &lists, 10.0, 2, None);
+        let only = [Posting { doc: 1, tf: 4, dl: 40 }];
+        let three =
+            [Posting { doc: 1, tf: 4, dl: 40 }, Posting { doc: 8, tf: 4, dl: 40 }, Posting { doc: 9, tf: 4, dl: 40 }];
+        let top = bm25(&q, &mut [&only[..], &three[..]], 10.0, 2, None);
         assert_eq!(top[0].doc, 1, "the oldest memory, the only one naming s1234, wins");
         assert_eq!(top[0].matched, 0b11);
         assert_eq!(top.len(), 3, "the two best by key, then plain BM25's best not among them");
     }
 
     #[test]
+    fn bm25_passes_over_a_damaged_list_out_of_order() {
+        let q = q("retries", &[("retri", 3)], 10);
+        let list =
+            [Posting { doc: 5, tf: 4, dl: 40 }, Posting { doc: 3, tf: 4, dl: 40 }, Posting { doc: 7, tf: 4, dl: 40 }];
+        let docs: Vec<i64> = bm25(&q, &mut [&list[..]], 10.0, 5, None).iter().map(|s| s.doc).collect();
+        assert_eq!(docs, [7, 5], "what is in order is ranked, the rest passed over (no panic)");
+    }
+
+    #[test]
     fn bm25_brings_the_best_of_the_named_time_beyond_its_own_best() {
         let q = q("retries", &[("retri", 40)], 400);
-        let lists = vec![(1..=40).map(|doc| Posting { doc, tf: (41 - doc) as u32 * 4, dl: 400 }).collect()];
+        let lists: Vec<Vec<Posting>> =
+            vec![(1..=40).map(|doc| Posting { doc, tf: (41 - doc) as u32 * 4, dl: 400 }).collect()];
         let docs = |within: Option<&HashSet<i64>>| -> Vec<i64> {
-            bm25(&q, &lists, 100.0, 2, within).iter().map(|s| s.doc).collect()
+            bm25(&q, &mut [lists[0].as_slice()], 100.0, 2, within).iter().map(|s| s.doc).collect()
         };
         assert_eq!(docs(None), [1, 2, 3, 4, 5], "the two best, then plain BM25's five best");
         let november: HashSet<i64> = [33, 40, 3].into_iter().collect();
