@@ -232,11 +232,17 @@ pub fn bm25(
     // Plain BM25's own best, kept whatever the coverage key makes of them (never below BM25).
     let mut plain: BinaryHeap<Keyed> = BinaryHeap::with_capacity(PLAIN + 1);
     let mut inside: BinaryHeap<Keyed> = BinaryHeap::new();
-    let mut offer = |doc: i64, score: f32, matched: u32| {
+    // Offers a memory; returns the score at or below which the next is passed over unread (both
+    // heaps full and neither would take it), when no time is named.
+    let mut offer = |doc: i64, score: f32, matched: u32| -> f32 {
         keep_best(&mut plain, PLAIN, Keyed { key: score, s: Scored { doc, score, matched } });
+        let floor = |plain: &BinaryHeap<Keyed>, top: &BinaryHeap<Keyed>| match (plain.peek(), top.peek()) {
+            (Some(p), Some(t)) if within.is_none() && plain.len() == PLAIN && top.len() == keep => p.key.min(t.key),
+            _ => f32::NEG_INFINITY,
+        };
         let is_inside = within.is_some_and(|w| w.contains(&doc));
         if !is_inside && top.len() == keep && top.peek().is_some_and(|w| score <= w.key) {
-            return;
+            return floor(&plain, &top);
         }
         let mut got = 0.0;
         let mut bits = matched;
@@ -249,7 +255,9 @@ pub fn bm25(
             keep_best(&mut inside, WITHIN, Keyed { key, s: Scored { doc, score, matched } });
         }
         keep_best(&mut top, keep, Keyed { key, s: Scored { doc, score, matched } });
+        floor(&plain, &top)
     };
+    let mut floor = f32::NEG_INFINITY;
     if range <= total.saturating_mul(16).max(4096) {
         // One window of the id range at a time, in accumulators that stay in the core's cache
         // and are written once: a million memories' (8 MB) cost a page fault per 4 kB. Each
@@ -290,7 +298,9 @@ pub fn bm25(
             }
             for (k, a) in acc.iter_mut().enumerate() {
                 if a.1 != 0 {
-                    offer(from + k as i64, a.0, a.1);
+                    if a.0 > floor {
+                        floor = offer(from + k as i64, a.0, a.1);
+                    }
                     *a = (0.0, 0);
                 }
             }
@@ -311,7 +321,9 @@ pub fn bm25(
             }
         }
         for (doc, (score, matched)) in acc {
-            offer(doc, score, matched);
+            if score > floor {
+                floor = offer(doc, score, matched);
+            }
         }
     }
     let mut out: Vec<Scored> = best_first(top).into_iter().map(|k| k.s).collect();
@@ -1578,6 +1590,30 @@ mod tests {
         assert_eq!(top[0].doc, 1, "the oldest memory, the only one naming s1234, wins");
         assert_eq!(top[0].matched, 0b11);
         assert_eq!(top.len(), 3, "the two best by key, then plain BM25's best not among them");
+    }
+
+    #[test]
+    fn bm25_keeps_plain_bm25s_best_wherever_they_are_in_the_list() {
+        // Scores that rise, fall and repeat along the list: what is passed over unread once the
+        // heaps are full must never include one of the best.
+        let q = q("retries budget", &[("retri", 300), ("budget", 200)], 1000);
+        let tf = |doc: i64| ((doc * 7919) % 13 + 1) as u32 * 4;
+        let retries: Vec<Posting> =
+            (1..=300).map(|doc| Posting { doc, tf: tf(doc), dl: 40 + (doc % 5) as u32 }).collect();
+        let budget: Vec<Posting> = (1..=300).filter(|d| d % 3 == 0).map(|doc| Posting { doc, tf: 4, dl: 40 }).collect();
+        let mut naive: HashMap<i64, f32> = HashMap::default();
+        for (i, list) in [&retries, &budget].into_iter().enumerate() {
+            for p in list {
+                *naive.entry(p.doc).or_default() += contribution(&q.terms[i], *p, 50.0);
+            }
+        }
+        let mut best: Vec<(i64, f32)> = naive.into_iter().collect();
+        best.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+        let got = bm25(&q, &mut [&retries[..], &budget[..]], 50.0, 3, None);
+        for (doc, _) in &best[..PLAIN] {
+            assert!(got.iter().any(|s| s.doc == *doc), "plain BM25's {doc} is kept: {got:?}");
+        }
+        assert_eq!(got[0].doc, best[0].0);
     }
 
     #[test]
