@@ -608,11 +608,35 @@ fn shortlisted(
     drop(ahead);
     offer_each(c, &mut blob, &blocks[taken..], &mut nearest)?;
     if let Some(parts) = &parts {
-        let probed = probed(c, bank, parts, &query, parts::PROBE)?;
+        let probed = probed(c, bank, parts, &query, probe())?;
         offer_each(c, &mut blob, &probed, &mut nearest)?;
     }
-    let (ids, apart) = nearest.ids();
+    let (ids, mut apart) = nearest.ids();
+    // A partitioned bank's search reads only the partitions nearest the question, where a memory
+    // of the window said in other words may not be: a window of few memories is scored whole.
+    if let Some(among) = among.filter(|a| parts.is_some() && a.len() <= AMONG_WHOLE) {
+        apart = among.iter().copied().collect();
+    }
     Ok((Some(query), ids, apart))
+}
+
+/// A window of time holding at most this many memories is scored whole in a partitioned bank (a
+/// code read for each, about a millisecond for 400).
+const AMONG_WHOLE: usize = SHORTLIST;
+
+/// How many first vectors a search of a partitioned bank reads ([`parts::PROBE`]; fewer in tests,
+/// whose banks are small).
+fn probe() -> usize {
+    #[cfg(test)]
+    if let Some(n) = PROBE_IN_TEST.get() {
+        return n;
+    }
+    parts::PROBE
+}
+
+#[cfg(test)]
+thread_local! {
+    static PROBE_IN_TEST: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
 }
 
 /// Offers each of these blocks to the shortlist as it is read, in a buffer of one block.
@@ -964,6 +988,37 @@ mod tests {
         assert!(found.among.is_empty());
         let empty = FxHashSet::default();
         assert!(nearest_meanwhile(c, 1, || true, || Some(query.clone()), 50, Some(&empty)).unwrap().among.is_empty());
+    }
+
+    /// In a partitioned bank a search reads the partitions nearest the question; a window of few
+    /// memories far from it by meaning is scored whole, so its nearest are still found.
+    #[test]
+    fn a_windows_memories_in_partitions_not_read_are_still_found_by_meaning() {
+        let s = crate::store::Store::open_in_memory().unwrap();
+        let c = &*s.conn;
+        let (vs, group) = super::super::parts::tests::clustered(8, 1_200, 11);
+        let mut pending = Pending::default();
+        for (i, v) in vs.iter().enumerate() {
+            pending.add(1, 1 + i as i64, vec![v.clone()]);
+        }
+        pending.flush(c).unwrap();
+        partition(c, 1).unwrap();
+        let query = vs[0].clone();
+        let window: FxHashSet<i64> =
+            (0..vs.len()).filter(|&i| group[i] != group[0]).take(40).map(|i| 1 + i as i64).collect();
+        PROBE_IN_TEST.set(Some(100));
+        let found = nearest_meanwhile(c, 1, || true, || Some(query.clone()), 50, Some(&window));
+        PROBE_IN_TEST.set(None);
+        let found = found.unwrap();
+        assert!(
+            found.near.iter().all(|(id, _)| !window.contains(id)),
+            "the partitions read are the question's, not the window's"
+        );
+        let mut want = read(c, &window.iter().copied().collect::<Vec<_>>(), &query).unwrap();
+        want.sort_by(|a, b| b.1 .1.total_cmp(&a.1 .1).then(b.0.cmp(&a.0)));
+        let among: Vec<i64> = found.among.iter().map(|(id, _)| *id).collect();
+        let want: Vec<i64> = want.iter().take(AMONG_KEEP).map(|(id, _)| *id).collect();
+        assert_eq!(among, want, "the window's nearest, by their codes");
     }
 
     #[test]
