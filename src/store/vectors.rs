@@ -946,6 +946,18 @@ mod tests {
         }
     }
 
+    /// Bank 1 of 1,200 memories (ids from 1), one vector each, in eight clusters: the vectors and
+    /// each one's cluster.
+    fn clustered_bank(c: &Connection) -> (Vec<Vec<f32>>, Vec<usize>) {
+        let (vs, group) = super::super::parts::tests::clustered(8, 1_200, 11);
+        let mut pending = Pending::default();
+        for (i, v) in vs.iter().enumerate() {
+            pending.add(1, 1 + i as i64, vec![v.clone()]);
+        }
+        pending.flush(c).unwrap();
+        (vs, group)
+    }
+
     /// A question's window of time holds a few memories far from it by meaning, behind a whole
     /// bank of nearer ones: the nearest of the window's are found apart, by their own sign bits
     /// and cosines, where the bank's nearest leave them out.
@@ -953,12 +965,7 @@ mod tests {
     fn the_nearest_of_a_window_are_found_apart_from_the_whole_banks_nearest() {
         let s = crate::store::Store::open_in_memory().unwrap();
         let c = &*s.conn;
-        let (vs, group) = super::super::parts::tests::clustered(8, 1_200, 11);
-        let mut pending = Pending::default();
-        for (i, v) in vs.iter().enumerate() {
-            pending.add(1, 1 + i as i64, vec![v.clone()]);
-        }
-        pending.flush(c).unwrap();
+        let (vs, group) = clustered_bank(c);
         let query = vs[0].clone();
         // The window: every memory of another group among the ids 300-700, and an id the bank
         // does not hold.
@@ -996,12 +1003,7 @@ mod tests {
     fn a_windows_memories_in_partitions_not_read_are_still_found_by_meaning() {
         let s = crate::store::Store::open_in_memory().unwrap();
         let c = &*s.conn;
-        let (vs, group) = super::super::parts::tests::clustered(8, 1_200, 11);
-        let mut pending = Pending::default();
-        for (i, v) in vs.iter().enumerate() {
-            pending.add(1, 1 + i as i64, vec![v.clone()]);
-        }
-        pending.flush(c).unwrap();
+        let (vs, group) = clustered_bank(c);
         partition(c, 1).unwrap();
         let query = vs[0].clone();
         let window: FxHashSet<i64> =
