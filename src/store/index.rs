@@ -254,8 +254,7 @@ pub fn remove(conn: &Connection, bank: i64, doc: i64, terms: &DocTerms) -> rusql
 
 /// A term's posting list in one bank, appended to `out` in memory order.
 pub fn postings(conn: &Connection, bank: i64, term: i64, out: &mut Vec<Posting>) -> rusqlite::Result<()> {
-    let mut stmt =
-        conn.prepare_cached("SELECT data FROM postings WHERE bank_id = ?1 AND term_id = ?2 ORDER BY block")?;
+    let mut stmt = list_statement(conn)?;
     let mut rows = stmt.query(params![bank, term])?;
     while let Some(row) = rows.next()? {
         let data = row.get_ref(0)?.as_blob()?;
@@ -290,8 +289,9 @@ impl Postings for &[Posting] {
     }
 }
 
-/// The statement a [`Stream`] steps through (one prepared per term searched at once).
-pub fn stream_statement(conn: &Connection) -> rusqlite::Result<rusqlite::CachedStatement<'_>> {
+/// The statement that reads a term's blocks in order: [`postings`] and each [`Stream`] (one
+/// prepared per term searched at once).
+pub fn list_statement(conn: &Connection) -> rusqlite::Result<rusqlite::CachedStatement<'_>> {
     conn.prepare_cached("SELECT data FROM postings WHERE bank_id = ?1 AND term_id = ?2 ORDER BY block")
 }
 
@@ -307,7 +307,7 @@ pub struct Stream<'s> {
 }
 
 impl<'s> Stream<'s> {
-    /// Opens `term`'s list in `bank` on `stmt` ([`stream_statement`]); `len` is the term's
+    /// Opens `term`'s list in `bank` on `stmt` ([`list_statement`]); `len` is the term's
     /// document frequency.
     pub fn open(
         conn: &Connection,
@@ -413,7 +413,7 @@ mod tests {
         assert_eq!(whole.first().map(|p| p.doc), Some(BLOCK as i64 + 1));
         assert_eq!(whole.last().map(|p| p.doc), Some(384));
 
-        let mut stmt = stream_statement(c).unwrap();
+        let mut stmt = list_statement(c).unwrap();
         let mut stream = Stream::open(c, &mut stmt, 1, alpha, whole.len()).unwrap();
         assert_eq!(stream.extent(), (whole.len(), Some((BLOCK as i64 + 1, 384))));
         let (mut read, mut blocks) = (Vec::new(), 0);
@@ -426,7 +426,7 @@ mod tests {
         stream.finish().unwrap();
 
         // A term without postings is an empty list.
-        let mut stmt = stream_statement(c).unwrap();
+        let mut stmt = list_statement(c).unwrap();
         let mut none = Stream::open(c, &mut stmt, 1, alpha + 100, 0).unwrap();
         assert_eq!(none.extent(), (0, None));
         assert!(!none.next_block(&mut read));

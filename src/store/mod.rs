@@ -822,7 +822,7 @@ impl Store {
         // The scanned terms' lists, each read a block at a time as the ranking reaches it.
         let mut statements = Vec::with_capacity(q.scan);
         for _ in 0..q.scan {
-            statements.push(index::stream_statement(c)?);
+            statements.push(index::list_statement(c)?);
         }
         let mut lists = Vec::with_capacity(q.scan);
         for (t, stmt) in q.terms[..q.scan].iter().zip(statements.iter_mut()) {

@@ -603,7 +603,11 @@ fn shortlisted(
         (taken, at) = (taken + 1, at + len);
     }
     let Some(query) = query() else { return Ok((None, Vec::new(), Vec::new())) };
-    let mut nearest = Shortlist::new(&query, among);
+    // A partitioned bank's search reads only the partitions nearest the question, where a memory
+    // of the window said in other words may not be: a window of few memories is scored whole,
+    // and needs no shortlist of its own.
+    let whole = among.filter(|a| parts.is_some() && a.len() <= AMONG_WHOLE);
+    let mut nearest = Shortlist::new(&query, if whole.is_some() { None } else { among });
     nearest.offer(&ahead[..at]);
     drop(ahead);
     offer_each(c, &mut blob, &blocks[taken..], &mut nearest)?;
@@ -611,12 +615,8 @@ fn shortlisted(
         let probed = probed(c, bank, parts, &query, probe())?;
         offer_each(c, &mut blob, &probed, &mut nearest)?;
     }
-    let (ids, mut apart) = nearest.ids();
-    // A partitioned bank's search reads only the partitions nearest the question, where a memory
-    // of the window said in other words may not be: a window of few memories is scored whole.
-    if let Some(among) = among.filter(|a| parts.is_some() && a.len() <= AMONG_WHOLE) {
-        apart = among.iter().copied().collect();
-    }
+    let (ids, apart) = nearest.ids();
+    let apart = whole.map_or(apart, |w| w.iter().copied().collect());
     Ok((Some(query), ids, apart))
 }
 
