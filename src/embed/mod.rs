@@ -45,14 +45,19 @@ pub fn encoder() -> &'static Encoder {
     })
 }
 
-/// A question vector being computed ahead ([`Model::prefetch`]).
+/// Question vectors being computed ahead ([`Model::prefetch`]): a question's, and those of the
+/// events it relates when it relates several (each on a thread of its own).
 struct Prefetch;
 
-type Pending = Option<(std::sync::Arc<str>, std::thread::JoinHandle<Option<Vec<f32>>>)>;
+type Pending = Vec<(std::sync::Arc<str>, std::thread::JoinHandle<Option<Vec<f32>>>)>;
+
+/// At most this many vectors are computed ahead at once (the question and its events); an older
+/// one past it is left to finish unclaimed.
+const AHEAD: usize = 4;
 
 impl Prefetch {
     fn slot() -> &'static std::sync::Mutex<Pending> {
-        static SLOT: std::sync::Mutex<Pending> = std::sync::Mutex::new(None);
+        static SLOT: std::sync::Mutex<Pending> = std::sync::Mutex::new(Vec::new());
         &SLOT
     }
 
@@ -60,17 +65,16 @@ impl Prefetch {
     /// thread panicked: then it is computed here).
     fn take(text: &str) -> Option<Option<Vec<f32>>> {
         let mut slot = Self::slot().lock().unwrap_or_else(|e| e.into_inner());
-        if slot.as_ref().is_none_or(|(t, _)| &**t != text) {
-            return None;
-        }
-        let (_, handle) = slot.take()?;
+        let i = slot.iter().position(|(t, _)| &**t == text)?;
+        let (_, handle) = slot.remove(i);
+        drop(slot);
         handle.join().ok()
     }
 
     /// Whether asking for this text's vector would not wait on a thread still computing it.
     fn ready(text: &str) -> bool {
         let slot = Self::slot().lock().unwrap_or_else(|e| e.into_inner());
-        slot.as_ref().is_none_or(|(t, handle)| &**t != text || handle.is_finished())
+        slot.iter().find(|(t, _)| &**t == text).is_none_or(|(_, handle)| handle.is_finished())
     }
 }
 
@@ -218,7 +222,11 @@ impl Model {
         let spawned =
             std::thread::Builder::new().name("question".into()).spawn(move || Model::get().question_now(&theirs));
         if let Ok(handle) = spawned {
-            *Prefetch::slot().lock().unwrap_or_else(|e| e.into_inner()) = Some((shared, handle));
+            let mut slot = Prefetch::slot().lock().unwrap_or_else(|e| e.into_inner());
+            if slot.len() >= AHEAD {
+                slot.remove(0);
+            }
+            slot.push((shared, handle));
         }
     }
 

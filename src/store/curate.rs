@@ -83,7 +83,7 @@ impl Store {
         let first = pinned.into_iter().map(|memory| {
             let words: HashSet<String> = text::analyse(&memory.content()).into_iter().map(|t| t.text).collect();
             let terms = query.iter().filter(|t| words.contains(*t)).cloned().collect();
-            Hit { memory, score: top, superseded_by: None, terms, with: Vec::new() }
+            Hit { memory, score: top, superseded_by: None, terms, with: Vec::new(), kept: true }
         });
         Ok(first.chain(ranked.into_iter().filter(|h| !ids.contains(&h.memory.id))).take(limit).collect())
     }

@@ -7,6 +7,7 @@
 
 pub mod browse;
 pub mod curate;
+pub mod facets;
 pub mod index;
 pub mod injections;
 mod outbox;
@@ -193,6 +194,8 @@ pub struct Hit {
     /// Other turns of its session worth showing with it (a follow-up, an earlier step), oldest
     /// first.
     pub with: Vec<Memory>,
+    /// It is the memory plain BM25 or the words alone rank first, shown whatever else is.
+    pub kept: bool,
 }
 
 /// What [`Store::backfill`] caught up on.
@@ -756,9 +759,56 @@ impl Store {
     /// pinned memories come first (`curate.rs`).
     pub fn recall(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Hit>> {
         self.snapshot(|| {
-            let ranked = self.ranked(bank, query, limit)?;
+            let (ranked, among) = self.ranked_among(bank, query, limit)?;
+            let ranked = self.with_facets(bank, query, ranked, &among, limit)?;
             self.pins_first(bank, query, ranked, limit)
         })
+    }
+
+    /// The best memory of each event the question relates ([`facets::facets`]), asked on its own,
+    /// takes a slot when neither it nor its session is shown: the place of the last memory shown
+    /// that is neither the best of another event nor one plain BM25 or the words alone rank first
+    /// (see [`Hit::kept`]).
+    fn with_facets(
+        &self,
+        bank: &str,
+        query: &str,
+        mut ranked: Vec<Hit>,
+        among: &rustc_hash::FxHashSet<i64>,
+        limit: usize,
+    ) -> Result<Vec<Hit>> {
+        // Whether `h` shows memory `b` (as an item, with another, or by its session).
+        fn shows(h: &Hit, b: &Hit) -> bool {
+            let m = &b.memory;
+            h.memory.id == m.id
+                || m.session.is_some() && h.memory.session == m.session
+                || h.with.iter().any(|w| w.id == m.id)
+        }
+        let facets = facets::facets(query);
+        if facets.is_empty() || limit < 2 {
+            return Ok(ranked);
+        }
+        ranked.truncate(limit);
+        let mut keep: Vec<bool> = ranked.iter().map(|h| h.kept).collect();
+        if matches!(recall_mode(), Mode::Semantic | Mode::Fusion) {
+            // The benchmark's reference rankers stay plain.
+            return Ok(ranked);
+        }
+        let mut picks: Vec<Hit> = Vec::new();
+        for facet in &facets {
+            let found = self.ranked(bank, facet, limit)?;
+            // The event is shown when one of its best few is, or one of their sessions.
+            let near = &found[..found.len().min(facets::COVERED)];
+            if let Some(j) = ranked.iter().position(|h| near.iter().any(|b| shows(h, b))) {
+                keep[j] = true;
+            } else if let Some(best) = found.into_iter().next().filter(|b| among.contains(&b.memory.id)) {
+                if !picks.iter().any(|p| shows(p, &best)) {
+                    picks.push(best);
+                }
+            }
+        }
+        place(&mut ranked, keep, picks, limit);
+        Ok(ranked)
     }
 
     /// Runs `f`'s reads in one read transaction (unless one is open already): one snapshot of the
@@ -782,14 +832,20 @@ impl Store {
 
     /// The ranking itself: BM25 candidates, reranked.
     fn ranked(&self, bank: &str, query: &str, limit: usize) -> Result<Vec<Hit>> {
+        Ok(self.ranked_among(bank, query, limit)?.0)
+    }
+
+    /// [`Store::ranked`], with every candidate it reranked (found by the question's words, its
+    /// meaning, or as a revision of one).
+    fn ranked_among(&self, bank: &str, query: &str, limit: usize) -> Result<(Vec<Hit>, rustc_hash::FxHashSet<i64>)> {
         let c = &*self.conn;
         let bank_row: Option<(i64, i64, i64)> = c
             .prepare_cached("SELECT id, docs, len FROM banks WHERE name = ?1")?
             .query_row([bank], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()?;
-        let Some((bank_id, docs, len)) = bank_row else { return Ok(Vec::new()) };
+        let Some((bank_id, docs, len)) = bank_row else { return Ok(Default::default()) };
         if docs == 0 || limit == 0 {
-            return Ok(Vec::new());
+            return Ok(Default::default());
         }
         let mut q = Query::parse(query);
         let (window, within) = self.window(bank_id, query)?;
@@ -817,7 +873,8 @@ impl Store {
                 lists.push(list);
             }
             let qvec = question();
-            return self.baseline(mode, &q, &lists, avgdl, bank_id, qvec.as_deref(), limit);
+            let hits = self.baseline(mode, &q, &lists, avgdl, bank_id, qvec.as_deref(), limit)?;
+            return Ok((hits, Default::default()));
         }
         // The scanned terms' lists, each read a block at a time as the ranking reaches it.
         let mut statements = Vec::with_capacity(q.scan);
@@ -868,7 +925,7 @@ impl Store {
             }
         }
         if memories.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Default::default());
         }
         // The later memories that revise a candidate come with it, and the ones that revise
         // those (a decision changed twice), whatever their own words.
@@ -936,7 +993,8 @@ impl Store {
         let links: Vec<(usize, usize)> =
             links.iter().filter_map(|(o, n)| Some((*index_of.get(o)?, *index_of.get(n)?))).collect();
         let ranked = rank::rerank_reading(&q, &candidates, &links, now(), limit, |ids| vectors::passages(c, ids))?;
-        Ok(ranked
+        let among = memories.iter().map(|(_, m)| m.id).collect();
+        let hits = ranked
             .into_iter()
             .filter_map(|r| {
                 let i = *index_of.get(&r.doc)?;
@@ -953,9 +1011,10 @@ impl Store {
                     .and_then(|n| index_of.get(&n))
                     .map(|&n| (memories[n].1.id, memories[n].1.created_at));
                 let with = r.with.iter().filter_map(|d| index_of.get(d)).map(|&j| memories[j].1.clone()).collect();
-                Some(Hit { memory: memories[i].1.clone(), score: r.score, superseded_by, terms, with })
+                Some(Hit { memory: memories[i].1.clone(), score: r.score, superseded_by, terms, with, kept: r.kept })
             })
-            .collect())
+            .collect();
+        Ok((hits, among))
     }
 
     /// The time `query` names, placed on the calendar as seen today; if the bank holds nothing
@@ -1041,7 +1100,14 @@ impl Store {
         let mut hits = Vec::with_capacity(limit);
         for (id, s) in score.into_iter().take(limit) {
             if let Some(memory) = self.get(id)? {
-                hits.push(Hit { memory, score: s, superseded_by: None, terms: Vec::new(), with: Vec::new() });
+                hits.push(Hit {
+                    memory,
+                    score: s,
+                    superseded_by: None,
+                    terms: Vec::new(),
+                    with: Vec::new(),
+                    kept: false,
+                });
             }
         }
         Ok(hits)
@@ -1572,11 +1638,29 @@ enum Mode {
     Fusion,
 }
 
+/// Puts each pick in `ranked` (at most `limit` long), in the place of the last memory not to
+/// keep (`keep`, one flag per memory); a pick with no such place left is not shown.
+fn place(ranked: &mut Vec<Hit>, mut keep: Vec<bool>, picks: Vec<Hit>, limit: usize) {
+    for pick in picks {
+        if ranked.len() >= limit {
+            let Some(j) = keep.iter().rposition(|k| !k) else { break };
+            ranked.remove(j);
+            keep.remove(j);
+        }
+        ranked.push(pick);
+        keep.push(true);
+    }
+}
+
 /// Starts encoding a question that [`Store::recall`] is about to be asked (see
 /// [`crate::embed::Model::prefetch`]), when recall would encode it at all.
 pub fn prefetch_question(query: &str) {
     if recall_mode() != Mode::Lexical && !Query::parse(query).terms.is_empty() {
         crate::embed::Model::prefetch(query);
+        // The events it relates are asked on their own too (`Store::with_facets`).
+        for facet in facets::facets(query) {
+            crate::embed::Model::prefetch(&facet);
+        }
     }
 }
 
@@ -1786,6 +1870,66 @@ mod tests {
         let first = |q: &str| s.recall("p", q, 5).unwrap()[0].memory.prompt.clone();
         assert_ne!(first("Why did the nightly billing export fail?"), november);
         assert_eq!(first("Why did the nightly billing export fail in November?"), november);
+    }
+
+    #[test]
+    fn an_event_takes_the_place_of_the_last_memory_not_kept() {
+        let hit = |id: i64, kept: bool| Hit {
+            memory: Memory { id, ..Default::default() },
+            score: 0.0,
+            superseded_by: None,
+            terms: Vec::new(),
+            with: Vec::new(),
+            kept,
+        };
+        let ids = |r: &[Hit]| r.iter().map(|h| h.memory.id).collect::<Vec<_>>();
+        let ranked = || vec![hit(1, true), hit(2, false), hit(3, true), hit(4, false)];
+        let place_kept = |r: &mut Vec<Hit>, picks: Vec<Hit>, limit: usize| {
+            let keep = r.iter().map(|h| h.kept).collect();
+            place(r, keep, picks, limit)
+        };
+        let mut r = ranked();
+        place_kept(&mut r, vec![hit(9, false)], 4);
+        assert_eq!(ids(&r), [1, 2, 3, 9]);
+        let mut r = ranked();
+        place_kept(&mut r, vec![hit(8, false), hit(9, false), hit(10, false)], 4);
+        assert_eq!(ids(&r), [1, 3, 8, 9], "what is kept stays; a pick with no place left is not shown");
+        let mut r = ranked();
+        r.truncate(2);
+        place_kept(&mut r, vec![hit(9, false)], 4);
+        assert_eq!(ids(&r), [1, 2, 9], "room left: nothing is taken out");
+    }
+
+    /// "Had the Fiesta been sold before my first shift at the warehouse?": five sessions about the
+    /// sale take every slot by the question's words; the new job is told in other words in one
+    /// session. Asked on its own, the second event brings that session into the slots.
+    #[test]
+    fn a_question_relating_two_events_shows_both() {
+        let s = Store::open_in_memory().unwrap();
+        let add = |session: &str, text: &str, at: i64| {
+            s.add(&NewMemory { session: Some(session), ..turn("p", text, "", at) }).unwrap();
+        };
+        let sale = [
+            "Put the old Fiesta up for sale online, asking 1,800 for it",
+            "Someone came to look at the Fiesta and wanted it sold cheaper",
+            "The Fiesta is sold! The buyer collected it on Saturday",
+            "Paperwork now that the Fiesta is sold: the logbook and the insurance",
+            "Should the Fiesta have been sold before the brakes were fixed?",
+        ];
+        for (i, text) in sale.iter().enumerate() {
+            add(&format!("car{i}"), text, noon(&format!("2025-10-{:02}", 1 + i)));
+        }
+        add(
+            "job",
+            "Night rota at the distribution centre began yesterday: eight hours scanning pallets",
+            noon("2025-11-03"),
+        );
+        let q = "Had the Fiesta been sold before my first shift at the warehouse?";
+        let hits = s.recall("p", q, 3).unwrap();
+        let sessions: Vec<&str> = hits.iter().filter_map(|h| h.memory.session.as_deref()).collect();
+        assert!(sessions.contains(&"job"), "{sessions:?}");
+        assert!(sessions.iter().any(|s| s.starts_with("car")), "{sessions:?}");
+        assert_eq!(hits.len(), 3);
     }
 
     /// The memory of the month a question names says it in other words, and fifty-five memories

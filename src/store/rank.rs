@@ -428,6 +428,8 @@ pub struct Ranked {
     pub superseded_by: Option<i64>,
     /// Other turns of the same session shown with it, oldest first.
     pub with: Vec<i64>,
+    /// The memory plain BM25 or the words alone rank first (shown whatever the rest).
+    pub kept: bool,
 }
 
 /// How much of the question's named things (its identifiers and numbers, weighted by IDF) a
@@ -805,6 +807,7 @@ pub fn rerank_reading<E>(
             score: score_of.get(&i).copied().unwrap_or(0.0),
             superseded_by: superseded_by.get(&i).map(|&n| candidates[n].doc),
             with: with.into_iter().map(|j| candidates[j].doc).collect(),
+            kept: kept.contains(&i),
         })
         .collect())
 }
