@@ -4,7 +4,8 @@
 //! arrive within the harness's context limit, a later decision ranks before the one it reverses
 //! (which is marked), and a short follow-up turn is found and shown with its session's topic.
 //! By meaning (the local embedding model): a paraphrased question finds its memory, a revision
-//! said in other words ranks above what it replaced, an exact identifier still comes first.
+//! said in other words ranks above what it replaced, an exact identifier still comes first, and a
+//! question that relates two events shows both.
 #![cfg(unix)]
 
 mod common;
@@ -323,6 +324,31 @@ fn a_memory_matched_by_its_words_is_still_first() {
     lab.import(&owned(&all));
     let ctx = lab.ask("what does E4471 mean", 5);
     assert!(ctx.contains("quotas.toml"), "{ctx}");
+}
+
+/// A question that relates two events, through the hook: the sale of the car fills the slots by
+/// the question's words, the new job is told in other words in a session of its own. Each event
+/// is asked on its own as well (its vector computed ahead with the question's), so both are shown.
+#[test]
+fn a_question_relating_two_events_shows_both_through_the_hook() {
+    let lab = Lab::new();
+    for (i, p) in [
+        "Put the old Fiesta up for sale online, asking 1,800 for it",
+        "Someone came to look at the Fiesta and wanted it sold cheaper",
+        "The Fiesta is sold! The buyer collected it on Saturday",
+        "Paperwork now that the Fiesta is sold: the logbook and the insurance",
+        "Should the Fiesta have been sold before the brakes were fixed?",
+    ]
+    .iter()
+    .enumerate()
+    {
+        lab.turn(&format!("car{i}"), p, "Noted.");
+    }
+    lab.turn("job", "Night rota at the distribution centre began yesterday: eight hours scanning pallets", "Noted.");
+    let ctx = lab.ask("Had the Fiesta been sold before my first shift at the warehouse?", 3);
+    assert_eq!(items(&ctx).len(), 3, "{ctx}");
+    assert!(ctx.contains("distribution centre"), "{ctx}");
+    assert!(ctx.contains("Fiesta"), "{ctx}");
 }
 
 fn owned(ms: &[(&str, &str, i64)]) -> Vec<(String, String, i64)> {
