@@ -27,6 +27,7 @@ pub mod prompt;
 pub mod receipt;
 pub mod redact;
 pub mod runtime;
+pub mod script;
 pub mod shell;
 pub mod store;
 pub mod sys;

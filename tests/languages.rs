@@ -76,3 +76,16 @@ fn a_multibyte_character_at_byte_60_of_a_prompt_never_breaks_recall() {
     p.turn("t", &long, "ok");
     assert!(p.ask("ask-long", "Which port does the needle sit on?").contains("7311"));
 }
+
+/// Asked in other words, a Chinese or Japanese question shares single characters with its answer
+/// and no pair of them (发布之前 / 上线前, 何曜 / 火曜日): found by the characters alone.
+#[test]
+fn a_paraphrase_in_chinese_or_japanese_is_found_by_its_characters() {
+    let p = Project::new();
+    p.turn("zh", "规定一下：上线前必须跑完回归测试，没跑完不许合并。", "好的，已写进贡献指南。");
+    p.turn("ja", "本番へのデプロイは毎週火曜日の午前に行います。", "了解しました、運用手順に書きました。");
+    p.turn("lunch", "午饭吃了面条，下午三点开会。", "好的。");
+    p.turn("docs", "README の誤字を直しておいて", "直しました。");
+    assert!(p.ask("ask-zh", "发布之前要测什么？").contains("回归测试"));
+    assert!(p.ask("ask-ja", "リリースは何曜に出す？").contains("火曜日"));
+}

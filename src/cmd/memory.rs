@@ -479,6 +479,12 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                         s.without_vectors
                     );
                 }
+                for b in &s.to_reindex {
+                    println!(
+                        "`{b}`: indexed by an older version, which left out Chinese and Japanese characters alone; \
+                         `ovmem sync` indexes it anew"
+                    );
+                }
                 for b in &s.to_partition {
                     println!(
                         "`{b}`: every prompt reads all of its vectors; `ovmem sync` partitions them by meaning \

@@ -36,7 +36,7 @@ pub fn run(timeout_s: u64, retry_parked: bool, json: bool) -> Result<i32> {
     let (left_spooled, _) = spool::depth(&env);
     if json {
         output::json(&serde_json::json!({
-            "backend": kind.unwrap_or("local"), "spooled_stored": spooled, "embedded": embedded, "checked_for_revisions": caught.checked, "partitioned": caught.partitioned, "sent": f.sent, "parked": f.parked,
+            "backend": kind.unwrap_or("local"), "spooled_stored": spooled, "embedded": embedded, "checked_for_revisions": caught.checked, "partitioned": caught.partitioned, "reindexed_banks": caught.reindexed, "sent": f.sent, "parked": f.parked,
             "sessions_ended": f.ended, "requeued": requeued, "busy": f.busy,
             "waiting": stats.queued, "parked_total": stats.parked, "spooled_waiting": left_spooled, "error": f.error,
         }));
@@ -49,6 +49,9 @@ pub fn run(timeout_s: u64, retry_parked: bool, json: bool) -> Result<i32> {
         }
         if caught.checked > 0 {
             eprintln!("{} {} older memory(ies) for revised decisions", p.green("checked"), caught.checked);
+        }
+        if caught.reindexed > 0 {
+            eprintln!("{} {} bank(s) anew, for the words of every language", p.green("indexed"), caught.reindexed);
         }
         if caught.partitioned > 0 {
             eprintln!(

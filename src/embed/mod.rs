@@ -33,6 +33,9 @@ const MAX_PASSAGES: usize = 8;
 /// Bytes of the user's text read for passages.
 const PASSAGE_TEXT: usize = PASSAGE_TOKENS * MAX_PASSAGES * 8;
 
+/// A question whose letters are more than this share Han, kana or hangul is asked by its words.
+const CJK_UNREAD: f32 = 0.5;
+
 /// The model's unknown token, which carries no meaning here.
 const UNK: u32 = 100;
 
@@ -194,8 +197,9 @@ impl Model {
         matches!(self.token(id), "." | "!" | "?" | "。" | "！" | "？" | ";" | "；")
     }
 
-    /// A question's vector, when it says something the model can read: at least two words it
-    /// knows whole (a word that is one token of the vocabulary, letters only). A question that is
+    /// A question's vector, when it says something the model can read: mostly in other scripts
+    /// than Han, kana and hangul, with at least two words it knows whole (a word that is one
+    /// token of the vocabulary, letters only). A question that is
     /// an identifier, a code or a made-up word (`zqvorblinx7731`, `ERR_CONN_RESET`) is broken into
     /// sub-word pieces whose mean means nothing; it is asked by its words alone (`None`).
     pub fn question(&self, text: &str) -> Option<Vec<f32>> {
@@ -231,6 +235,12 @@ impl Model {
     }
 
     fn question_now(&self, text: &str) -> Option<Vec<f32>> {
+        // Written mostly in Han, kana or hangul, a question is in scripts the model barely read in
+        // training: its vector drew the ranking away from the words' (Chinese 77.8% by the words
+        // alone against 61.1% fused, Japanese 66.7% against 62.5%, on the written dev histories).
+        if crate::script::cjk_share(text) > CJK_UNREAD {
+            return None;
+        }
         let ids = self.tokenize(head(text));
         let whole = |i: usize| {
             let t = self.token(ids[i]);

@@ -373,6 +373,33 @@ impl Postings for Stream<'_> {
     }
 }
 
+/// Schema step 15: each bank records which analysis of the text ([`super::text::ANALYSIS`]) wrote
+/// its index, the current one for a bank created since (the column's default). Banks with
+/// memories are marked 0, to be indexed anew by [`super::Store::backfill`].
+pub fn step_15(c: &Connection) -> anyhow::Result<()> {
+    c.execute_batch(&format!(
+        "ALTER TABLE banks ADD COLUMN analysis INTEGER NOT NULL DEFAULT {};
+         UPDATE banks SET analysis = 0 WHERE docs > 0;",
+        super::text::ANALYSIS
+    ))?;
+    Ok(())
+}
+
+/// The names of the banks with memories whose index an analysis older than `analysis` wrote.
+pub fn stale_banks(c: &Connection, analysis: i64) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = c.prepare_cached("SELECT name FROM banks WHERE analysis < ?1 ORDER BY name")?;
+    let names = stmt.query_map([analysis], |r| r.get(0))?;
+    names.collect()
+}
+
+/// A bank of at most `most` memories whose index an analysis older than `analysis` wrote, the
+/// smallest first.
+pub fn stale_bank(c: &Connection, analysis: i64, most: i64) -> rusqlite::Result<Option<i64>> {
+    c.prepare_cached("SELECT id FROM banks WHERE analysis < ?1 AND docs <= ?2 ORDER BY docs, id LIMIT 1")?
+        .query_row(params![analysis, most], |r| r.get(0))
+        .optional()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

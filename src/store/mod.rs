@@ -52,6 +52,7 @@ const STEPS: &[Step] = &[
     (12, vectors::step_12),
     (13, vectors::step_13),
     (14, vectors::step_14),
+    (15, index::step_15),
 ];
 
 /// The schema version of a store that has run every step.
@@ -198,6 +199,11 @@ pub struct Hit {
     pub kept: bool,
 }
 
+/// A bank of at most this many memories is indexed anew within a hook's backfill when an older
+/// analysis wrote its index (larger ones by `ovmem sync`): about 20 ms of the hook's 40 (a bank
+/// of 20,000 memories of 135 words took 0.7 s).
+const REINDEX_IN_HOOK: i64 = 500;
+
 /// What [`Store::backfill`] caught up on.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Backfilled {
@@ -207,6 +213,8 @@ pub struct Backfilled {
     pub checked: usize,
     /// First vectors of large banks partitioned by meaning ([`vectors::partition`]).
     pub partitioned: usize,
+    /// Banks indexed anew because their index was written by an older analysis of the text.
+    pub reindexed: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -230,6 +238,9 @@ pub struct Stats {
     /// Banks large enough for their vectors to be partitioned that are not yet (or have doubled
     /// since): `ovmem sync` partitions them.
     pub to_partition: Vec<String>,
+    /// Banks whose index an older analysis of the text wrote (hooks index the small ones anew,
+    /// `ovmem sync` every one).
+    pub to_reindex: Vec<String>,
 }
 
 pub struct Store {
@@ -505,6 +516,7 @@ impl Store {
         if found.is_some() || !create {
             return Ok(found);
         }
+        // A new bank's `analysis` is the column's default: the analysis of its time (step 15).
         c.prepare_cached("INSERT INTO banks (name) VALUES (?1)")?.execute([bank])?;
         Ok(Some(c.last_insert_rowid()))
     }
@@ -839,15 +851,21 @@ impl Store {
     /// meaning, or as a revision of one).
     fn ranked_among(&self, bank: &str, query: &str, limit: usize) -> Result<(Vec<Hit>, rustc_hash::FxHashSet<i64>)> {
         let c = &*self.conn;
-        let bank_row: Option<(i64, i64, i64)> = c
-            .prepare_cached("SELECT id, docs, len FROM banks WHERE name = ?1")?
-            .query_row([bank], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        let bank_row: Option<(i64, i64, i64, i64)> = c
+            .prepare_cached("SELECT id, docs, len, analysis FROM banks WHERE name = ?1")?
+            .query_row([bank], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
             .optional()?;
-        let Some((bank_id, docs, len)) = bank_row else { return Ok(Default::default()) };
+        let Some((bank_id, docs, len, analysis)) = bank_row else { return Ok(Default::default()) };
         if docs == 0 || limit == 0 {
             return Ok(Default::default());
         }
         let mut q = Query::parse(query);
+        // A bank indexed by an older analysis (until it is indexed anew, see [`Store::backfill`])
+        // is asked only for the terms that analysis wrote: a term it lacked would be matched in
+        // the memories written since, and raise them above the older ones for it alone.
+        if analysis < text::ANALYSIS {
+            q.terms.retain(|t| !text::new_since(analysis, &t.text));
+        }
         let (window, within) = self.window(bank_id, query)?;
         q.window = window;
         // A question of stopwords alone ("the of a") asks nothing, by its words or its meaning.
@@ -1124,6 +1142,15 @@ impl Store {
         // memory, and no writer should wait for it), at least one per call, then written.
         // A long budget (`ovmem sync`) uses every core; a hook's short one, this thread.
         let long = budget >= Duration::from_secs(1);
+        // Banks whose index an older analysis wrote are indexed anew, one write each: any bank
+        // with a long budget, a small one in a hook (a bank's index is rebuilt whole, at about
+        // 30,000 memories a second).
+        let most = if long { i64::MAX } else { REINDEX_IN_HOOK };
+        while Instant::now() < deadline {
+            let Some(bank) = index::stale_bank(&self.conn, text::ANALYSIS, most)? else { break };
+            self.write(|c| Self::reindex(c, bank))?;
+            done.reindexed += 1;
+        }
         let workers = if long { std::thread::available_parallelism().map_or(1, |n| n.get()).min(4) } else { 1 };
         let mut caught_up = false;
         loop {
@@ -1344,6 +1371,7 @@ impl Store {
         for t in old {
             drop_unused_vocab(c, t)?;
         }
+        c.execute("UPDATE banks SET analysis = ?2 WHERE id = ?1", params![bank, text::ANALYSIS])?;
         Ok(())
     }
 
@@ -1494,6 +1522,7 @@ impl Store {
             parked_error: d.parked_error,
             without_vectors: vectors::missing(c)?,
             to_partition,
+            to_reindex: index::stale_banks(c, text::ANALYSIS)?,
         })
     }
 
@@ -2256,7 +2285,10 @@ mod tests {
         assert_eq!(s.stats().unwrap().schema_version, VERSION);
         assert_eq!(s.missing_vectors().unwrap(), 2);
         assert!(s.recall("b", "Where does continuous integration push things to production?", 5).unwrap().is_empty());
-        assert_eq!(s.backfill(Duration::from_secs(5)).unwrap(), Backfilled { embedded: 2, checked: 2, partitioned: 0 });
+        assert_eq!(
+            s.backfill(Duration::from_secs(5)).unwrap(),
+            Backfilled { embedded: 2, checked: 2, partitioned: 0, reindexed: 1 }
+        );
         assert_eq!(s.missing_vectors().unwrap(), 0);
         let hits = s.recall("b", "Where does continuous integration push things to production?", 5).unwrap();
         assert!(hits[0].memory.prompt.contains("Jenkins"), "{hits:?}");
@@ -2351,5 +2383,40 @@ mod tests {
         assert_eq!(all[0].kind, Kind::Fact);
         assert_eq!(s.recall("project:/p", "port", 5).unwrap().len(), 1);
         assert_eq!(s.stats().unwrap().pending_prompts, 1);
+    }
+
+    /// A Chinese question in other words than its answer shares single characters with it, no
+    /// pair of them: found by the characters. A bank indexed before characters were indexed alone
+    /// is asked without them until the backfill indexes it anew, and then finds it too.
+    #[test]
+    fn han_characters_alone_find_a_paraphrase_once_the_bank_is_indexed_anew() {
+        let s = Store::open_in_memory().unwrap();
+        s.add(&turn("p", "部署脚本放在运维仓库里", "", 100)).unwrap();
+        s.add(&turn("p", "午饭吃了面条", "", 200)).unwrap();
+        let q = "脚注运行在哪";
+        let found = |s: &Store| s.recall("p", q, 5).unwrap().into_iter().map(|h| h.memory.prompt).collect::<Vec<_>>();
+        assert_eq!(found(&s), ["部署脚本放在运维仓库里"]);
+        s.conn.execute("UPDATE banks SET analysis = 0", []).unwrap();
+        assert!(found(&s).is_empty(), "an older index is not asked for lone characters");
+        assert_eq!(s.backfill(Duration::from_millis(200)).unwrap().reindexed, 1);
+        let analysis: i64 = s.conn.query_row("SELECT analysis FROM banks", [], |r| r.get(0)).unwrap();
+        assert_eq!(analysis, text::ANALYSIS);
+        assert_eq!(found(&s), ["部署脚本放在运维仓库里"]);
+        assert_eq!(s.backfill(Duration::from_millis(200)).unwrap().reindexed, 0, "once");
+    }
+
+    /// Schema step 15 leaves a bank with memories to be indexed anew, and an empty one current.
+    #[test]
+    fn banks_indexed_before_step_15_are_marked_for_a_new_index() {
+        let s = Store::open_in_memory().unwrap();
+        s.add(&turn("full", "数据库端口", "", 100)).unwrap();
+        s.conn.execute("INSERT INTO banks (name) VALUES ('empty')", []).unwrap();
+        s.conn.execute_batch("ALTER TABLE banks DROP COLUMN analysis; PRAGMA user_version = 14;").unwrap();
+        s.migrate().unwrap();
+        let marks: Vec<(String, i64)> = {
+            let mut stmt = s.conn.prepare("SELECT name, analysis FROM banks ORDER BY name").unwrap();
+            stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+        };
+        assert_eq!(marks, [("empty".to_string(), text::ANALYSIS), ("full".to_string(), 0)]);
     }
 }
