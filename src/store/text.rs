@@ -9,12 +9,14 @@ use crate::script::{self, is_cjk};
 use rust_stemmers::{Algorithm, Stemmer};
 
 /// The version of the analysis below that a bank's index was written with (kept per bank, see
-/// `index::step_15`): 0 before Han characters were indexed alone (1). Raising it takes a schema
+/// `index::step_15`): 0 before Han characters were indexed alone and Korean particles dropped (1). Raising it takes a schema
 /// step that marks the banks with memories stale and makes it the column's default.
 pub const ANALYSIS: i64 = 1;
 
 /// Whether `term` is one that analyses after `analysis` write and it did not (a lone Han
 /// character: before 1, only a run of one character was indexed alone, which this drops too).
+/// Korean words without their particles give a subset of the pairs they gave before: nothing to
+/// drop.
 pub fn new_since(analysis: i64, term: &str) -> bool {
     let mut chars = term.chars();
     analysis < 1 && chars.next().is_some_and(script::is_han) && chars.next().is_none()
