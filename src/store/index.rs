@@ -392,10 +392,10 @@ pub fn stale_banks(c: &Connection, analysis: i64) -> rusqlite::Result<Vec<String
     names.collect()
 }
 
-/// A bank of at most `most` memories whose index an analysis older than `analysis` wrote, the
-/// smallest first.
+/// A bank of at most `most` text (its weighted length) whose index an analysis older than
+/// `analysis` wrote, the smallest first.
 pub fn stale_bank(c: &Connection, analysis: i64, most: i64) -> rusqlite::Result<Option<i64>> {
-    c.prepare_cached("SELECT id FROM banks WHERE analysis < ?1 AND docs <= ?2 ORDER BY docs, id LIMIT 1")?
+    c.prepare_cached("SELECT id FROM banks WHERE analysis < ?1 AND len <= ?2 ORDER BY len, id LIMIT 1")?
         .query_row(params![analysis, most], |r| r.get(0))
         .optional()
 }

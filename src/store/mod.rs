@@ -199,10 +199,11 @@ pub struct Hit {
     pub kept: bool,
 }
 
-/// A bank of at most this many memories is indexed anew within a hook's backfill when an older
-/// analysis wrote its index (larger ones by `ovmem sync`): about 20 ms of the hook's 40 (a bank
-/// of 20,000 memories of 135 words took 0.7 s).
-const REINDEX_IN_HOOK: i64 = 500;
+/// A bank of at most this much text (its weighted length, `banks.len`) is indexed anew within a
+/// hook's backfill when an older analysis wrote its index (larger ones by `ovmem sync`): about
+/// 18 ms of the hook's 40, some 500 short turns or 100 with an agent's long replies (2,000
+/// memories of 135 words, 600,000, took 70 ms).
+const REINDEX_IN_HOOK: i64 = 150_000;
 
 /// What [`Store::backfill`] caught up on.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -1144,7 +1145,7 @@ impl Store {
         let long = budget >= Duration::from_secs(1);
         // Banks whose index an older analysis wrote are indexed anew, one write each: any bank
         // with a long budget, a small one in a hook (a bank's index is rebuilt whole, at about
-        // 30,000 memories a second).
+        // 30,000 short memories a second).
         let most = if long { i64::MAX } else { REINDEX_IN_HOOK };
         while Instant::now() < deadline {
             let Some(bank) = index::stale_bank(&self.conn, text::ANALYSIS, most)? else { break };
