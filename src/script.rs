@@ -13,11 +13,16 @@ pub fn is_cjk(c: char) -> bool {
         | 0x3130..=0x318F // hangul compatibility jamo
         | 0x31F0..=0x31FF // katakana phonetic extensions
         | 0xA960..=0xA97F // hangul jamo extended-A
-        | 0xAC00..=0xD7AF // hangul syllables
         | 0xD7B0..=0xD7FF // hangul jamo extended-B
         | 0xFF66..=0xFFDC // half-width katakana and hangul
         | 0x1B000..=0x1B16F) // kana supplement and extended-A
         || is_han(c)
+        || is_hangul_syllable(c)
+}
+
+/// Hangul syllables (precomposed: 가, 서, 버), the units Korean words are written in.
+pub fn is_hangul_syllable(c: char) -> bool {
+    matches!(c as u32, 0xAC00..=0xD7AF)
 }
 
 /// Han ideographs (Chinese characters, kanji, hanja): each one is a word or a root of words.

@@ -117,7 +117,8 @@ pub fn facets(question: &str) -> Vec<String> {
     }
     // The list after a colon holds the events; what comes before it only asks.
     let body = colon.map_or(question, |i| &question[i + 2..]);
-    let asking: Vec<String> = ASKING.iter().flat_map(|w| text::analyse(w)).map(|t| t.text).collect();
+    static ASKED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let asking = ASKED.get_or_init(|| ASKING.iter().flat_map(|w| text::analyse(w)).map(|t| t.text).collect());
     let mut out: Vec<String> = Vec::new();
     for piece in split(body) {
         let piece = piece.trim_matches(|c: char| !c.is_alphanumeric());

@@ -797,16 +797,16 @@ impl Store {
                 || m.session.is_some() && h.memory.session == m.session
                 || h.with.iter().any(|w| w.id == m.id)
         }
+        // The benchmark's reference rankers stay plain.
+        if matches!(recall_mode(), Mode::Semantic | Mode::Fusion) || limit < 2 {
+            return Ok(ranked);
+        }
         let facets = facets::facets(query);
-        if facets.is_empty() || limit < 2 {
+        if facets.is_empty() {
             return Ok(ranked);
         }
         ranked.truncate(limit);
         let mut keep: Vec<bool> = ranked.iter().map(|h| h.kept).collect();
-        if matches!(recall_mode(), Mode::Semantic | Mode::Fusion) {
-            // The benchmark's reference rankers stay plain.
-            return Ok(ranked);
-        }
         let mut picks: Vec<Hit> = Vec::new();
         for facet in &facets {
             let found = self.ranked(bank, facet, limit)?;
@@ -1685,9 +1685,13 @@ fn place(ranked: &mut Vec<Hit>, mut keep: Vec<bool>, picks: Vec<Hit>, limit: usi
 /// Starts encoding a question that [`Store::recall`] is about to be asked (see
 /// [`crate::embed::Model::prefetch`]), when recall would encode it at all.
 pub fn prefetch_question(query: &str) {
-    if recall_mode() != Mode::Lexical && !Query::parse(query).terms.is_empty() {
+    let mode = recall_mode();
+    if mode != Mode::Lexical && !Query::parse(query).terms.is_empty() {
         crate::embed::Model::prefetch(query);
-        // The events it relates are asked on their own too (`Store::with_facets`).
+    }
+    // The events it relates are asked on their own too (`Store::with_facets`, the full ranking
+    // only).
+    if mode == Mode::Full {
         for facet in facets::facets(query) {
             crate::embed::Model::prefetch(&facet);
         }

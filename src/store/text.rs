@@ -9,8 +9,9 @@ use crate::script::{self, is_cjk};
 use rust_stemmers::{Algorithm, Stemmer};
 
 /// The version of the analysis below that a bank's index was written with (kept per bank, see
-/// `index::step_15`): 0 before Han characters were indexed alone and Korean particles dropped (1). Raising it takes a schema
-/// step that marks the banks with memories stale and makes it the column's default.
+/// `index::step_15`): 0 before Han characters were indexed alone and Korean particles dropped
+/// (1). Raising it takes a schema step that marks the banks with memories stale and makes it the
+/// column's default.
 pub const ANALYSIS: i64 = 1;
 
 /// Whether `term` is one that analyses after `analysis` write and it did not (a lone Han
@@ -364,7 +365,7 @@ const PARTICLES: &[&str] = &[
 /// (고양이) loses it on both sides alike.
 fn korean_stem(chars: &[(usize, char)]) -> usize {
     let mut n = chars.len();
-    if !chars.iter().all(|&(_, c)| matches!(c as u32, 0xAC00..=0xD7AF)) {
+    if !chars.iter().all(|&(_, c)| script::is_hangul_syllable(c)) {
         return n;
     }
     for _ in 0..2 {
