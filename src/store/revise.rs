@@ -193,7 +193,9 @@ const CUES: &[&str] = &[
     "sostituit",
 ];
 
-/// The same for scripts written without spaces, matched anywhere in the text.
+/// The same for scripts written without spaces, matched anywhere in the text. A verb is listed
+/// by the stems of its forms that revise (Korean 바꾸다: 바꾸-, 바꿔-, 바꿨-; Japanese 止める is
+/// やめる written in kanji), as the English list has "switch" for switched and switching.
 const CJK_CUES: &[&str] = &[
     "改用",
     "换成",
@@ -204,17 +206,38 @@ const CJK_CUES: &[&str] = &[
     "取代",
     "換成",
     "改為",
-    "替換", // Chinese
+    "替換",
+    "切换",
+    "切換",
+    "停用",
+    "弃用",
+    "棄用",
+    "改回",
+    "换掉",
+    "換掉",
+    "迁移到",
+    "遷移到", // Chinese
     "代わりに",
     "切り替え",
+    "切り替わ",
     "置き換え",
+    "差し替え",
+    "乗り換え",
     "変更",
     "やめて",
+    "やめる",
+    "やめた",
+    "止めて",
+    "止める",
+    "止めた",
     "移行", // Japanese
     "대신",
     "변경",
     "바꿨",
     "바꾸",
+    "바꿔",
+    "갈아타",
+    "갈아탔",
     "교체",
     "전환", // Korean
 ];
@@ -575,6 +598,9 @@ mod tests {
             "幂等键改用 Postgres 存储",
             "キャッシュを Redis に切り替えました",
             "캐시를 Redis 대신 Postgres로",
+            "이제 그걸로 추천을 바꿔 주세요",
+            "Teams の方はもう止めていいよ",
+            "轮询切换到半小时一次",
         ] {
             assert!(says_revision(t), "{t}");
         }
