@@ -36,6 +36,11 @@ const PASSAGE_TEXT: usize = PASSAGE_TOKENS * MAX_PASSAGES * 8;
 /// A question whose letters are more than this share Han, kana or hangul is asked by its words.
 const CJK_UNREAD: f32 = 0.5;
 
+/// Whether the model reads a question in these scripts at all (see [`CJK_UNREAD`]).
+fn reads_script(text: &str) -> bool {
+    crate::script::cjk_share(text) <= CJK_UNREAD
+}
+
 /// The model's unknown token, which carries no meaning here.
 const UNK: u32 = 100;
 
@@ -220,6 +225,10 @@ impl Model {
     /// prompt, so that the model reads the question while the store is opened and searched by
     /// its words (the machine has a second core; encoding is most of a recall's time).
     pub fn prefetch(text: &str) {
+        // A question the model does not read needs no thread: asking answers at once.
+        if !reads_script(text) {
+            return;
+        }
         // One copy of the prompt, shared by the thread and the slot that names what it computes.
         let shared: std::sync::Arc<str> = text.into();
         let theirs = shared.clone();
@@ -238,7 +247,7 @@ impl Model {
         // Written mostly in Han, kana or hangul, a question is in scripts the model barely read in
         // training: its vector drew the ranking away from the words' (Chinese 77.8% by the words
         // alone against 61.1% fused, Japanese 66.7% against 62.5%, on the written dev histories).
-        if crate::script::cjk_share(text) > CJK_UNREAD {
+        if !reads_script(text) {
             return None;
         }
         let ids = self.tokenize(head(text));
@@ -466,6 +475,21 @@ mod tests {
         // A short message is one passage: its head says it all.
         assert_eq!(m.embed_memory("Use Postgres for the queue.", "Done.", "").len(), 1);
         assert!(m.embed_memory("", "", "").is_empty());
+    }
+
+    #[test]
+    fn a_question_the_model_does_not_read_starts_no_thread() {
+        let cjk = "数据库的端口在哪里配置的？";
+        Model::prefetch(cjk);
+        assert!(Prefetch::slot().lock().unwrap().iter().all(|(t, _)| &**t != cjk), "no thread for it");
+        assert!(Model::get().question_ready(cjk));
+        assert_eq!(Model::get().question(cjk), None);
+        // One the model reads is computed ahead, and taken once.
+        let en = "Where is the database port configured?";
+        Model::prefetch(en);
+        assert!(Prefetch::slot().lock().unwrap().iter().any(|(t, _)| &**t == en));
+        assert!(Model::get().question(en).is_some());
+        assert!(Prefetch::slot().lock().unwrap().iter().all(|(t, _)| &**t != en), "taken");
     }
 
     proptest! {
