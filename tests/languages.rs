@@ -89,3 +89,35 @@ fn a_paraphrase_in_chinese_or_japanese_is_found_by_its_characters() {
     assert!(p.ask("ask-zh", "发布之前要测什么？").contains("回归测试"));
     assert!(p.ask("ask-ja", "リリースは何曜に出す？").contains("火曜日"));
 }
+
+/// A German question meets its answer on German stems (Gaszählern / Gaszähler) and on the parts
+/// of a compound the answer writes apart (Bestandsdatei / Datei … Bestand), among turns that
+/// share the question's other words.
+#[test]
+fn a_german_question_is_read_by_german_rules() {
+    let p = Project::new();
+    p.turn("count", "Frau Berger sagt, es gibt grob 12.000 Gaszähler im Netz.", "Notiert.");
+    p.turn("file", "Die nächtliche Datei mit dem Bestand aller Kunden kommt als ISO-8859-15.", "Verstanden.");
+    for (i, other) in [
+        "Wie viele Ablesungen kommen pro Tag ungefähr herein? Gibt es Spitzen?",
+        "Welche Kodierung nutzen wir für die Mails, gibt es da Vorgaben?",
+        "Die Stromzähler werden einmal im Jahr abgelesen, ungefähr im Dezember.",
+        "Wie viele Wasserzähler haben einen Funkmodul? Gibt es eine Liste?",
+        "Welche Dateien legt der Export ab, und wie heißen sie?",
+        "Hat die Kundennummer immer zehn Stellen? Welche Prüfziffer gibt es?",
+        "Die Erinnerungsmails gehen ungefähr drei Wochen vor dem Stichtag raus.",
+        "Wie viele Kunden melden online, und wie viele per Postkarte?",
+    ]
+    .iter()
+    .enumerate()
+    {
+        p.turn(&format!("other-{i}"), other, "Ok.");
+    }
+    for (id, question, must) in [
+        ("ask-count", "Wie viele Gaszählern gibt es ungefähr?", "12.000"),
+        ("ask-file", "Welche Kodierung hat die Bestandsdatei?", "ISO-8859-15"),
+    ] {
+        let ctx = p.ask(id, question);
+        assert!(ctx.contains(must), "{question}: {ctx}");
+    }
+}

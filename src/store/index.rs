@@ -374,14 +374,22 @@ impl Postings for Stream<'_> {
 }
 
 /// Schema step 15: each bank records which analysis of the text ([`super::text::ANALYSIS`]) wrote
-/// its index, the current one for a bank created since (the column's default). Banks with
-/// memories are marked 0, to be indexed anew by [`super::Store::backfill`].
+/// its index; a bank is created with the current one. Banks with memories are marked 0, to be
+/// indexed anew by [`super::Store::backfill`].
 pub fn step_15(c: &Connection) -> anyhow::Result<()> {
     c.execute_batch(&format!(
         "ALTER TABLE banks ADD COLUMN analysis INTEGER NOT NULL DEFAULT {};
          UPDATE banks SET analysis = 0 WHERE docs > 0;",
         super::text::ANALYSIS
     ))?;
+    Ok(())
+}
+
+/// Schema step 16 (analysis 2: a text's language chooses its stems and stop words): the banks
+/// with memories keep the analysis that wrote them, so they are indexed anew; an empty one has
+/// nothing to index and is current.
+pub fn step_16(c: &Connection) -> anyhow::Result<()> {
+    c.execute("UPDATE banks SET analysis = ?1 WHERE docs = 0", [super::text::ANALYSIS])?;
     Ok(())
 }
 

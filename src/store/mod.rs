@@ -10,6 +10,7 @@ pub mod curate;
 pub mod facets;
 pub mod index;
 pub mod injections;
+pub mod lang;
 mod outbox;
 pub mod parts;
 pub mod rank;
@@ -53,6 +54,7 @@ const STEPS: &[Step] = &[
     (13, vectors::step_13),
     (14, vectors::step_14),
     (15, index::step_15),
+    (16, index::step_16),
 ];
 
 /// The schema version of a store that has run every step.
@@ -309,13 +311,17 @@ const REVISION_DEPTH: usize = 3;
 /// Characters of a candidate's prompt and of its reply read when candidates are reranked.
 const RERANK_TEXT: usize = 4000;
 
-/// A candidate's prompt, reply and topic as the reranker reads them: a long reply is judged on
-/// its beginning, enough for wording and proximity, and a recall over long chats stays fast.
-fn analyse(m: &Memory) -> [Vec<text::Term>; 3] {
+/// A candidate's prompt, reply and topic as the reranker reads them (as analysis `analysis`
+/// did, its bank's): a long reply is judged on its beginning, enough for wording and proximity,
+/// and a recall over long chats stays fast. The beginning holds what tells the text's language,
+/// so it is read in the language its index was written in.
+fn analyse(m: &Memory, analysis: i64) -> [Vec<text::Term>; 3] {
+    const _: () = assert!(RERANK_TEXT >= lang::SAMPLE);
     fn head(s: &str) -> &str {
         &s[..floor_char(s, RERANK_TEXT)]
     }
-    [text::analyse(head(&m.prompt)), text::analyse(head(&m.reply)), text::analyse(&m.topic)]
+    let of = |s: &str| text::analyse_as(s, analysis);
+    [of(head(&m.prompt)), of(head(&m.reply)), of(&m.topic)]
 }
 
 /// The largest char boundary of `s` at or below `i`.
@@ -517,8 +523,15 @@ impl Store {
         if found.is_some() || !create {
             return Ok(found);
         }
-        // A new bank's `analysis` is the column's default: the analysis of its time (step 15).
-        c.prepare_cached("INSERT INTO banks (name) VALUES (?1)")?.execute([bank])?;
+        // A new bank's index is written by the current analysis (the column's default is the
+        // analysis of the time step 15 ran). A store migrated from before step 15 creates its
+        // banks before the column exists, and step 15 marks them.
+        if c.prepare_cached("SELECT 1 FROM pragma_table_info('banks') WHERE name = 'analysis'")?.exists([])? {
+            c.prepare_cached("INSERT INTO banks (name, analysis) VALUES (?1, ?2)")?
+                .execute(params![bank, text::ANALYSIS])?;
+        } else {
+            c.prepare_cached("INSERT INTO banks (name) VALUES (?1)")?.execute([bank])?;
+        }
         Ok(Some(c.last_insert_rowid()))
     }
 
@@ -860,7 +873,7 @@ impl Store {
         if docs == 0 || limit == 0 {
             return Ok(Default::default());
         }
-        let mut q = Query::parse(query);
+        let mut q = Query::parse_as(query, analysis);
         // A bank indexed by an older analysis (until it is indexed anew, see [`Store::backfill`])
         // is asked only for the terms that analysis wrote: a term it lacked would be matched in
         // the memories written since, and raise them above the older ones for it alone.
@@ -882,6 +895,15 @@ impl Store {
                 ids.insert(t.text.clone(), found);
             }
         }
+        q.split_compounds(|term| {
+            if !ids.contains_key(term) {
+                match index::term_df(c, bank_id, term)? {
+                    Some(found) => ids.insert(term.to_string(), found),
+                    None => return Ok(false),
+                };
+            }
+            Ok(true)
+        })?;
         q.weigh(docs as u32, |t| ids.get(t).map(|x| x.1));
         let avgdl = len as f32 / docs as f32 / index::UNIT;
         if matches!(mode, Mode::Semantic | Mode::Fusion) {
@@ -918,7 +940,7 @@ impl Store {
             }
         }
         let lexical: std::collections::HashSet<i64> = scored.iter().map(|s| s.doc).collect();
-        let mut analysed: Vec<[Vec<text::Term>; 3]> = memories.iter().map(|(_, m)| analyse(m)).collect();
+        let mut analysed: Vec<[Vec<text::Term>; 3]> = memories.iter().map(|(_, m)| analyse(m, analysis)).collect();
         // The meaning: the memories nearest to the question, whatever their words; found by
         // meaning alone, a memory must be near enough to be about the question at all. The sign
         // bits are read while the question is still being encoded.
@@ -977,7 +999,7 @@ impl Store {
         }
         // The terms too common to scan still count, on each candidate's own text (all of them for
         // a memory found by its meaning alone).
-        analysed.extend(memories[analysed.len()..].iter().map(|(_, m)| analyse(m)));
+        analysed.extend(memories[analysed.len()..].iter().map(|(_, m)| analyse(m, analysis)));
         let mut candidates: Vec<Candidate> = memories
             .iter()
             .zip(&lens)
@@ -2408,6 +2430,25 @@ mod tests {
         assert_eq!(analysis, text::ANALYSIS);
         assert_eq!(found(&s), ["部署脚本放在运维仓库里"]);
         assert_eq!(s.backfill(Duration::from_millis(200)).unwrap().reindexed, 0, "once");
+    }
+
+    /// A German memory is found by another form of its words (Gaszählern / Gaszähler) and by a
+    /// compound of two of them (Bestandsdatei); a bank indexed before languages were told apart
+    /// is asked as it was written until the backfill indexes it anew.
+    #[test]
+    fn a_german_question_meets_its_memory_on_stems_and_compound_parts() {
+        let s = Store::open_in_memory().unwrap();
+        s.add(&turn("p", "Frau Berger sagt, die Stadtwerke haben grob 12.000 Gaszähler im Netz.", "", 100)).unwrap();
+        s.add(&turn("p", "Die nächtliche Datei mit dem Bestand aller Kunden ist in ISO-8859-15.", "", 200)).unwrap();
+        s.add(&turn("p", "Wir brauchen noch einen Cronjob für die Erinnerungsmails an die Kunden.", "", 300)).unwrap();
+        let first = |s: &Store, q: &str| s.recall("p", q, 1).unwrap().into_iter().next().map(|h| h.memory.prompt);
+        let q = "Wie viele Gaszählern betreiben die?";
+        assert!(first(&s, q).unwrap().contains("12.000"));
+        assert!(first(&s, "Welche Kodierung hat die Bestandsdatei?").unwrap().contains("ISO-8859-15"));
+        s.conn.execute("UPDATE banks SET analysis = 1", []).unwrap();
+        assert!(first(&s, q).is_none_or(|p| !p.contains("12.000")), "an older index is asked in English");
+        assert_eq!(s.backfill(Duration::from_millis(200)).unwrap().reindexed, 1);
+        assert!(first(&s, q).unwrap().contains("12.000"));
     }
 
     /// Schema step 15 leaves a bank with memories to be indexed anew, and an empty one current.

@@ -11,7 +11,8 @@ use std::collections::BinaryHeap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::index::{Posting, Postings, UNIT};
-use super::text::{analyse, Term};
+use super::lang::Lang;
+use super::text::Term;
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
@@ -66,6 +67,8 @@ pub struct QueryTerm {
     /// What the term counts for in the question's coverage: its IDF, or nothing for the part of
     /// an identifier the bank knows whole (an identifier is one idea, however many words).
     pub concept: f32,
+    /// The word as the question wrote it, lowercased (a plain word's; none for an identifier).
+    pub word: Option<String>,
 }
 
 /// The analysed query: distinct terms, heaviest first once IDF is known.
@@ -76,11 +79,23 @@ pub struct Query {
     pub scan: usize,
     /// The time the question names ("in November", "since the autumn"), placed by the store.
     pub window: Option<super::when::Window>,
+    /// The language the question is read in ([`super::lang`]).
+    pub lang: Lang,
 }
+
+/// The shortest part of a compound a question's word is split into ([`Query::split_compounds`]).
+const COMPOUND_PART: usize = 4;
 
 impl Query {
     pub fn parse(text: &str) -> Self {
-        let analysed = analyse(text);
+        Self::parse_as(text, super::text::ANALYSIS)
+    }
+
+    /// [`Query::parse`] as analysis `analysis` read text (a bank's index written by an older one
+    /// is asked for the terms it wrote).
+    pub fn parse_as(text: &str, analysis: i64) -> Self {
+        let analysed = super::text::analyse_as(text, analysis);
+        let lang = super::text::language(text, analysis);
         let mut terms: Vec<QueryTerm> = Vec::new();
         for t in &analysed {
             let weight = 1.0;
@@ -110,10 +125,48 @@ impl Query {
                     df: 0,
                     part_of,
                     concept: 0.0,
+                    word: (!t.strong).then(|| text[t.start as usize..t.end as usize].to_lowercase()),
                 }),
             }
         }
-        Self { terms, scan: 0, window: None }
+        Self { terms, scan: 0, window: None, lang }
+    }
+
+    /// In a language that writes compounds as one word, a word of the question the bank does not
+    /// hold (`known` says whether it holds a term) is asked for by its two parts when the bank
+    /// holds both: Bestandsdatei by bestand and datei, with or without the s that joins them.
+    /// The first split from the left with parts of at least [`COMPOUND_PART`] letters is taken.
+    pub fn split_compounds(&mut self, mut known: impl FnMut(&str) -> anyhow::Result<bool>) -> anyhow::Result<()> {
+        if !self.lang.compounds() {
+            return Ok(());
+        }
+        let mut added: Vec<QueryTerm> = Vec::new();
+        for t in &self.terms {
+            let Some(word) = t.word.as_deref() else { continue };
+            let n = word.chars().count();
+            if n < 2 * COMPOUND_PART || !word.chars().all(char::is_alphabetic) || known(&t.text)? {
+                continue;
+            }
+            let cuts = word.char_indices().map(|(i, _)| i).skip(COMPOUND_PART).take(n + 1 - 2 * COMPOUND_PART);
+            'split: for cut in cuts {
+                let (head, tail) = word.split_at(cut);
+                let joined = ["", "s", "es", "n", "en"].iter().filter_map(|j| head.strip_suffix(j));
+                for head in joined.filter(|h| h.chars().count() >= COMPOUND_PART - 1) {
+                    let parts = [head, tail].map(|p| super::text::part_term(p, self.lang).map(|(term, _)| term));
+                    let [Some(a), Some(b)] = parts else { continue };
+                    if known(&a)? && known(&b)? {
+                        for term in [a, b] {
+                            if !self.terms.iter().chain(&added).any(|q| q.text == term) {
+                                added.push(QueryTerm { text: term, word: None, ..t.clone() });
+                            }
+                        }
+                        break 'split;
+                    }
+                }
+            }
+        }
+        self.terms.extend(added);
+        Ok(())
     }
 
     /// Sets document frequencies (`None`: not in the bank) against a bank of `docs` memories,
@@ -1109,6 +1162,30 @@ mod tests {
         let mut q = Query::parse(text);
         q.weigh(docs, |t| df.iter().find(|(x, _)| *x == t).map(|x| x.1));
         q
+    }
+
+    #[test]
+    fn a_compound_the_bank_lacks_is_asked_by_its_parts() {
+        let bank = ["bestand", "datei", "gas", "zahl"];
+        let known = |t: &str| Ok(bank.contains(&t));
+        let terms = |q: &Query| q.terms.iter().map(|t| t.text.clone()).collect::<Vec<_>>();
+        // German: the joining s goes; the first split whose parts the bank holds is taken.
+        let mut q = Query::parse("Welchen Zeichensatz hat die nächtliche Bestandsdatei?");
+        q.split_compounds(known).unwrap();
+        assert!(terms(&q).ends_with(&["bestand".to_string(), "datei".to_string()]), "{:?}", terms(&q));
+        // No split leaves a part of fewer than four letters but for a joining s (Gas|zähler stays
+        // whole), and an English question is not split.
+        for question in ["Wie viele Gaszähler betreibt der Versorger?", "Where is the datastoresbestand datei?"] {
+            let mut q = Query::parse(question);
+            let before = terms(&q);
+            q.split_compounds(known).unwrap();
+            assert_eq!(terms(&q), before, "{question}");
+        }
+        // A word the bank holds whole is asked whole.
+        let mut q = Query::parse("Welchen Zeichensatz hat die nächtliche Bestandsdatei?");
+        let before = terms(&q);
+        q.split_compounds(|t: &str| Ok(bank.contains(&t) || before.iter().any(|b| b == t))).unwrap();
+        assert_eq!(terms(&q), before);
     }
 
     proptest::proptest! {

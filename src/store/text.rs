@@ -1,18 +1,30 @@
 //! Text analysis shared by indexing and querying, so a memory and a question meet on the same
-//! terms: lowercase words, English stems, stopwords dropped, and identifiers kept whole as well
+//! terms: lowercase words stemmed by the rules of the text's language ([`lang`]: English unless
+//! another is plain), English stopwords dropped, and identifiers kept whole as well
 //! as split (`billing_worker`, `RetryPolicy`, `src/store/mod.rs`, `localhost:5433`, `s1234`), so a
 //! question naming an identifier matches it exactly and a question in plain words still finds it.
 
 use std::sync::OnceLock;
 
+use super::lang::{self, Lang};
 use crate::script::{self, is_cjk};
-use rust_stemmers::{Algorithm, Stemmer};
+use rust_stemmers::Stemmer;
 
 /// The version of the analysis below that a bank's index was written with (kept per bank, see
 /// `index::step_15`): 0 before Han characters were indexed alone and Korean particles dropped
-/// (1). Raising it takes a schema step that marks the banks with memories stale and makes it the
-/// column's default.
-pub const ANALYSIS: i64 = 1;
+/// (1); 1 before a text's language chose its stems (2). Raising it takes a schema
+/// step that marks the banks with memories stale (`index::step_16`); a new bank is written with
+/// the current one.
+pub const ANALYSIS: i64 = 2;
+
+/// The language whose rules analyse `text` under analysis `analysis` (English alone before 2).
+pub fn language(text: &str, analysis: i64) -> Lang {
+    if analysis >= 2 {
+        lang::detect(text)
+    } else {
+        Lang::English
+    }
+}
 
 /// Whether `term` is one that analyses after `analysis` write and it did not (a lone Han
 /// character: before 1, only a run of one character was indexed alone, which this drops too).
@@ -209,23 +221,26 @@ pub fn is_stopword(w: &str) -> bool {
     SET.get_or_init(|| STOPWORDS.iter().copied().collect()).contains(w)
 }
 
-fn stemmer() -> &'static Stemmer {
-    static S: OnceLock<Stemmer> = OnceLock::new();
-    S.get_or_init(|| Stemmer::create(Algorithm::English))
+fn stemmer(lang: Lang) -> &'static Stemmer {
+    static S: OnceLock<Vec<Stemmer>> = OnceLock::new();
+    &S.get_or_init(|| Lang::ALL.iter().map(|l| Stemmer::create(l.algorithm())).collect())[lang as usize]
 }
 
 thread_local! {
-    /// Stems already computed: words repeat, and stemming is most of an import's analysis.
-    static STEMS: std::cell::RefCell<rustc_hash::FxHashMap<Box<str>, Box<str>>> = Default::default();
+    /// Stems already computed, per language: words repeat, and stemming is most of an import's
+    /// analysis.
+    static STEMS: std::cell::RefCell<Vec<rustc_hash::FxHashMap<Box<str>, Box<str>>>> =
+        std::cell::RefCell::new(vec![Default::default(); Lang::ALL.len()]);
 }
 
-fn stem(word: &str) -> String {
+fn stem(word: &str, lang: Lang) -> String {
     STEMS.with(|cache| {
-        let mut cache = cache.borrow_mut();
+        let mut caches = cache.borrow_mut();
+        let cache = &mut caches[lang as usize];
         if let Some(s) = cache.get(word) {
             return s.to_string();
         }
-        let s = stemmer().stem(word).into_owned();
+        let s = stemmer(lang).stem(word).into_owned();
         if cache.len() < 200_000 {
             cache.insert(word.into(), s.as_str().into());
         }
@@ -265,9 +280,13 @@ fn for_camel_parts(word: &str, mut f: impl FnMut(usize, &str)) {
     }
 }
 
-/// The term for one word part: lowercased, stemmed when it is a plain word, `None` for
-/// stopwords and lone letters.
-fn part_term(part: &str) -> Option<(String, bool)> {
+/// The term for one word part of a text in `lang`: lowercased, stemmed when it is a plain word,
+/// `None` for English stopwords and lone letters. English stems only words of ASCII letters, as
+/// before languages were told apart; another language stems any word of letters longer than
+/// three (Gaszähler, сервера). Another language's function words are kept and left to their
+/// IDF: its list also holds words a question means ("von wann bis wann", "manche Zähler"), and
+/// dropping them lost two of twelve German dev questions.
+pub fn part_term(part: &str, lang: Lang) -> Option<(String, bool)> {
     let lower = if part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
         part.to_string()
     } else {
@@ -280,8 +299,12 @@ fn part_term(part: &str) -> Option<(String, bool)> {
     if lower.chars().count() < 2 || is_stopword(&lower) {
         return None;
     }
-    if lower.len() > 3 && lower.chars().all(|c| c.is_ascii_lowercase()) {
-        return Some((stem(&lower), false));
+    let stems = match lang {
+        Lang::English => lower.len() > 3 && lower.chars().all(|c| c.is_ascii_lowercase()),
+        _ => lower.chars().nth(3).is_some() && lower.chars().all(char::is_alphabetic),
+    };
+    if stems {
+        return Some((stem(&lower, lang), false));
     }
     Some((lower, false))
 }
@@ -289,13 +312,20 @@ fn part_term(part: &str) -> Option<(String, bool)> {
 /// Analyses `text` into terms, appending to `out`. Positions continue from `start`; returns the
 /// next free position.
 pub fn analyse_into(text: &str, start: u32, out: &mut Vec<Term>) -> u32 {
+    analyse_into_as(text, start, out, ANALYSIS)
+}
+
+/// [`analyse_into`] as analysis `analysis` did (a bank's index written by an older one is read
+/// with the terms it wrote).
+pub fn analyse_into_as(text: &str, start: u32, out: &mut Vec<Term>, analysis: i64) -> u32 {
+    let lang = language(text, analysis);
     let mut pos = start;
     let mut chunk: Option<usize> = None;
     let mut cjk: Option<usize> = None;
     for (i, c) in text.char_indices() {
         if is_cjk(c) {
             if let Some(s) = chunk.take() {
-                emit_chunk(text, s, i, &mut pos, out);
+                emit_chunk(text, s, i, lang, &mut pos, out);
             }
             cjk.get_or_insert(i);
             continue;
@@ -306,11 +336,11 @@ pub fn analyse_into(text: &str, start: u32, out: &mut Vec<Term>) -> u32 {
         if c.is_alphanumeric() || is_joiner(c) {
             chunk.get_or_insert(i);
         } else if let Some(s) = chunk.take() {
-            emit_chunk(text, s, i, &mut pos, out);
+            emit_chunk(text, s, i, lang, &mut pos, out);
         }
     }
     if let Some(s) = chunk {
-        emit_chunk(text, s, text.len(), &mut pos, out);
+        emit_chunk(text, s, text.len(), lang, &mut pos, out);
     }
     if let Some(s) = cjk {
         emit_cjk(text, s, text.len(), &mut pos, out);
@@ -381,7 +411,7 @@ fn korean_stem(chars: &[(usize, char)]) -> usize {
     n
 }
 
-fn emit_chunk(text: &str, from: usize, to: usize, pos: &mut u32, out: &mut Vec<Term>) {
+fn emit_chunk(text: &str, from: usize, to: usize, lang: Lang, pos: &mut u32, out: &mut Vec<Term>) {
     let raw = &text[from..to];
     let lead = raw.len() - raw.trim_start_matches(is_joiner).len();
     let chunk = raw.trim_matches(is_joiner);
@@ -395,7 +425,7 @@ fn emit_chunk(text: &str, from: usize, to: usize, pos: &mut u32, out: &mut Vec<T
     for word in chunk.split(is_joiner) {
         if !word.is_empty() {
             for_camel_parts(word, |i, p| {
-                if let Some((term, strong)) = part_term(p) {
+                if let Some((term, strong)) = part_term(p, lang) {
                     let at = base + off + i;
                     out.push(Term { text: term, pos: *pos, strong, start: at as u32, end: (at + p.len()) as u32 });
                 }
@@ -418,8 +448,13 @@ fn emit_chunk(text: &str, from: usize, to: usize, pos: &mut u32, out: &mut Vec<T
 }
 
 pub fn analyse(text: &str) -> Vec<Term> {
+    analyse_as(text, ANALYSIS)
+}
+
+/// [`analyse`] as analysis `analysis` did.
+pub fn analyse_as(text: &str, analysis: i64) -> Vec<Term> {
     let mut out = Vec::new();
-    analyse_into(text, 0, &mut out);
+    analyse_into_as(text, 0, &mut out, analysis);
     out
 }
 
@@ -458,6 +493,26 @@ mod tests {
 
     fn texts(s: &str) -> Vec<String> {
         analyse(s).into_iter().map(|t| t.text).collect()
+    }
+
+    #[test]
+    fn a_text_is_stemmed_by_its_language_rules() {
+        // German inflections meet on one stem (umlauts folded); its function words stay, weighed
+        // by their rarity.
+        let german = |s: &str| texts(s);
+        let a = german("Wir haben die Dateien der Gaszähler geprüft");
+        let b = german("Die Datei mit dem Gaszählern ist geprüft");
+        for t in ["datei", "gaszahl", "gepruft"] {
+            assert!(a.contains(&t.to_string()) && b.contains(&t.to_string()), "{t}: {a:?} / {b:?}");
+        }
+        assert!(a.contains(&"die".to_string()), "{a:?}");
+        // Russian, by its own rules.
+        let ru = texts("Мы перенесли базу данных на новый сервер, и серверы теперь в Берлине");
+        assert!(ru.iter().filter(|t| *t == "сервер").count() == 2, "{ru:?}");
+        // English as before, whatever else a text holds in code.
+        assert_eq!(texts("We checked the files `und die der das`"), ["check", "file", "und", "die", "der", "das"]);
+        // An index written before languages were told apart is read as it was written.
+        assert!(analyse_as("Die Dateien der Gaszähler", 1).iter().any(|t| t.text == "gaszähler"));
     }
 
     #[test]
