@@ -481,8 +481,8 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 }
                 for b in &s.to_reindex {
                     println!(
-                        "`{b}`: indexed by an older version, which left out Chinese and Japanese characters alone; \
-                         `ovmem sync` indexes it anew"
+                        "`{b}`: indexed by an older version, which read every text by English rules and left out \
+                         Chinese and Japanese characters alone; `ovmem sync` indexes it anew"
                     );
                 }
                 for b in &s.to_partition {
