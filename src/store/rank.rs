@@ -95,7 +95,7 @@ impl Query {
     /// is asked for the terms it wrote).
     pub fn parse_as(text: &str, analysis: i64) -> Self {
         let analysed = super::text::analyse_as(text, analysis);
-        let lang = super::text::language(text, analysis);
+        let rules = super::text::language(text, analysis);
         let mut terms: Vec<QueryTerm> = Vec::new();
         for t in &analysed {
             let weight = 1.0;
@@ -129,7 +129,7 @@ impl Query {
                 }),
             }
         }
-        Self { terms, scan: 0, window: None, lang }
+        Self { terms, scan: 0, window: None, lang: rules.unwrap_or_default() }
     }
 
     /// In a language that writes compounds as one word, a word of the question the bank does not
@@ -152,7 +152,7 @@ impl Query {
                 let (head, tail) = word.split_at(cut);
                 let joined = ["", "s", "es", "n", "en"].iter().filter_map(|j| head.strip_suffix(j));
                 for head in joined.filter(|h| h.chars().count() >= COMPOUND_PART - 1) {
-                    let parts = [head, tail].map(|p| super::text::part_term(p, self.lang).map(|(term, _)| term));
+                    let parts = [head, tail].map(|p| super::text::part_term(p, Some(self.lang)).map(|(term, _)| term));
                     let [Some(a), Some(b)] = parts else { continue };
                     if known(&a)? && known(&b)? {
                         for term in [a, b] {

@@ -17,13 +17,10 @@ use rust_stemmers::Stemmer;
 /// the current one.
 pub const ANALYSIS: i64 = 2;
 
-/// The language whose rules analyse `text` under analysis `analysis` (English alone before 2).
-pub fn language(text: &str, analysis: i64) -> Lang {
-    if analysis >= 2 {
-        lang::detect(text)
-    } else {
-        Lang::English
-    }
+/// The language whose rules analyse `text` under analysis `analysis`: `None` before 2, when
+/// every text was read by English rules alone.
+pub fn language(text: &str, analysis: i64) -> Option<Lang> {
+    (analysis >= 2).then(|| lang::detect(text))
 }
 
 /// Whether `term` is one that analyses after `analysis` write and it did not (a lone Han
@@ -280,13 +277,15 @@ fn for_camel_parts(word: &str, mut f: impl FnMut(usize, &str)) {
     }
 }
 
-/// The term for one word part of a text in `lang`: lowercased, stemmed when it is a plain word,
-/// `None` for English stopwords and lone letters. English stems only words of ASCII letters, as
-/// before languages were told apart; another language stems any word of letters longer than
-/// three (Gaszähler, сервера). Another language's function words are kept and left to their
-/// IDF: its list also holds words a question means ("von wann bis wann", "manche Zähler"), and
-/// dropping them lost two of twelve German dev questions.
-pub fn part_term(part: &str, lang: Lang) -> Option<(String, bool)> {
+/// The term for one word part of a text in `lang` (`None`: by the rules before languages were
+/// told apart): lowercased, stemmed when it is a plain word, `None` for English stopwords and
+/// lone letters. English stems only words of ASCII letters, as before; another language stems
+/// any word of letters longer than three (Gaszähler). A word in Cyrillic is stemmed by Russian
+/// rules whatever its text's language, so a short question too few words tell apart still meets
+/// a Russian memory (сервера / сервер). Another language's function words are kept and left to
+/// their IDF: its list also holds words a question means ("von wann bis wann", "manche
+/// Zähler"), and dropping them lost two of twelve German dev questions.
+pub fn part_term(part: &str, lang: Option<Lang>) -> Option<(String, bool)> {
     let lower = if part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
         part.to_string()
     } else {
@@ -299,14 +298,17 @@ pub fn part_term(part: &str, lang: Lang) -> Option<(String, bool)> {
     if lower.chars().count() < 2 || is_stopword(&lower) {
         return None;
     }
-    let stems = match lang {
-        Lang::English => lower.len() > 3 && lower.chars().all(|c| c.is_ascii_lowercase()),
-        _ => lower.chars().nth(3).is_some() && lower.chars().all(char::is_alphabetic),
+    let long = lower.chars().nth(3).is_some();
+    let rules = match lang {
+        None => Some(Lang::English).filter(|_| lower.len() > 3 && lower.chars().all(|c| c.is_ascii_lowercase())),
+        Some(_) if long && lower.chars().all(is_cyrillic) => Some(Lang::Russian),
+        Some(Lang::English) => Some(Lang::English).filter(|_| long && lower.chars().all(|c| c.is_ascii_lowercase())),
+        Some(l) => Some(l).filter(|_| long && lower.chars().all(char::is_alphabetic)),
     };
-    if stems {
-        return Some((stem(&lower, lang), false));
+    match rules {
+        Some(l) => Some((stem(&lower, l), false)),
+        None => Some((lower, false)),
     }
-    Some((lower, false))
 }
 
 /// Analyses `text` into terms, appending to `out`. Positions continue from `start`; returns the
@@ -411,7 +413,12 @@ fn korean_stem(chars: &[(usize, char)]) -> usize {
     n
 }
 
-fn emit_chunk(text: &str, from: usize, to: usize, lang: Lang, pos: &mut u32, out: &mut Vec<Term>) {
+/// A letter of the Cyrillic alphabet (its main block and its supplement).
+fn is_cyrillic(c: char) -> bool {
+    matches!(c, '\u{0400}'..='\u{052F}')
+}
+
+fn emit_chunk(text: &str, from: usize, to: usize, lang: Option<Lang>, pos: &mut u32, out: &mut Vec<Term>) {
     let raw = &text[from..to];
     let lead = raw.len() - raw.trim_start_matches(is_joiner).len();
     let chunk = raw.trim_matches(is_joiner);
@@ -511,8 +518,11 @@ mod tests {
         assert!(ru.iter().filter(|t| *t == "сервер").count() == 2, "{ru:?}");
         // English as before, whatever else a text holds in code.
         assert_eq!(texts("We checked the files `und die der das`"), ["check", "file", "und", "die", "der", "das"]);
+        // A word in Cyrillic by Russian rules, however few words tell its text's language.
+        assert_eq!(texts("серверы?"), ["сервер"]);
         // An index written before languages were told apart is read as it was written.
         assert!(analyse_as("Die Dateien der Gaszähler", 1).iter().any(|t| t.text == "gaszähler"));
+        assert_eq!(analyse_as("серверы?", 1)[0].text, "серверы");
     }
 
     #[test]
