@@ -134,8 +134,10 @@ impl Query {
 
     /// In a language that writes compounds as one word, a word of the question the bank does not
     /// hold (`known` says whether it holds a term) is asked for by its two parts when the bank
-    /// holds both: Bestandsdatei by bestand and datei, with or without the s that joins them.
-    /// The first split from the left with parts of at least [`COMPOUND_PART`] letters is taken.
+    /// holds both: Bestandsdatei by bestand and datei, without the s that joins them. The word is
+    /// cut at least [`COMPOUND_PART`] letters from either end (the first part may then lose a
+    /// joining s, es, n or en), and the first cut from the left whose parts the bank holds is
+    /// taken.
     pub fn split_compounds(&mut self, mut known: impl FnMut(&str) -> anyhow::Result<bool>) -> anyhow::Result<()> {
         if !self.lang.compounds() {
             return Ok(());

@@ -513,6 +513,11 @@ mod tests {
             assert!(a.contains(&t.to_string()) && b.contains(&t.to_string()), "{t}: {a:?} / {b:?}");
         }
         assert!(a.contains(&"die".to_string()), "{a:?}");
+        // French and Spanish plurals meet their singulars.
+        let fr = texts("Les serveurs de la base de données sont à Paris et nous les surveillons");
+        assert!(fr.contains(&"serveur".to_string()), "{fr:?}");
+        let es = texts("Los servidores de la base de datos están en Madrid desde el lunes");
+        assert!(es.contains(&"servidor".to_string()), "{es:?}");
         // Russian, by its own rules.
         let ru = texts("Мы перенесли базу данных на новый сервер, и серверы теперь в Берлине");
         assert!(ru.iter().filter(|t| *t == "сервер").count() == 2, "{ru:?}");
