@@ -20,6 +20,11 @@ pub fn is_cjk(c: char) -> bool {
         || is_hangul_syllable(c)
 }
 
+/// A letter of the Cyrillic alphabet (its main block and its supplement).
+pub fn is_cyrillic(c: char) -> bool {
+    matches!(c, '\u{0400}'..='\u{052F}')
+}
+
 /// Hangul syllables (precomposed: 가, 서, 버), the units Korean words are written in.
 pub fn is_hangul_syllable(c: char) -> bool {
     matches!(c as u32, 0xAC00..=0xD7AF)

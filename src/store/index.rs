@@ -385,7 +385,7 @@ pub fn step_15(c: &Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Schema step 16 (analysis 2: a text's language chooses its stems and stop words): the banks
+/// Schema step 16 (analysis 2: a text's language chooses its stems): the banks
 /// with memories keep the analysis that wrote them, so they are indexed anew; an empty one has
 /// nothing to index and is current.
 pub fn step_16(c: &Connection) -> anyhow::Result<()> {

@@ -890,20 +890,30 @@ impl Store {
         let asks = !q.terms.is_empty() && mode != Mode::Lexical;
         let question = || if asks { model.question(query) } else { None };
         let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
+        // The terms the bank lacks, so that none is looked up twice.
+        let mut absent: Vec<String> = Vec::new();
+        let mut look_up = |term: &str| -> Result<bool> {
+            if ids.contains_key(term) {
+                return Ok(true);
+            }
+            if absent.iter().any(|a| a == term) {
+                return Ok(false);
+            }
+            match index::term_df(c, bank_id, term)? {
+                Some(found) => {
+                    ids.insert(term.to_string(), found);
+                    Ok(true)
+                }
+                None => {
+                    absent.push(term.to_string());
+                    Ok(false)
+                }
+            }
+        };
         for t in &q.terms {
-            if let Some(found) = index::term_df(c, bank_id, &t.text)? {
-                ids.insert(t.text.clone(), found);
-            }
+            look_up(&t.text)?;
         }
-        q.split_compounds(|term| {
-            if !ids.contains_key(term) {
-                match index::term_df(c, bank_id, term)? {
-                    Some(found) => ids.insert(term.to_string(), found),
-                    None => return Ok(false),
-                };
-            }
-            Ok(true)
-        })?;
+        q.split_compounds(look_up)?;
         q.weigh(docs as u32, |t| ids.get(t).map(|x| x.1));
         let avgdl = len as f32 / docs as f32 / index::UNIT;
         if matches!(mode, Mode::Semantic | Mode::Fusion) {

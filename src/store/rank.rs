@@ -67,7 +67,8 @@ pub struct QueryTerm {
     /// What the term counts for in the question's coverage: its IDF, or nothing for the part of
     /// an identifier the bank knows whole (an identifier is one idea, however many words).
     pub concept: f32,
-    /// The word as the question wrote it, lowercased (a plain word's; none for an identifier).
+    /// The word as the question wrote it, lowercased: a plain word's in a language that writes
+    /// compounds (none for an identifier, or in another language).
     pub word: Option<String>,
 }
 
@@ -94,8 +95,10 @@ impl Query {
     /// [`Query::parse`] as analysis `analysis` read text (a bank's index written by an older one
     /// is asked for the terms it wrote).
     pub fn parse_as(text: &str, analysis: i64) -> Self {
-        let analysed = super::text::analyse_as(text, analysis);
         let rules = super::text::language(text, analysis);
+        let analysed = super::text::analyse_with(text, rules);
+        // A word as written is kept only where it may be a compound ([`Query::split_compounds`]).
+        let compounds = rules.is_some_and(Lang::compounds);
         let mut terms: Vec<QueryTerm> = Vec::new();
         for t in &analysed {
             let weight = 1.0;
@@ -125,7 +128,7 @@ impl Query {
                     df: 0,
                     part_of,
                     concept: 0.0,
-                    word: (!t.strong).then(|| text[t.start as usize..t.end as usize].to_lowercase()),
+                    word: (compounds && !t.strong).then(|| text[t.start as usize..t.end as usize].to_lowercase()),
                 }),
             }
         }

@@ -300,9 +300,10 @@ pub fn part_term(part: &str, lang: Option<Lang>) -> Option<(String, bool)> {
     }
     let long = lower.chars().nth(3).is_some();
     let rules = match lang {
-        None => Some(Lang::English).filter(|_| lower.len() > 3 && lower.chars().all(|c| c.is_ascii_lowercase())),
-        Some(_) if long && lower.chars().all(is_cyrillic) => Some(Lang::Russian),
-        Some(Lang::English) => Some(Lang::English).filter(|_| long && lower.chars().all(|c| c.is_ascii_lowercase())),
+        Some(_) if long && lower.chars().all(script::is_cyrillic) => Some(Lang::Russian),
+        None | Some(Lang::English) => {
+            Some(Lang::English).filter(|_| long && lower.chars().all(|c| c.is_ascii_lowercase()))
+        }
         Some(l) => Some(l).filter(|_| long && lower.chars().all(char::is_alphabetic)),
     };
     match rules {
@@ -314,13 +315,11 @@ pub fn part_term(part: &str, lang: Option<Lang>) -> Option<(String, bool)> {
 /// Analyses `text` into terms, appending to `out`. Positions continue from `start`; returns the
 /// next free position.
 pub fn analyse_into(text: &str, start: u32, out: &mut Vec<Term>) -> u32 {
-    analyse_into_as(text, start, out, ANALYSIS)
+    analyse_into_with(text, start, out, language(text, ANALYSIS))
 }
 
-/// [`analyse_into`] as analysis `analysis` did (a bank's index written by an older one is read
-/// with the terms it wrote).
-pub fn analyse_into_as(text: &str, start: u32, out: &mut Vec<Term>, analysis: i64) -> u32 {
-    let lang = language(text, analysis);
+/// [`analyse_into`] by the rules of language `lang` ([`language`]).
+fn analyse_into_with(text: &str, start: u32, out: &mut Vec<Term>, lang: Option<Lang>) -> u32 {
     let mut pos = start;
     let mut chunk: Option<usize> = None;
     let mut cjk: Option<usize> = None;
@@ -413,11 +412,6 @@ fn korean_stem(chars: &[(usize, char)]) -> usize {
     n
 }
 
-/// A letter of the Cyrillic alphabet (its main block and its supplement).
-fn is_cyrillic(c: char) -> bool {
-    matches!(c, '\u{0400}'..='\u{052F}')
-}
-
 fn emit_chunk(text: &str, from: usize, to: usize, lang: Option<Lang>, pos: &mut u32, out: &mut Vec<Term>) {
     let raw = &text[from..to];
     let lead = raw.len() - raw.trim_start_matches(is_joiner).len();
@@ -458,10 +452,16 @@ pub fn analyse(text: &str) -> Vec<Term> {
     analyse_as(text, ANALYSIS)
 }
 
-/// [`analyse`] as analysis `analysis` did.
+/// [`analyse`] as analysis `analysis` did (a bank's index written by an older one is read with
+/// the terms it wrote).
 pub fn analyse_as(text: &str, analysis: i64) -> Vec<Term> {
+    analyse_with(text, language(text, analysis))
+}
+
+/// [`analyse`] by the rules of language `lang`, told already ([`language`]).
+pub fn analyse_with(text: &str, lang: Option<Lang>) -> Vec<Term> {
     let mut out = Vec::new();
-    analyse_into_as(text, 0, &mut out, analysis);
+    analyse_into_with(text, 0, &mut out, lang);
     out
 }
 
