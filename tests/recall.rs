@@ -172,6 +172,37 @@ fn a_later_decision_ranks_before_the_one_it_reverses() {
 }
 
 #[test]
+fn a_change_weighed_or_a_word_stressed_marks_nothing_superseded() {
+    let lab = Lab::new();
+    let mut ms = vec![
+        (
+            "For checkout-svc we will keep user sessions in Redis with a 30 minute TTL".to_string(),
+            "Agreed, Redis for checkout-svc sessions.".to_string(),
+            60,
+        ),
+        // A change weighed in a question, and "actually" as stress: nothing is changed.
+        (
+            "Should checkout-svc keep its user sessions in Memcached instead?".to_string(),
+            "It could, but Redis for checkout-svc sessions costs little at our volume; keep it.".to_string(),
+            9,
+        ),
+        (
+            "How do checkout-svc user sessions actually expire in Redis?".to_string(),
+            "Each checkout-svc session is a Redis hash with a 30 minute TTL, refreshed on every request.".to_string(),
+            3,
+        ),
+    ];
+    ms.extend((0..30).map(|i| (format!("Unrelated note {i} on the billing worker"), "ok".to_string(), i)));
+    lab.import(&ms);
+    let ctx = lab.ask("Where does checkout-svc keep user sessions?", 5);
+    let its = items(&ctx);
+    let decision = its.iter().find(|i| i.contains("30 minute TTL\n") || i.contains("we will keep user sessions"));
+    let decision = decision.unwrap_or_else(|| panic!("the decision is shown: {ctx}"));
+    assert!(!decision.contains("superseded by"), "{ctx}");
+    assert!(its.iter().all(|i| !i.contains("superseded by")), "{ctx}");
+}
+
+#[test]
 fn a_short_follow_up_is_found_with_its_session_topic() {
     let lab = Lab::new();
     lab.turn(

@@ -36,8 +36,8 @@ const PASSAGE_TEXT: usize = PASSAGE_TOKENS * MAX_PASSAGES * 8;
 /// A question whose letters are more than this share Han, kana or hangul is asked by its words.
 const CJK_UNREAD: f32 = 0.5;
 
-/// Whether the model reads a question in these scripts at all (see [`CJK_UNREAD`]).
-fn reads_script(text: &str) -> bool {
+/// Whether the model reads a text in these scripts at all (see [`CJK_UNREAD`]).
+pub fn reads_script(text: &str) -> bool {
     crate::script::cjk_share(text) <= CJK_UNREAD
 }
 

@@ -242,18 +242,69 @@ const CJK_CUES: &[&str] = &[
     "전환", // Korean
 ];
 
-/// Whether `text` says it revises something.
+/// Whether `text` says it revises something: a cue outside a question. "Should we purge
+/// instead next time?", "what are we actually running there?" and "换成 kafka 会不会就没这事了？"
+/// weigh a change, they do not make it; a request put as a question ("can you switch it to
+/// Kafka?") does.
 pub fn says_revision(text: &str) -> bool {
     let lower = text.to_lowercase();
-    if CJK_CUES.iter().any(|c| lower.contains(c)) {
+    let said = |i: usize| !weighs(&lower, i);
+    if CJK_CUES.iter().any(|c| lower.match_indices(c).any(|(i, _)| said(i))) {
         return true;
     }
     // A cue begins a word: "drop" in "dropped", not in "eavesdrop".
     CUES.iter().any(|cue| {
-        lower
-            .match_indices(cue)
-            .any(|(i, _)| lower[..i].chars().next_back().is_none_or(|p| !p.is_alphanumeric() && p != '_'))
+        lower.match_indices(cue).any(|(i, _)| {
+            lower[..i].chars().next_back().is_none_or(|p| !p.is_alphanumeric() && p != '_')
+                && said(i)
+                && (!OPENING.contains(cue) || opens(&lower, i))
+        })
     })
+}
+
+/// Cues that revise only where they open a sentence ("Actually, use Postgres"; "no, actually,
+/// keep it"): within one they stress ("how does a heat pump actually work", "she's actually glad").
+const OPENING: &[&str] = &["actually"];
+
+/// Words that may come before an opening cue in its sentence.
+const INTERJECTIONS: &[&str] = &["oh", "no", "nah", "wait", "hmm", "ok", "okay", "well", "so", "but", "and"];
+
+/// Whether the word of `text` (lower case) at byte `at` opens its sentence, after interjections
+/// at most.
+fn opens(text: &str, at: usize) -> bool {
+    text[sentence_start(text, at)..at]
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .all(|w| INTERJECTIONS.contains(&w))
+}
+
+/// The byte where the sentence of `text` holding byte `at` starts.
+fn sentence_start(text: &str, at: usize) -> usize {
+    text[..at].char_indices().rev().find(|&(j, c)| ends_sentence(text, j, c)).map_or(0, |(j, c)| j + c.len_utf8())
+}
+
+/// Whether `c` at byte `j` of `text` ends a sentence, in the scripts ovmem's users write: a full
+/// stop only before a space (not in `config.toml` or `v2.0`).
+fn ends_sentence(text: &str, j: usize, c: char) -> bool {
+    match c {
+        '!' | '?' | '\n' | '。' | '！' | '？' => true,
+        '.' => text[j + 1..].chars().next().is_none_or(char::is_whitespace),
+        _ => false,
+    }
+}
+
+/// Openings of a question that asks for something to be done rather than whether to do it.
+const REQUESTS: &[&str] = &["can you", "could you", "would you", "will you", "can we", "please"];
+
+/// Whether the sentence of `text` (lower case) around byte `at` is a question that weighs a
+/// change: it ends with a question mark and does not open as a request.
+fn weighs(text: &str, at: usize) -> bool {
+    let end = text[at..].char_indices().map(|(j, c)| (at + j, c)).find(|&(j, c)| ends_sentence(text, j, c));
+    if !matches!(end, Some((_, '?' | '？'))) {
+        return false;
+    }
+    let sentence = text[sentence_start(text, at)..at].trim_start_matches(|c: char| !c.is_alphanumeric());
+    !REQUESTS.iter().any(|r| sentence.starts_with(r))
 }
 
 /// At most this many of the memory's rarest terms are looked up.
@@ -311,14 +362,14 @@ pub(super) fn names_alike(names: &[&str], has: impl Fn(&str) -> bool) -> bool {
 /// Records which earlier memories of its bank memory `id` revises ([`says_it_revises`] said it
 /// revises something). Runs in the writer's transaction, after the memory's postings are written.
 pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
-    let row: Option<(i64, String, String, i64, i64)> = c
+    let row: Option<(i64, String, String, i64, Option<String>, i64)> = c
         .prepare_cached(
-            "SELECT m.bank_id, m.prompt, m.reply, m.created_at, b.docs FROM memories m
+            "SELECT m.bank_id, m.prompt, m.reply, m.created_at, m.session, b.docs FROM memories m
              JOIN banks b ON b.id = m.bank_id WHERE m.id = ?1",
         )?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
         .optional()?;
-    let Some((bank, prompt, reply, at, docs)) = row else { return Ok(0) };
+    let Some((bank, prompt, reply, at, session, docs)) = row else { return Ok(0) };
     let (prompt, reply) = (head(&prompt), head(&reply));
     // The memory's distinct terms (its own words: the session's topic is shared by every turn
     // of the session, so it is left out), with their document frequency in the bank.
@@ -359,14 +410,16 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
     // What the memory names (identifiers, however common): an earlier memory must name it too
     // ([`names_alike`]).
     let names = names(strong.iter().map(|(t, s)| (t.as_str(), *s)));
-    let mut older = c.prepare_cached("SELECT created_at, prompt, reply FROM memories WHERE id = ?1")?;
+    let mut older = c.prepare_cached("SELECT created_at, session, prompt, reply FROM memories WHERE id = ?1")?;
     // An earlier memory this one may revise: earlier (the event's own time; the id breaks a
-    // tie) and naming what this one names ([`names_alike`]).
+    // tie), of another session, and naming what this one names ([`names_alike`]). A turn of the
+    // same session is what this one follows up ("what does the viola actually do"), shown with
+    // it, not a decision it takes back.
     let mut may_revise = |doc: i64| -> Result<bool> {
-        let row: Option<(i64, String, String)> =
-            older.query_row([doc], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional()?;
-        let Some((then, p, r)) = row else { return Ok(false) };
-        if (then, doc) >= (at, id) {
+        let row: Option<(i64, Option<String>, String, String)> =
+            older.query_row([doc], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional()?;
+        let Some((then, theirs, p, r)) = row else { return Ok(false) };
+        if (then, doc) >= (at, id) || session.is_some() && theirs == session {
             return Ok(false);
         }
         if names.is_empty() {
@@ -391,8 +444,10 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
     }
     // By meaning: a revision said in other words than the decision it changes ("duplicate
     // request protection" for "idempotency keys") shares too few rare words with it, but the
-    // model puts the two close together. The nearest earlier memories, when near enough.
-    if linked.len() < OLDER {
+    // model puts the two close together. The nearest earlier memories, when near enough; not for
+    // a text the model does not read (mostly Han, kana or hangul), whose vectors are all about
+    // as near to each other.
+    if linked.len() < OLDER && crate::embed::reads_script(&prompt) && crate::embed::reads_script(&reply) {
         if let Some(v) = super::vectors::vectors(c, &[id])?.remove(&id) {
             // Found by any of their vectors, judged on their subjects (first vectors, which the
             // search decodes for the memories it keeps) alone.
@@ -452,6 +507,17 @@ pub(super) fn remove(c: &Connection, id: i64) -> Result<()> {
 mod tests {
     use super::*;
     use crate::store::{NewMemory, Store};
+
+    proptest::proptest! {
+        /// Any text, with question marks and full stops of every script around its cues, is read
+        /// whole: no sentence is cut inside a character.
+        #[test]
+        fn any_text_is_read_for_cues(s in crate::anytext::text(160), cue in proptest::sample::select(CUES), stop in proptest::sample::select(&["?", "？", ". ", "。", "!", "."][..])) {
+            let t = format!("{s} {cue} {s}{stop}{s}");
+            let _ = says_revision(&t);
+            let _ = says_it_revises(&t, &s);
+        }
+    }
 
     const DAY: i64 = 86_400;
 
@@ -575,6 +641,36 @@ mod tests {
     }
 
     #[test]
+    fn a_turn_of_the_same_session_is_followed_up_not_revised() {
+        let s = Store::open_in_memory().unwrap();
+        let t0 = 1_700_000_000;
+        let in_session = |prompt, reply, at| NewMemory { session: Some("s1"), ..turn(prompt, reply, at) };
+        s.add(&in_session(
+            "For billing-api, which broker should carry the invoice jobs: RabbitMQ or NATS?",
+            "RabbitMQ: the team already runs it. Wired in config/billing-api.toml.",
+            t0,
+        ))
+        .unwrap();
+        for (i, (p, r)) in [
+            ("bump serde in ledger-worker", "Bumped serde; nothing used the changed APIs."),
+            ("why is the docker build slow?", "The dependency layer came after COPY src; moved it before."),
+            ("add a health endpoint", "Added /healthz returning the build hash."),
+        ]
+        .iter()
+        .enumerate()
+        {
+            s.add(&turn(p, r, t0 + (2 + i as i64) * DAY)).unwrap();
+        }
+        s.add(&in_session(
+            "and the billing-api invoice jobs on RabbitMQ: quorum queues instead of classic ones",
+            "Declared them as quorum queues in config/billing-api.toml.",
+            t0 + 60,
+        ))
+        .unwrap();
+        assert!(pairs(&s).is_empty(), "{:?}", pairs(&s));
+    }
+
+    #[test]
     fn an_imported_history_links_by_the_events_own_time() {
         let (s, decision, _) = bank();
         // Written after the decision but dated before it (an imported older history): it
@@ -589,6 +685,7 @@ mod tests {
         for t in [
             "change of plan: we drop RabbitMQ and go with Kafka",
             "Actually, use Postgres for the idempotency keys",
+            "No, actually, keep the tokens for three days. And add a test",
             "Switched the cache to Redis",
             "we no longer run the nightly job",
             "Let's revisit duplicate request protection",
@@ -601,6 +698,9 @@ mod tests {
             "이제 그걸로 추천을 바꿔 주세요",
             "Teams の方はもう止めていいよ",
             "轮询切换到半小时一次",
+            // A request put as a question, and a full stop inside a name.
+            "Can you switch billing-api to Kafka instead?",
+            "Use `config.toml` instead. It is what the other services read",
         ] {
             assert!(says_revision(t), "{t}");
         }
@@ -610,6 +710,14 @@ mod tests {
             "Bumped serde; nothing used the changed APIs",
             "the migration cost is not worth it",
             "update the docs now",
+            // A change weighed, not made.
+            "should we purge the stream instead next time?",
+            "And the tests on arm, what are we actually running there?",
+            "换成 kafka 会不会就没这事了？",
+            "Redis の代わりに何がいい？",
+            // Stress, not a change.
+            "How does a heat pump actually work",
+            "Leah says she's actually glad we didn't do Tulum.",
         ] {
             assert!(!says_revision(t), "{t}");
         }
