@@ -11,6 +11,7 @@ import json
 import multiprocessing
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -55,6 +56,10 @@ def mode_env(mode):
 VARIANTS = {}
 
 
+# The superseded marker, in an item's header: `- [2025-10-17, codex; superseded by the entry of …]`.
+MARKED = re.compile(r"- \[[^\]\n]*superseded")
+
+
 def score(q, ranked, by_tid, items=None):
     """`ranked`: one set of turn ids per injected item, in order (`items`: their text, for the
     superseded marker). Returns the per-question figures."""
@@ -72,6 +77,11 @@ def score(q, ranked, by_tid, items=None):
         out["turn_hit"] = bool(q.evidence_turns & shown)
         # The share of the evidence turns shown (the long-conversation benchmarks' measure).
         out["turn_recall"] = len(q.evidence_turns & shown) / len(q.evidence_turns)
+    if items is not None and q.evidence_turns:
+        # An answer shown marked superseded misleads as much as a stale one shown unmarked: items
+        # holding an evidence turn (not one the question says was replaced) that carry the marker.
+        live = q.evidence_turns - q.superseded_turns
+        out["wrong_marks"] = sum(1 for r, text in zip(ranked, items) if r & live and MARKED.match(text))
     if q.current_turn:
         first = lambda tids: next((i for i, r in enumerate(ranked) if r & tids), None)  # noqa: E731
         cur, old = first({q.current_turn}), first(q.superseded_turns)
@@ -219,6 +229,8 @@ def aggregate(haystack_results, ks, cfg):
                 if s.startswith("ovmem-"):
                     # Whether the binary honoured the mode: a context different from the default's.
                     e["differs_from_default"] = sum(1 for r in rs if r["k"][k][s]["ctx_hash"] != r["k"][k]["ovmem"]["ctx_hash"])
+                if s.startswith("ovmem"):
+                    e["wrong_marks"] = sum(x.get("wrong_marks", 0) for x in ms)
                 if s == "ovmem":
                     e["over_limit"] = sum(1 for x in ms if x["over_limit"])
                     e["dumping"] = sum(1 for x in ms if x["dumping"])
@@ -474,6 +486,11 @@ def report_recall(name, s, ks, cfg):
                 lines.append(f"| {k} | {label(sy)} | {f(x.get('current_first'), 1, True)} | {f(x.get('current_hit'), 1, True)} | "
                              f"{f(x.get('stale_only'), 1, True)} | {f(x.get('superseded_marked'), 1, True) if sy.startswith('ovmem') else '–'} |")
         lines.append("")
+    for sy in syst:
+        if sy.startswith("ovmem") and "wrong_marks" in s["all"][str(ks[0])][sy]:
+            marks = ", ".join(f"{s['all'][str(k)][sy]['wrong_marks']} at k={k}" for k in ks)
+            lines += [f"{label(sy)}: items holding an answer (an evidence turn not replaced) shown marked "
+                      f"superseded: {marks}.", ""]
     head = ["k", "items delivered (mean)", "context chars mean / max", f"over {CLAUDE_LIMIT}",
             "sessions covered mean / max", f"> {DUMP_FACTOR}k sessions", "items not mapped to a turn",
             "items from another project", "hook p50 / p95 ms"]
