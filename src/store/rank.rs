@@ -733,6 +733,11 @@ pub fn rerank_reading<E>(
     for (ai, (a, _)) in scored.iter().enumerate() {
         for (b, _) in scored.iter().skip(ai + 1) {
             let (ca, cb) = (&candidates[*a], &candidates[*b]);
+            // A turn of the same session follows the other up and is shown with it: it revises
+            // nothing there (as when revisions are recorded).
+            if ca.session.is_some() && ca.session == cb.session {
+                continue;
+            }
             let (older, newer) = if (ca.created_at, ca.doc) < (cb.created_at, cb.doc) { (*a, *b) } else { (*b, *a) };
             let shared = ca.matched & cb.matched;
             let on_shared = coverage(q, shared);
@@ -1514,6 +1519,21 @@ mod tests {
             dense: None,
             vector: None,
         }
+    }
+
+    /// A later turn of the same session that says it again, or says "instead", follows the
+    /// earlier one up: it is shown with it, after it, and marks nothing superseded.
+    #[test]
+    fn a_follow_up_in_the_same_session_revises_nothing() {
+        let q = q("why do hookrelay webhooks time out", &[("hookrelay", 3), ("webhook", 5)], 100);
+        let c = [
+            by_words(0, "hookrelay webhooks to m_8812 time out after ten seconds", 1_000, "s", 6.0),
+            by_words(1, "hookrelay webhooks to m_8812 still time out after ten seconds instead", 2_000, "s", 5.8),
+            by_words(2, "webhook signatures use ed25519", 1_500, "t", 1.0),
+        ];
+        let top = rerank(&q, &c, &[], 10_000, 3);
+        assert_eq!(top[0].doc, 1, "{top:?}");
+        assert!(top.iter().all(|r| r.superseded_by.is_none()), "{top:?}");
     }
 
     /// A decision changed later without a word saying so ("then slow them all down to half an
