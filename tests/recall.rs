@@ -147,22 +147,32 @@ fn a_limit_of_k_delivers_k_within_the_context_budget() {
     }
 }
 
+/// checkout-svc's session store, decided 60 days ago.
+fn sessions_in_redis() -> (String, String, i64) {
+    (
+        "For checkout-svc we will keep user sessions in Redis with a 30 minute TTL".to_string(),
+        "Agreed, Redis for checkout-svc sessions.".to_string(),
+        60,
+    )
+}
+
+/// Thirty notes on another subject, one a day.
+fn billing_notes() -> impl Iterator<Item = (String, String, i64)> {
+    (0..30).map(|i| (format!("Unrelated note {i} on the billing worker"), "ok".to_string(), i))
+}
+
 #[test]
 fn a_later_decision_ranks_before_the_one_it_reverses() {
     let lab = Lab::new();
     let mut ms = vec![
-        (
-            "For checkout-svc we will keep user sessions in Redis with a 30 minute TTL".to_string(),
-            "Agreed, Redis for checkout-svc sessions.".to_string(),
-            60,
-        ),
+        sessions_in_redis(),
         (
             "Actually, switch checkout-svc sessions to Memcached; Redis is too expensive at our volume".to_string(),
             "Done: checkout-svc now stores sessions in Memcached.".to_string(),
             5,
         ),
     ];
-    ms.extend((0..30).map(|i| (format!("Unrelated note {i} on the billing worker"), "ok".to_string(), i)));
+    ms.extend(billing_notes());
     lab.import(&ms);
     let ctx = lab.ask("Where does checkout-svc keep user sessions?", 5);
     let its = items(&ctx);
@@ -175,11 +185,7 @@ fn a_later_decision_ranks_before_the_one_it_reverses() {
 fn a_change_weighed_or_a_word_stressed_marks_nothing_superseded() {
     let lab = Lab::new();
     let mut ms = vec![
-        (
-            "For checkout-svc we will keep user sessions in Redis with a 30 minute TTL".to_string(),
-            "Agreed, Redis for checkout-svc sessions.".to_string(),
-            60,
-        ),
+        sessions_in_redis(),
         // A change weighed in a question, and "actually" as stress: nothing is changed.
         (
             "Should checkout-svc keep its user sessions in Memcached instead?".to_string(),
@@ -192,7 +198,7 @@ fn a_change_weighed_or_a_word_stressed_marks_nothing_superseded() {
             3,
         ),
     ];
-    ms.extend((0..30).map(|i| (format!("Unrelated note {i} on the billing worker"), "ok".to_string(), i)));
+    ms.extend(billing_notes());
     lab.import(&ms);
     let ctx = lab.ask("Where does checkout-svc keep user sessions?", 5);
     let its = items(&ctx);

@@ -546,8 +546,20 @@ mod tests {
             ))
             .unwrap()
             .unwrap();
+        s.add(&turn(
+            "fix the flaky test in billing-api",
+            "Moved the fixture to a per-test schema; it passes 200 runs.",
+            t0 + 2 * DAY,
+        ))
+        .unwrap();
+        everyday(&s, t0 + 3 * DAY);
+        (s, decision, other)
+    }
+
+    /// Everyday turns on other things, a day apart from `from`, so that words are as rare as in
+    /// a real bank.
+    fn everyday(s: &Store, from: i64) {
         for (i, (p, r)) in [
-            ("fix the flaky test in billing-api", "Moved the fixture to a per-test schema; it passes 200 runs."),
             ("bump serde in ledger-worker", "Bumped serde; nothing used the changed APIs."),
             ("why is the docker build slow?", "The dependency layer came after COPY src; moved it before."),
             ("add a health endpoint", "Added /healthz returning the build hash."),
@@ -555,9 +567,8 @@ mod tests {
         .iter()
         .enumerate()
         {
-            s.add(&turn(p, r, t0 + (2 + i as i64) * DAY)).unwrap();
+            s.add(&turn(p, r, from + i as i64 * DAY)).unwrap();
         }
-        (s, decision, other)
     }
 
     fn pairs(s: &Store) -> Vec<(i64, i64)> {
@@ -651,16 +662,7 @@ mod tests {
             t0,
         ))
         .unwrap();
-        for (i, (p, r)) in [
-            ("bump serde in ledger-worker", "Bumped serde; nothing used the changed APIs."),
-            ("why is the docker build slow?", "The dependency layer came after COPY src; moved it before."),
-            ("add a health endpoint", "Added /healthz returning the build hash."),
-        ]
-        .iter()
-        .enumerate()
-        {
-            s.add(&turn(p, r, t0 + (2 + i as i64) * DAY)).unwrap();
-        }
+        everyday(&s, t0 + 2 * DAY);
         s.add(&in_session(
             "and the billing-api invoice jobs on RabbitMQ: quorum queues instead of classic ones",
             "Declared them as quorum queues in config/billing-api.toml.",
