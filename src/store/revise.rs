@@ -299,13 +299,27 @@ const REQUESTS: &[&str] = &["can you", "could you", "would you", "will you", "ca
 /// Whether the sentence of `text` (lower case) around byte `at` is a question that weighs a
 /// change: it ends with a question mark and does not open as a request.
 fn weighs(text: &str, at: usize) -> bool {
+    let start = sentence_start(text, at);
     let end = text[at..].char_indices().map(|(j, c)| (at + j, c)).find(|&(j, c)| ends_sentence(text, j, c));
+    // Chinese asks "whether" by saying both ("会不会", "要不要"), often with no question mark:
+    // in the cue's own clause.
+    let to = end.map_or(text.len(), |(j, _)| j);
+    let clause = |c: char| matches!(c, ',' | ';' | '，' | '；' | '、');
+    let from = text[start..at].rfind(clause).map_or(start, |j| start + j);
+    let upto = text[at..to].find(clause).map_or(to, |j| at + j);
+    if WHETHER.iter().any(|w| text[from..upto].contains(w)) {
+        return true;
+    }
     if !matches!(end, Some((_, '?' | '？'))) {
         return false;
     }
-    let sentence = text[sentence_start(text, at)..at].trim_start_matches(|c: char| !c.is_alphanumeric());
+    let sentence = text[start..at].trim_start_matches(|c: char| !c.is_alphanumeric());
     !REQUESTS.iter().any(|r| sentence.starts_with(r))
 }
+
+/// Chinese "whether or not" forms that weigh a change rather than ask for it ("能不能", can you,
+/// asks for it).
+const WHETHER: &[&str] = &["会不会", "會不會", "要不要", "是不是"];
 
 /// At most this many of the memory's rarest terms are looked up.
 const TERMS: usize = 16;
@@ -702,6 +716,8 @@ mod tests {
             "轮询切换到半小时一次",
             // A request put as a question, and a full stop inside a name.
             "Can you switch billing-api to Kafka instead?",
+            "能不能换成腾讯云",
+            "换成腾讯云吧，要不要通知客户我们再说",
             "Use `config.toml` instead. It is what the other services read",
         ] {
             assert!(says_revision(t), "{t}");
@@ -716,6 +732,8 @@ mod tests {
             "should we purge the stream instead next time?",
             "And the tests on arm, what are we actually running there?",
             "换成 kafka 会不会就没这事了？",
+            "换成 kafka 会不会就没这事了",
+            "要不要改用 Postgres",
             "Redis の代わりに何がいい？",
             // Stress, not a change.
             "How does a heat pump actually work",
