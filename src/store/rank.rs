@@ -733,9 +733,7 @@ pub fn rerank_reading<E>(
     for (ai, (a, _)) in scored.iter().enumerate() {
         for (b, _) in scored.iter().skip(ai + 1) {
             let (ca, cb) = (&candidates[*a], &candidates[*b]);
-            // A turn of the same session follows the other up and is shown with it: it revises
-            // nothing there (as when revisions are recorded).
-            if ca.session.is_some() && ca.session == cb.session {
+            if super::revise::one_session(ca.session, cb.session) {
                 continue;
             }
             let (older, newer) = if (ca.created_at, ca.doc) < (cb.created_at, cb.doc) { (*a, *b) } else { (*b, *a) };

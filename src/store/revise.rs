@@ -297,7 +297,8 @@ fn ends_sentence(text: &str, j: usize, c: char) -> bool {
 const REQUESTS: &[&str] = &["can you", "could you", "would you", "will you", "can we", "please"];
 
 /// Whether the sentence of `text` (lower case) around byte `at` is a question that weighs a
-/// change: it ends with a question mark and does not open as a request.
+/// change: its clause says a Chinese "whether" ([`WHETHER`]), or it ends with a question mark and
+/// does not open as a request.
 fn weighs(text: &str, at: usize) -> bool {
     let start = sentence_start(text, at);
     let end = text[at..].char_indices().map(|(j, c)| (at + j, c)).find(|&(j, c)| ends_sentence(text, j, c));
@@ -373,6 +374,12 @@ pub(super) fn names_alike(names: &[&str], has: impl Fn(&str) -> bool) -> bool {
     names.iter().filter(|n| has(n)).count() >= names.len().min(2)
 }
 
+/// Whether two memories are turns of one session: the later follows the earlier up, and is shown
+/// with it; it does not revise it (neither when revisions are recorded nor at recall).
+pub(super) fn one_session(a: Option<&str>, b: Option<&str>) -> bool {
+    a.is_some() && a == b
+}
+
 /// Records which earlier memories of its bank memory `id` revises ([`says_it_revises`] said it
 /// revises something). Runs in the writer's transaction, after the memory's postings are written.
 pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
@@ -433,7 +440,7 @@ pub(super) fn link(c: &Connection, id: i64) -> Result<usize> {
         let row: Option<(i64, Option<String>, String, String)> =
             older.query_row([doc], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).optional()?;
         let Some((then, theirs, p, r)) = row else { return Ok(false) };
-        if (then, doc) >= (at, id) || session.is_some() && theirs == session {
+        if (then, doc) >= (at, id) || one_session(session.as_deref(), theirs.as_deref()) {
             return Ok(false);
         }
         if names.is_empty() {
