@@ -478,6 +478,19 @@ mod tests {
     }
 
     #[test]
+    fn a_word_written_against_an_emoji_is_still_read() {
+        let m = Model::get();
+        let words = |t: &str| m.tokenize(t).into_iter().map(|id| m.token(id)).collect::<Vec<_>>();
+        assert_eq!(words("shipped✅"), ["shipped", "[UNK]"]);
+        assert_eq!(words("🚀deploy to staging🔥🔥"), ["[UNK]", "deploy", "to", "staging", "[UNK]", "[UNK]"]);
+        assert_eq!(words("👍🏽ok"), ["[UNK]", "[UNK]", "ok"], "a skin tone is a symbol of its own too");
+        // Said with emoji against its words, a message means what it means without them.
+        let plain = m.embed("the deploy finished and the billing service is healthy again").unwrap();
+        let glued = m.embed("the deploy🚀 finished✅ and the billing service is healthy again🎉").unwrap();
+        assert!(dot(&plain, &glued) > 0.95, "{}", dot(&plain, &glued));
+    }
+
+    #[test]
     fn a_question_the_model_does_not_read_starts_no_thread() {
         let cjk = "数据库的端口在哪里配置的？";
         Model::prefetch(cjk);

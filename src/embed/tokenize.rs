@@ -2,7 +2,8 @@
 //! ideographs as words of their own, accents stripped, lower-cased, punctuation split off) and
 //! greedy longest-match WordPiece over the model's vocabulary. It walks `char`s only, so no text
 //! can be cut inside a UTF-8 character. `tests/embed.rs` checks it against the model's own
-//! tokenizer (`tokenizer.json` through Hugging Face `tokenizers`) on varied text.
+//! tokenizer (`tokenizer.json` through Hugging Face `tokenizers`) on varied text, with one
+//! departure: emoji and other symbols are split off their words too ([`is_pictograph`]).
 
 use unicode_categories::UnicodeCategories;
 use unicode_normalization::UnicodeNormalization;
@@ -22,6 +23,15 @@ fn is_control(c: char) -> bool {
 
 fn is_punctuation(c: char) -> bool {
     c.is_ascii_punctuation() || c.is_punctuation()
+}
+
+/// Pictographs and other symbols outside ASCII (emoji, ✅, skin tones, arrows' kin in So/Sk):
+/// split off like punctuation, where BERT leaves them in the word. There a word written against
+/// one ("done✅", "🚀deploy") cannot be covered by the vocabulary and the whole word is lost as
+/// the unknown token; split off, only the symbol is (or it is a token of its own, as `©` is).
+/// The one departure from the model's own tokenizer (`tests/embed.rs`).
+fn is_pictograph(c: char) -> bool {
+    !c.is_ascii() && (c.is_symbol_other() || c.is_symbol_modifier())
 }
 
 /// CJK ideographs (BERT's list of blocks): each is a word of its own.
@@ -56,13 +66,14 @@ pub fn normalise(text: &str, out: &mut String) {
     }
 }
 
-/// The words of a normalised text: split at whitespace, each punctuation character a word.
+/// The words of a normalised text: split at whitespace, each punctuation character and each
+/// pictograph ([`is_pictograph`]) a word.
 pub fn words(normalised: &str) -> impl Iterator<Item = &str> {
     normalised.split(is_whitespace).filter(|w| !w.is_empty()).flat_map(|w| {
         let mut parts = Vec::new();
         let mut start = 0;
         for (i, c) in w.char_indices() {
-            if is_punctuation(c) {
+            if is_punctuation(c) || is_pictograph(c) {
                 if start < i {
                     parts.push(&w[start..i]);
                 }
