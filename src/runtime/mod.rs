@@ -62,6 +62,10 @@ pub fn main(args: &[String]) -> i32 {
             return 0;
         }
     };
+    // A prompt's question is encoded first thing once it is read: the model is readied meanwhile.
+    if adapter.events.get(native) == Some(&Canonical::Prompt) {
+        crate::store::warm_model();
+    }
     let cfg = match env.as_ref().map(Config::load) {
         Some(Ok(c)) => c,
         Some(Err(e)) => {

@@ -1714,6 +1714,13 @@ fn place(ranked: &mut Vec<Hit>, mut keep: Vec<bool>, picks: Vec<Hit>, limit: usi
     }
 }
 
+/// Readies the model for [`prefetch_question`] ahead, unless recall is by words alone.
+pub fn warm_model() {
+    if recall_mode() != Mode::Lexical {
+        crate::embed::warm();
+    }
+}
+
 /// Starts encoding a question that [`Store::recall`] is about to be asked (see
 /// [`crate::embed::Model::prefetch`]), when recall would encode it at all.
 pub fn prefetch_question(query: &str) {
