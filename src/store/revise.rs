@@ -253,13 +253,42 @@ pub fn says_revision(text: &str) -> bool {
         return true;
     }
     // A cue begins a word: "drop" in "dropped", not in "eavesdrop".
+    let begins = |i: usize| lower[..i].chars().next_back().is_none_or(|p| !p.is_alphanumeric() && p != '_');
     CUES.iter().any(|cue| {
-        lower.match_indices(cue).any(|(i, _)| {
-            lower[..i].chars().next_back().is_none_or(|p| !p.is_alphanumeric() && p != '_')
-                && said(i)
-                && (!OPENING.contains(cue) || opens(&lower, i))
-        })
+        lower.match_indices(cue).any(|(i, _)| begins(i) && said(i) && (!OPENING.contains(cue) || opens(&lower, i)))
+    }) || words(&lower).any(|(i, w)| {
+        SPLIT_CUES
+            .iter()
+            .any(|(verbs, particles)| verbs.contains(&w) && said(i) && particle_follows(&lower, i, particles))
     })
+}
+
+/// The words of a text (letters, digits and apostrophes) with their byte offsets.
+fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .map(move |w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
+}
+
+/// A verb that revises with its particle after its object ("move the API off Render",
+/// "migrating the cron jobs over to Temporal"), where the object keeps the words of
+/// [`CUES`]' "move off" and "migrate to" apart. "move X to Y" is left out: it is how a file or a
+/// function is moved.
+const SPLIT_CUES: &[(&[&str], &[&str])] = &[
+    (&["move", "moves", "moved", "moving"], &["off"]),
+    (&["migrate", "migrates", "migrated", "migrating"], &["to", "onto", "off", "from"]),
+];
+
+/// Words that may stand between a split cue's verb and its particle.
+const SPLIT_GAP: usize = 4;
+
+/// Whether one of `particles` follows the word at byte `at` of `text` within [`SPLIT_GAP`] words,
+/// in its clause.
+fn particle_follows(text: &str, at: usize, particles: &[&str]) -> bool {
+    let rest = &text[at..];
+    let ends = |(j, c): (usize, char)| matches!(c, ',' | ';' | ':') || ends_sentence(rest, j, c);
+    let clause = rest.char_indices().find(|&jc| ends(jc)).map_or(rest.len(), |(j, _)| j);
+    words(&rest[..clause]).skip(1).take(SPLIT_GAP + 1).any(|(_, w)| particles.contains(&w))
 }
 
 /// Cues that revise only where they open a sentence ("Actually, use Postgres"; "no, actually,
@@ -726,6 +755,9 @@ mod tests {
             "能不能换成腾讯云",
             "换成腾讯云吧，要不要通知客户我们再说",
             "Use `config.toml` instead. It is what the other services read",
+            // A verb and its particle apart.
+            "Let's move the API off Render to Fly.io",
+            "We're migrating the nightly jobs over to Temporal",
         ] {
             assert!(says_revision(t), "{t}");
         }
@@ -735,6 +767,10 @@ mod tests {
             "Bumped serde; nothing used the changed APIs",
             "the migration cost is not worth it",
             "update the docs now",
+            "Moved the retry helper to src/net/retry.rs",
+            "moving on, the migration runner logs to stdout",
+            "We moved the call. Off-by-one fixed too",
+            "Should we move the API off Render?",
             // A change weighed, not made.
             "should we purge the stream instead next time?",
             "And the tests on arm, what are we actually running there?",
