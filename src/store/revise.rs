@@ -271,7 +271,7 @@ fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
 }
 
 /// A verb that revises with its particle after its object ("move the API off Render",
-/// "migrating the cron jobs over to Temporal"), where the object keeps the words of
+/// "migrating the cron jobs onto Temporal"), where the object keeps the words of
 /// [`CUES`]' "move off" and "migrate to" apart. "move X to Y" is left out: it is how a file or a
 /// function is moved.
 const SPLIT_CUES: &[(&[&str], &[&str])] = &[
@@ -757,7 +757,7 @@ mod tests {
             "Use `config.toml` instead. It is what the other services read",
             // A verb and its particle apart.
             "Let's move the API off Render to Fly.io",
-            "We're migrating the nightly jobs over to Temporal",
+            "We're migrating the nightly jobs onto Temporal",
         ] {
             assert!(says_revision(t), "{t}");
         }
