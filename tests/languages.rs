@@ -1,7 +1,8 @@
 //! Every language and script through the real hooks: facts taught in Chinese, Japanese, Korean,
 //! German and English with emoji (through Claude Code's `UserPromptSubmit` and `Stop`) are
 //! recalled when asked in their language, with the hook answering valid JSON every time; a
-//! multibyte character where a shown prompt is compared or cut never breaks the prompt hook.
+//! multibyte character where a shown prompt is compared or cut never breaks the prompt hook; a
+//! message with emoji against its words is still found by its meaning.
 
 mod common;
 
@@ -88,6 +89,30 @@ fn a_paraphrase_in_chinese_or_japanese_is_found_by_its_characters() {
     p.turn("docs", "README の誤字を直しておいて", "直しました。");
     assert!(p.ask("ask-zh", "发布之前要测什么？").contains("回归测试"));
     assert!(p.ask("ask-ja", "リリースは何曜に出す？").contains("火曜日"));
+}
+
+/// A message that writes its emoji against its words ("deploys🚀", "frozen🥶") is read by the
+/// model word for word: asked in other words, sharing none of them, it is found by its meaning
+/// (each such word was one unknown token, and the message meant next to nothing).
+#[test]
+fn a_message_with_emoji_against_its_words_is_found_by_its_meaning() {
+    let p = Project::new();
+    p.turn("freeze", "reminder📌 deploys🚀 frozen🥶 during holidays🎄, hotfixes✅ only", "ok👍");
+    for (i, other) in [
+        "the login page logo is blurry on retina screens, swap it for the svg",
+        "bump the node version in the dockerfile to 22",
+        "our sentry quota ran out again this month, raise it to 100k events",
+        "rename the billing cron so it matches the other job names",
+        "the onboarding email has a typo in the second paragraph",
+        "add a dark mode toggle to the settings screen",
+    ]
+    .iter()
+    .enumerate()
+    {
+        p.turn(&format!("other-{i}"), other, "Done.");
+    }
+    let ctx = p.ask("ask", "When are releases to production put on hold?");
+    assert!(ctx.contains("frozen"), "{ctx}");
 }
 
 /// A German question meets its answer on German stems (Gaszählern / Gaszähler) and on the parts
