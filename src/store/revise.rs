@@ -301,10 +301,7 @@ const INTERJECTIONS: &[&str] = &["oh", "no", "nah", "wait", "hmm", "ok", "okay",
 /// Whether the word of `text` (lower case) at byte `at` opens its sentence, after interjections
 /// at most.
 fn opens(text: &str, at: usize) -> bool {
-    text[sentence_start(text, at)..at]
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .all(|w| INTERJECTIONS.contains(&w))
+    words(&text[sentence_start(text, at)..at]).all(|(_, w)| INTERJECTIONS.contains(&w))
 }
 
 /// The byte where the sentence of `text` holding byte `at` starts.
