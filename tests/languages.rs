@@ -98,19 +98,18 @@ fn a_paraphrase_in_chinese_or_japanese_is_found_by_its_characters() {
 fn a_message_with_emoji_against_its_words_is_found_by_its_meaning() {
     let p = Project::new();
     p.turn("freeze", "reminder📌 deploys🚀 frozen🥶 during holidays🎄, hotfixes✅ only", "ok👍");
-    for (i, other) in [
-        "the login page logo is blurry on retina screens, swap it for the svg",
-        "bump the node version in the dockerfile to 22",
-        "our sentry quota ran out again this month, raise it to 100k events",
-        "rename the billing cron so it matches the other job names",
-        "the onboarding email has a typo in the second paragraph",
-        "add a dark mode toggle to the settings screen",
-    ]
-    .iter()
-    .enumerate()
-    {
-        p.turn(&format!("other-{i}"), other, "Done.");
-    }
+    teach_others(
+        &p,
+        &[
+            "the login page logo is blurry on retina screens, swap it for the svg",
+            "bump the node version in the dockerfile to 22",
+            "our sentry quota ran out again this month, raise it to 100k events",
+            "rename the billing cron so it matches the other job names",
+            "the onboarding email has a typo in the second paragraph",
+            "add a dark mode toggle to the settings screen",
+        ],
+        "Done.",
+    );
     let ctx = p.ask("ask", "When are releases to production put on hold?");
     assert!(ctx.contains("frozen"), "{ctx}");
 }
@@ -123,26 +122,33 @@ fn a_german_question_is_read_by_german_rules() {
     let p = Project::new();
     p.turn("count", "Frau Berger sagt, es gibt grob 12.000 Gaszähler im Netz.", "Notiert.");
     p.turn("file", "Die nächtliche Datei mit dem Bestand aller Kunden kommt als ISO-8859-15.", "Verstanden.");
-    for (i, other) in [
-        "Wie viele Ablesungen kommen pro Tag ungefähr herein? Gibt es Spitzen?",
-        "Welche Kodierung nutzen wir für die Mails, gibt es da Vorgaben?",
-        "Die Stromzähler werden einmal im Jahr abgelesen, ungefähr im Dezember.",
-        "Wie viele Wasserzähler haben einen Funkmodul? Gibt es eine Liste?",
-        "Welche Dateien legt der Export ab, und wie heißen sie?",
-        "Hat die Kundennummer immer zehn Stellen? Welche Prüfziffer gibt es?",
-        "Die Erinnerungsmails gehen ungefähr drei Wochen vor dem Stichtag raus.",
-        "Wie viele Kunden melden online, und wie viele per Postkarte?",
-    ]
-    .iter()
-    .enumerate()
-    {
-        p.turn(&format!("other-{i}"), other, "Ok.");
-    }
+    teach_others(
+        &p,
+        &[
+            "Wie viele Ablesungen kommen pro Tag ungefähr herein? Gibt es Spitzen?",
+            "Welche Kodierung nutzen wir für die Mails, gibt es da Vorgaben?",
+            "Die Stromzähler werden einmal im Jahr abgelesen, ungefähr im Dezember.",
+            "Wie viele Wasserzähler haben einen Funkmodul? Gibt es eine Liste?",
+            "Welche Dateien legt der Export ab, und wie heißen sie?",
+            "Hat die Kundennummer immer zehn Stellen? Welche Prüfziffer gibt es?",
+            "Die Erinnerungsmails gehen ungefähr drei Wochen vor dem Stichtag raus.",
+            "Wie viele Kunden melden online, und wie viele per Postkarte?",
+        ],
+        "Ok.",
+    );
     for (id, question, must) in [
         ("ask-count", "Wie viele Gaszählern gibt es ungefähr?", "12.000"),
         ("ask-file", "Welche Kodierung hat die Bestandsdatei?", "ISO-8859-15"),
     ] {
         let ctx = p.ask(id, question);
         assert!(ctx.contains(must), "{question}: {ctx}");
+    }
+}
+
+/// Turns on other subjects, each in its own session, answered with `reply`: what a question must
+/// be found among.
+fn teach_others(p: &Project, others: &[&str], reply: &str) {
+    for (i, other) in others.iter().enumerate() {
+        p.turn(&format!("other-{i}"), other, reply);
     }
 }
