@@ -1043,7 +1043,7 @@ impl Store {
             memories.iter().enumerate().map(|(i, (_, m))| (m.id, i)).collect();
         let links: Vec<(usize, usize)> =
             links.iter().filter_map(|(o, n)| Some((*index_of.get(o)?, *index_of.get(n)?))).collect();
-        let ranked = rank::rerank_reading(&q, &candidates, &links, now(), limit, |ids| vectors::passages(c, ids))?;
+        let ranked = rank::rerank_reading(&q, &candidates, &links, limit, |ids| vectors::passages(c, ids))?;
         let among = memories.iter().map(|(_, m)| m.id).collect();
         let hits = ranked
             .into_iter()
