@@ -22,7 +22,7 @@ import gen_coding
 import needle
 import written
 from baselines import BM25, recency_top
-from ovmemdrv import FAKETIME, FAKETIME_LIBS, Ovmem, import_line, make_project_dir, memory_text, time_true
+from ovmemdrv import FAKETIME, FAKETIME_LIBS, Ovmem, clock_at, import_line, make_project_dir, memory_text, time_true
 from units import TurnIndex, contains_run, lme_haystack, shared_words
 
 CLAUDE_LIMIT = 9500  # adapters/claude-code.toml context_limit: every recall is asked through Claude Code
@@ -133,6 +133,8 @@ def evaluate(task):
         index = TurnIndex(hay.turns)
         bm25 = BM25([t.text for t in hay.turns], [q.text for q in hay.questions])
         newest = recency_top([t.ts for t in hay.turns], max(cfg["ks"]))
+        # Asked a day after the history's last turn (`--ask-at end`), as in use, or today.
+        asked = clock_at(max(t.ts for t in hay.turns) + 86_400) if cfg.get("ask_at") == "end" else None
         results = []
         for qi, q in enumerate(hay.questions):
             ev_text = " ".join(by_tid[t].text for t in q.evidence_turns) if q.evidence_turns else ""
@@ -142,7 +144,7 @@ def evaluate(task):
             for k in cfg["ks"]:
                 res["k"][k] = {}
                 for name, mode in [("ovmem", None)] + [(f"ovmem-{m}", m) for m in cfg.get("modes", ())]:
-                    env = mode_env(mode) if mode else None
+                    env = dict(asked or {}, **(mode_env(mode) if mode else {})) or None
                     ctx, items, ms = om.recall(q.text, proj, k, f"bench-q{qi}-k{k}-{random.getrandbits(40):010x}", env)
                     ranked = [{hay.turns[i].tid for i in index.turns_of(memory_text(it))} for it in items]
                     o = score(q, ranked, by_tid, items)
@@ -571,6 +573,10 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the throwaway homes and banks")
     ap.add_argument("--real-clock", action="store_true", help="capture without libfaketime (turns that carry no "
                     "time are stamped now; revision figures then read low)")
+    ap.add_argument("--ask-at", choices=["today", "end"], default="today",
+                    help="the date each question of the written, coding and public suites is asked on: today (the day "
+                         "the benchmark runs, months after the written histories) or end (a day after its history's "
+                         "last turn, as in use; libfaketime)")
     ap.add_argument("--label", default="", help="what was measured (e.g. the git revision), copied into the results")
     args = ap.parse_args()
     ks = [int(k) for k in args.ks.split(",")]
@@ -586,7 +592,10 @@ def main():
         if m not in MODES and m not in VARIANTS:
             raise SystemExit(f"--modes: `{m}` is not one of {', '.join(MODES)}")
     cfg = {"binary": os.path.realpath(args.ovmem), "capture": args.capture, "ks": ks, "jobs": args.jobs, "tmp": tmp,
-           "keep": args.keep, "modes": modes, "vectors_upto": parse_size(args.vectors_upto)}
+           "keep": args.keep, "modes": modes, "vectors_upto": parse_size(args.vectors_upto), "ask_at": args.ask_at}
+    if args.ask_at == "end" and clock_at(0) is None:
+        raise SystemExit("--ask-at end moves each question's clock with libfaketime, which is not installed "
+                         "(`apt install faketime`)")
     started = time.time()
     argv, skip = [], False
     for a in sys.argv[1:]:  # the user's own arguments: run.sh adds --ovmem and --label itself
@@ -600,7 +609,7 @@ def main():
     results = {"label": args.label, "binary": cfg["binary"], "capture": args.capture, "quick": args.quick, "ks": ks,
                "seed": args.seed, "command": command.strip(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "host_cpus": os.cpu_count(), "capture_clock": "turn dates (libfaketime)" if FAKETIME else "now",
-               "suites": {}}
+               "asked": "a day after each history's last turn" if args.ask_at == "end" else "today", "suites": {}}
     if args.capture == "hooks" and not FAKETIME and ("coding" in suites or "written" in suites):
         if not args.real_clock:
             sys.exit("libfaketime not found (looked in " + ", ".join(FAKETIME_LIBS) + "): without it, turns from "
@@ -623,7 +632,7 @@ def main():
     with open(out, "w") as fh:
         json.dump(results, fh, indent=1)
     lines = [f"## ovmem recall benchmark {args.label}".rstrip(), "",
-             f"capture: `{args.capture}` (clock: {results['capture_clock']}); recall through `ovmem hook claude-code UserPromptSubmit` with "
+             f"capture: `{args.capture}` (clock: {results['capture_clock']}); asked {results['asked']}; recall through `ovmem hook claude-code UserPromptSubmit` with "
              f"OVMEM_RECALL_LIMIT=k; {'quick sample' if args.quick else 'full run'}, seed {args.seed}; "
              f"{results['wall_s']:.0f} s on {os.cpu_count()} cores.", ""]
     pub = results["suites"].get("public")
