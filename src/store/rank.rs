@@ -2,8 +2,8 @@
 //! rerank of the best candidates on their text: how much of the question they cover, whether the
 //! question's words stand close together in them, near-duplicate removal, diversity across
 //! sessions, and supersession (a later memory on the same subject ranks before the earlier one,
-//! which is marked). Every weight here is a plain constant, chosen for
-//! being sensible rather than fitted to one dataset.
+//! which is marked). Every weight here is a plain constant, chosen for being sensible rather
+//! than fitted to one dataset.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
