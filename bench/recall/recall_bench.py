@@ -593,7 +593,7 @@ def main():
             raise SystemExit(f"--modes: `{m}` is not one of {', '.join(MODES)}")
     cfg = {"binary": os.path.realpath(args.ovmem), "capture": args.capture, "ks": ks, "jobs": args.jobs, "tmp": tmp,
            "keep": args.keep, "modes": modes, "vectors_upto": parse_size(args.vectors_upto), "ask_at": args.ask_at}
-    if args.ask_at == "end" and clock_at(0) is None:
+    if args.ask_at == "end" and FAKETIME is None:
         raise SystemExit("--ask-at end moves each question's clock with libfaketime, which is not installed "
                          "(`apt install faketime`)")
     started = time.time()

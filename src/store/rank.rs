@@ -1630,7 +1630,7 @@ mod tests {
 
     /// The date orders only what is on one subject: a memory written this week does not go before
     /// an older one, on something else, that answers the question better. A bounded preference
-    /// for new memories (up to +12%) measured lower recall wherever the question came soon after
+    /// for new memories (up to +12%) measured lower recall overall when the question came soon after
     /// the memories, as it does in use (docs/benchmarks.md).
     #[test]
     fn a_newer_memory_does_not_go_before_a_better_answer_by_its_date_alone() {
