@@ -385,10 +385,10 @@ pub fn step_15(c: &Connection) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Schema step 16 (analysis 2: a text's language chooses its stems): the banks
-/// with memories keep the analysis that wrote them, so they are indexed anew; an empty one has
-/// nothing to index and is current.
-pub fn step_16(c: &Connection) -> anyhow::Result<()> {
+/// Schema steps 16 (analysis 2: a text's language chooses its stems) and 17 (analysis 3: a flag
+/// of one letter is a term): the banks with memories keep the analysis that wrote them, so they
+/// are indexed anew; an empty one has nothing to index and is current.
+pub fn empty_banks_current(c: &Connection) -> anyhow::Result<()> {
     c.execute("UPDATE banks SET analysis = ?1 WHERE docs = 0", [super::text::ANALYSIS])?;
     Ok(())
 }

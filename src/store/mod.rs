@@ -54,7 +54,8 @@ const STEPS: &[Step] = &[
     (13, vectors::step_13),
     (14, vectors::step_14),
     (15, index::step_15),
-    (16, index::step_16),
+    (16, index::empty_banks_current),
+    (17, index::empty_banks_current),
 ];
 
 /// The schema version of a store that has run every step.
@@ -2447,6 +2448,25 @@ mod tests {
         assert_eq!(analysis, text::ANALYSIS);
         assert_eq!(found(&s), ["部署脚本放在运维仓库里"]);
         assert_eq!(s.backfill(Duration::from_millis(200)).unwrap().reindexed, 0, "once");
+    }
+
+    /// A question about a flag of one letter finds the memory that uses it, not the one about the
+    /// same letter in the other case; a bank indexed before flags were terms is asked by the
+    /// question's other words until the backfill indexes it anew.
+    #[test]
+    fn a_question_about_a_flag_of_one_letter_finds_the_memory_that_uses_it() {
+        let s = Store::open_in_memory().unwrap();
+        s.add(&turn("p", "#410: `fd -X rm` on a huge tree dies with argument list too long", "", 100)).unwrap();
+        s.add(&turn("p", "with -x the command runs once per result, in parallel", "", 200)).unwrap();
+        s.add(&turn("p", "the release notes should say what changed and link the issues", "", 300)).unwrap();
+        let found =
+            |s: &Store, q: &str| s.recall("p", q, 1).unwrap().into_iter().map(|h| h.memory.prompt).collect::<Vec<_>>();
+        assert!(found(&s, "what does -X do?")[0].contains("`fd -X rm`"), "{:?}", found(&s, "what does -X do?"));
+        assert!(found(&s, "what does -x do?")[0].contains("once per result"));
+        s.conn.execute("UPDATE banks SET analysis = 2", []).unwrap();
+        assert!(found(&s, "what does -X do?").is_empty(), "an older index is not asked for flags");
+        assert_eq!(s.backfill(Duration::from_millis(200)).unwrap().reindexed, 1);
+        assert!(found(&s, "what does -X do?")[0].contains("`fd -X rm`"));
     }
 
     /// A German memory is found by another form of its words (Gaszählern / Gaszähler) and by a

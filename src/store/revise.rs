@@ -382,10 +382,13 @@ pub(super) fn says_it_revises(prompt: &str, reply: &str) -> bool {
 }
 
 /// The things a memory names, from its terms and whether each is an identifier: its identifiers
-/// with a letter (a service, a file, a product; not a number or a port), each once.
+/// with a letter (a service, a file, a product; not a number or a port, nor a flag such as `-q`,
+/// which a tool's memories mention in passing whatever their subject), each once.
 pub(super) fn names<'a>(terms: impl Iterator<Item = (&'a str, bool)>) -> Vec<&'a str> {
-    let mut n: Vec<&str> =
-        terms.filter(|(t, strong)| *strong && t.chars().any(char::is_alphabetic)).map(|(t, _)| t).collect();
+    let mut n: Vec<&str> = terms
+        .filter(|(t, strong)| *strong && t.chars().any(char::is_alphabetic) && !t.starts_with('-'))
+        .map(|(t, _)| t)
+        .collect();
     n.sort_unstable();
     n.dedup();
     n
@@ -679,6 +682,34 @@ mod tests {
         let at = |id: i64| hits.iter().position(|h| h.memory.id == id);
         assert!(at(revision).unwrap() < at(decision).unwrap(), "{hits:?}");
         assert_eq!(hits[at(decision).unwrap()].superseded_by.map(|s| s.0), Some(revision));
+    }
+
+    /// A tool's memories mention its flags whatever their subject: a flag is no name a revision
+    /// must share with what it revises.
+    #[test]
+    fn a_flag_named_in_passing_does_not_make_a_revision_of_another_subject() {
+        let s = Store::open_in_memory().unwrap();
+        let t0 = 1_700_000_000;
+        let quiet = s
+            .add(&turn(
+                "Asha's PR adds -q: print nothing, exit 0 on a match and 1 without",
+                "Merged; with -q the receiver returns HasResults at the first match.",
+                t0,
+            ))
+            .unwrap()
+            .unwrap();
+        everyday(&s, t0 + DAY);
+        let later = s
+            .add(&turn(
+                "the receiver sometimes switches to streaming late; Tavian has a refactor for its buffer",
+                "Merged his ReceiverBuffer in walk.rs: the receiver streams once its deadline passes; -q still \
+                 returns HasResults at the first match.",
+                t0 + 40 * DAY,
+            ))
+            .unwrap()
+            .unwrap();
+        assert!(!pairs(&s).contains(&(quiet, later)), "{:?}", pairs(&s));
+        assert_eq!(names([("-q", true), ("walker", false), ("hasresults", true)].into_iter()), ["hasresults"]);
     }
 
     #[test]

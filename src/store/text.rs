@@ -3,6 +3,7 @@
 //! another is plain), English stopwords dropped, and identifiers kept whole as well
 //! as split (`billing_worker`, `RetryPolicy`, `src/store/mod.rs`, `localhost:5433`, `s1234`), so a
 //! question naming an identifier matches it exactly and a question in plain words still finds it.
+//! A command-line flag of one letter (`-X`) is a term of its own, its case kept.
 
 use std::sync::OnceLock;
 
@@ -12,10 +13,11 @@ use rust_stemmers::Stemmer;
 
 /// The version of the analysis below that a bank's index was written with (kept per bank, see
 /// `index::step_15`): 0 before Han characters were indexed alone and Korean particles dropped
-/// (1); 1 before a text's language chose its stems (2). Raising it takes a schema
-/// step that marks the banks with memories stale (`index::step_16`); a new bank is written with
-/// the current one.
-pub const ANALYSIS: i64 = 2;
+/// (1); 1 before a text's language chose its stems (2); 2 before a command-line flag of one
+/// letter (`-X`) was a term (3). Raising it takes a schema step that keeps the banks with
+/// memories stale and marks the empty ones current (`index::empty_banks_current`); a new bank
+/// is written with the current one.
+pub const ANALYSIS: i64 = 3;
 
 /// The language whose rules analyse `text` under analysis `analysis`: `None` before 2, when
 /// every text was read by English rules alone.
@@ -24,12 +26,24 @@ pub fn language(text: &str, analysis: i64) -> Option<Lang> {
 }
 
 /// Whether `term` is one that analyses after `analysis` write and it did not (a lone Han
-/// character: before 1, only a run of one character was indexed alone, which this drops too).
-/// Korean words without their particles give a subset of the pairs they gave before: nothing to
-/// drop.
+/// character: before 1, only a run of one character was indexed alone, which this drops too; a
+/// flag of one letter before 3). Korean words without their particles give a subset of the
+/// pairs they gave before: nothing to drop.
 pub fn new_since(analysis: i64, term: &str) -> bool {
     let mut chars = term.chars();
-    analysis < 1 && chars.next().is_some_and(script::is_han) && chars.next().is_none()
+    (analysis < 1 && chars.next().is_some_and(script::is_han) && chars.next().is_none())
+        || (analysis < 3 && short_flag(term).is_some())
+}
+
+/// A command-line flag of one letter as written (`-X`, `-s`; its case kept, since `-x` and `-X`
+/// are different flags), from a run of letters, digits and joiners that is nothing else (a
+/// sentence's full stop after it aside): its letter alone is too short to be a term, so a
+/// question about `-R` was asked by its other words only. `- item`, `-2`, `x-ray` and `--exec`
+/// are not flags of one letter.
+fn short_flag(run: &str) -> Option<&str> {
+    let flag = run.trim_end_matches(is_joiner);
+    let b = flag.as_bytes();
+    (b.len() == 2 && b[0] == b'-' && b[1].is_ascii_alphabetic()).then_some(flag)
 }
 
 /// One analysed term. `strong` marks identifiers and numbers: the words a search engineer would
@@ -414,6 +428,11 @@ fn korean_stem(chars: &[(usize, char)]) -> usize {
 
 fn emit_chunk(text: &str, from: usize, to: usize, lang: Option<Lang>, pos: &mut u32, out: &mut Vec<Term>) {
     let raw = &text[from..to];
+    if let Some(flag) = short_flag(raw) {
+        out.push(Term { text: flag.to_string(), pos: *pos, strong: true, start: from as u32, end: (from + 2) as u32 });
+        *pos += 1;
+        return;
+    }
     let lead = raw.len() - raw.trim_start_matches(is_joiner).len();
     let chunk = raw.trim_matches(is_joiner);
     if chunk.is_empty() {
@@ -500,6 +519,19 @@ mod tests {
 
     fn texts(s: &str) -> Vec<String> {
         analyse(s).into_iter().map(|t| t.text).collect()
+    }
+
+    #[test]
+    fn a_flag_of_one_letter_is_a_term_with_its_case() {
+        assert_eq!(texts("`fd -X rm` and (-x), -H."), ["fd", "-X", "rm", "-x", "-H"]);
+        let flag = analyse("run -s now").into_iter().find(|t| t.text == "-s").unwrap();
+        assert!(flag.strong, "an identifier: {flag:?}");
+        assert_eq!((flag.start, flag.end), (4, 6));
+        // Not flags of one letter: a list's dash, a negative number, a word with a hyphen, a long
+        // flag, a path.
+        assert_eq!(texts("- item -2 x-ray --exec a/-b"), ["item", "2", "ray", "x-ray", "exec", "a/-b"]);
+        // An index written before flags were terms is not asked for them.
+        assert!(new_since(2, "-X") && !new_since(3, "-X") && !new_since(2, "x-ray"));
     }
 
     #[test]
