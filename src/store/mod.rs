@@ -2469,6 +2469,19 @@ mod tests {
         assert!(found(&s, "what does -X do?")[0].contains("`fd -X rm`"));
     }
 
+    /// A language named by a letter and a sign is a word of the question: C++ and C# are told
+    /// apart from each other and from Go.
+    #[test]
+    fn a_question_about_c_plus_plus_finds_the_memory_about_it() {
+        let s = Store::open_in_memory().unwrap();
+        s.add(&turn("p", "the game client's protobuf code is generated for C++ by buf", "", 100)).unwrap();
+        s.add(&turn("p", "the matchmaker's protobuf code is generated for Go by buf", "", 200)).unwrap();
+        s.add(&turn("p", "the admin tool's protobuf code is generated for C# by buf", "", 300)).unwrap();
+        let first = |q: &str| s.recall("p", q, 1).unwrap().into_iter().next().map(|h| h.memory.prompt).unwrap();
+        assert!(first("where does our C++ code come from?").contains("game client"));
+        assert!(first("where does our C# code come from?").contains("admin tool"));
+    }
+
     /// A German memory is found by another form of its words (Gaszählern / Gaszähler) and by a
     /// compound of two of them (Bestandsdatei); a bank indexed before languages were told apart
     /// is asked as it was written until the backfill indexes it anew.

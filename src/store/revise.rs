@@ -382,11 +382,12 @@ pub(super) fn says_it_revises(prompt: &str, reply: &str) -> bool {
 }
 
 /// The things a memory names, from its terms and whether each is an identifier: its identifiers
-/// with a letter (a service, a file, a product; not a number or a port, nor a flag such as `-q`,
-/// which a tool's memories mention in passing whatever their subject), each once.
+/// with a letter (a service, a file, a product; not a number or a port, nor a flag such as `-q`
+/// or a language such as C++, which a project's memories mention in passing whatever their
+/// subject), each once.
 pub(super) fn names<'a>(terms: impl Iterator<Item = (&'a str, bool)>) -> Vec<&'a str> {
     let mut n: Vec<&str> = terms
-        .filter(|(t, strong)| *strong && t.chars().any(char::is_alphabetic) && !t.starts_with('-'))
+        .filter(|(t, strong)| *strong && t.chars().any(char::is_alphabetic) && !text::is_symbol(t))
         .map(|(t, _)| t)
         .collect();
     n.sort_unstable();
@@ -709,7 +710,10 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(!pairs(&s).contains(&(quiet, later)), "{:?}", pairs(&s));
-        assert_eq!(names([("-q", true), ("walker", false), ("hasresults", true)].into_iter()), ["hasresults"]);
+        assert_eq!(
+            names([("-q", true), ("c++", true), ("walker", false), ("hasresults", true)].into_iter()),
+            ["hasresults"]
+        );
     }
 
     #[test]

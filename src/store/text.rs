@@ -3,7 +3,8 @@
 //! another is plain), English stopwords dropped, and identifiers kept whole as well
 //! as split (`billing_worker`, `RetryPolicy`, `src/store/mod.rs`, `localhost:5433`, `s1234`), so a
 //! question naming an identifier matches it exactly and a question in plain words still finds it.
-//! A command-line flag of one letter (`-X`) is a term of its own, its case kept.
+//! A command-line flag of one letter (`-X`) is a term of its own, its case kept, and so is a
+//! language named by a letter and a sign (C++, C#).
 
 use std::sync::OnceLock;
 
@@ -14,7 +15,7 @@ use rust_stemmers::Stemmer;
 /// The version of the analysis below that a bank's index was written with (kept per bank, see
 /// `index::step_15`): 0 before Han characters were indexed alone and Korean particles dropped
 /// (1); 1 before a text's language chose its stems (2); 2 before a command-line flag of one
-/// letter (`-X`) was a term (3). Raising it takes a schema step that keeps the banks with
+/// letter (`-X`) and a language named by a letter and a sign (C++, C#) were terms (3). Raising it takes a schema step that keeps the banks with
 /// memories stale and marks the empty ones current (`index::empty_banks_current`); a new bank
 /// is written with the current one.
 pub const ANALYSIS: i64 = 3;
@@ -27,23 +28,32 @@ pub fn language(text: &str, analysis: i64) -> Option<Lang> {
 
 /// Whether `term` is one that analyses after `analysis` write and it did not (a lone Han
 /// character: before 1, only a run of one character was indexed alone, which this drops too; a
-/// flag of one letter before 3). Korean words without their particles give a subset of the
-/// pairs they gave before: nothing to drop.
+/// [`symbol`] before 3). Korean words without their particles give a subset of the pairs they
+/// gave before: nothing to drop.
 pub fn new_since(analysis: i64, term: &str) -> bool {
     let mut chars = term.chars();
     (analysis < 1 && chars.next().is_some_and(script::is_han) && chars.next().is_none())
-        || (analysis < 3 && short_flag(term).is_some())
+        || (analysis < 3 && is_symbol(term))
 }
 
-/// A command-line flag of one letter as written (`-X`, `-s`; its case kept, since `-x` and `-X`
-/// are different flags), from a run of letters, digits and joiners that is nothing else (a
-/// sentence's full stop after it aside): its letter alone is too short to be a term, so a
-/// question about `-R` was asked by its other words only. `- item`, `-2`, `x-ray` and `--exec`
-/// are not flags of one letter.
-fn short_flag(run: &str) -> Option<&str> {
-    let flag = run.trim_end_matches(is_joiner);
-    let b = flag.as_bytes();
-    (b.len() == 2 && b[0] == b'-' && b[1].is_ascii_alphabetic()).then_some(flag)
+/// The term a run of letters, digits and joiners that is nothing else makes (a sentence's full
+/// stop or colon after it aside), where its letter alone is too short to be one: a command-line
+/// flag of one letter as written (`-X`, `-s`; its case kept, since `-x` and `-X` are different
+/// flags), or a language named by a letter and a sign (`c++`, `c#`, `f#`). Without it, "what
+/// changes with -R?" was asked by "changes" alone and "the C++ client" by "client". `- item`,
+/// `-2`, `x-ray`, `--exec` and `#813` are none of these.
+fn symbol(run: &str) -> Option<String> {
+    let run = run.trim_end_matches(['.', ':']);
+    match run.as_bytes() {
+        [b'-', c] if c.is_ascii_alphabetic() => Some(run.to_string()),
+        [c, b'+', b'+'] | [c, b'#'] if c.is_ascii_alphabetic() => Some(run.to_ascii_lowercase()),
+        _ => None,
+    }
+}
+
+/// Whether a term is a [`symbol`]: a flag of one letter or a language such as C++.
+pub fn is_symbol(term: &str) -> bool {
+    symbol(term).is_some_and(|s| s == term)
 }
 
 /// One analysed term. `strong` marks identifiers and numbers: the words a search engineer would
@@ -428,8 +438,9 @@ fn korean_stem(chars: &[(usize, char)]) -> usize {
 
 fn emit_chunk(text: &str, from: usize, to: usize, lang: Option<Lang>, pos: &mut u32, out: &mut Vec<Term>) {
     let raw = &text[from..to];
-    if let Some(flag) = short_flag(raw) {
-        out.push(Term { text: flag.to_string(), pos: *pos, strong: true, start: from as u32, end: (from + 2) as u32 });
+    if let Some(term) = symbol(raw) {
+        let end = (from + term.len()) as u32;
+        out.push(Term { text: term, pos: *pos, strong: true, start: from as u32, end });
         *pos += 1;
         return;
     }
@@ -532,6 +543,16 @@ mod tests {
         assert_eq!(texts("- item -2 x-ray --exec a/-b"), ["item", "2", "ray", "x-ray", "exec", "a/-b"]);
         // An index written before flags were terms is not asked for them.
         assert!(new_since(2, "-X") && !new_since(3, "-X") && !new_since(2, "x-ray"));
+    }
+
+    #[test]
+    fn a_language_named_by_a_letter_and_a_sign_is_a_term() {
+        assert_eq!(texts("the client in C++, the tools in C# and F#."), ["client", "c++", "tool", "c#", "f#"]);
+        let t = analyse("port it to C++: now").into_iter().find(|t| t.text == "c++").unwrap();
+        assert!(t.strong && (t.start, t.end) == (11, 14), "{t:?}");
+        // Not a language: an issue number, a sum, a longer name.
+        assert_eq!(texts("#813 1+1 ab++"), ["813", "1", "1", "1+1", "ab"]);
+        assert!(new_since(2, "c++") && new_since(2, "c#") && !new_since(3, "c++") && !new_since(2, "813"));
     }
 
     #[test]
