@@ -965,9 +965,15 @@ fn concurrent_hooks_write_whole_json_log_lines_and_rotation_loses_none() {
         }
     }
     assert!(logs.join("hook.log.1").exists(), "the log was rotated");
+    let z = "z".repeat(200);
     let fired = lines.iter().filter(|v| v["msg"].as_str().is_some_and(|m| m.starts_with("fired"))).count();
-    assert_eq!(lines.len(), n_fill + fired, "no line lost");
-    assert_eq!(fired, n, "one debug line per hook");
+    let filled = lines.iter().filter(|v| v["msg"].as_str() == Some(z.as_str())).count();
+    // Every line is whole JSON (parsed above). A line besides these is a hook's own note (on a
+    // loaded machine: a deadline passed, a wait for the store), printed if a count is off.
+    let others: Vec<&Value> =
+        lines.iter().filter(|v| v["msg"].as_str().is_none_or(|m| !m.starts_with("fired") && m != z)).collect();
+    assert_eq!(filled, n_fill, "no line lost in the rotation; other lines: {others:?}");
+    assert_eq!(fired, n, "one debug line per hook; other lines: {others:?}");
 }
 
 #[test]
