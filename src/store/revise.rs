@@ -286,7 +286,7 @@ const SPLIT_GAP: usize = 4;
 /// in its clause.
 fn particle_follows(text: &str, at: usize, particles: &[&str]) -> bool {
     let rest = &text[at..];
-    let ends = |(j, c): (usize, char)| matches!(c, ',' | ';' | ':') || ends_sentence(rest, j, c);
+    let ends = |(j, c): (usize, char)| ends_clause(c) || ends_sentence(rest, j, c);
     let clause = rest.char_indices().find(|&jc| ends(jc)).map_or(rest.len(), |(j, _)| j);
     words(&rest[..clause]).skip(1).take(SPLIT_GAP + 1).any(|(_, w)| particles.contains(&w))
 }
@@ -319,6 +319,12 @@ fn ends_sentence(text: &str, j: usize, c: char) -> bool {
     }
 }
 
+/// Whether `c` ends a clause within a sentence (a comma, a semicolon or a colon, in Latin or CJK
+/// form, or an enumeration comma).
+fn ends_clause(c: char) -> bool {
+    matches!(c, ',' | ';' | ':' | '，' | '；' | '：' | '、')
+}
+
 /// Openings of a question that asks for something to be done rather than whether to do it.
 const REQUESTS: &[&str] = &["can you", "could you", "would you", "will you", "can we", "please"];
 
@@ -331,9 +337,8 @@ fn weighs(text: &str, at: usize) -> bool {
     // Chinese asks "whether" by saying both ("会不会", "要不要"), often with no question mark:
     // in the cue's own clause.
     let to = end.map_or(text.len(), |(j, _)| j);
-    let clause = |c: char| matches!(c, ',' | ';' | '，' | '；' | '、');
-    let from = text[start..at].rfind(clause).map_or(start, |j| start + j);
-    let upto = text[at..to].find(clause).map_or(to, |j| at + j);
+    let from = text[start..at].rfind(ends_clause).map_or(start, |j| start + j);
+    let upto = text[at..to].find(ends_clause).map_or(to, |j| at + j);
     if WHETHER.iter().any(|w| text[from..upto].contains(w)) {
         return true;
     }

@@ -13,11 +13,11 @@ use crate::script::{self, is_cjk};
 use rust_stemmers::Stemmer;
 
 /// The version of the analysis below that a bank's index was written with (kept per bank, see
-/// `index::step_15`): 0 before Han characters were indexed alone and Korean particles dropped
-/// (1); 1 before a text's language chose its stems (2); 2 before a command-line flag of one
-/// letter (`-X`) and a language named by a letter and a sign (C++, C#) were terms (3). Raising it takes a schema step that keeps the banks with
-/// memories stale and marks the empty ones current (`index::empty_banks_current`); a new bank
-/// is written with the current one.
+/// `index::step_15`): 0 before Han characters were indexed alone and Korean particles dropped (1);
+/// 1 before a text's language chose its stems (2); 2 before a command-line flag of one letter
+/// (`-X`) and a language named by a letter and a sign (C++, C#) were terms (3). Raising it takes a
+/// schema step that keeps the banks with memories stale and marks the empty ones current
+/// (`index::empty_banks_current`); a new bank is written with the current one.
 pub const ANALYSIS: i64 = 3;
 
 /// The language whose rules analyse `text` under analysis `analysis`: `None` before 2, when
