@@ -88,13 +88,24 @@ impl Lang {
     }
 }
 
+/// NLTK's stop-word lists (by the `stop-words` crate, written out by `build.rs`): language codes
+/// with their words, one per line.
+mod nltk {
+    include!(concat!(env!("OUT_DIR"), "/stop_words.rs"));
+}
+
+/// The words NLTK lists for the language of this code (none for a code it has no list for).
+fn listed(code: &str) -> std::str::Lines<'static> {
+    nltk::STOP_WORDS.iter().find(|(c, _)| *c == code).map_or("", |(_, words)| words).lines()
+}
+
 /// Every listed word with the languages that list it.
 fn lists() -> &'static FxHashMap<&'static str, u16> {
     static LISTS: OnceLock<FxHashMap<&'static str, u16>> = OnceLock::new();
     LISTS.get_or_init(|| {
         let mut m: FxHashMap<&'static str, u16> = FxHashMap::default();
         for lang in Lang::ALL {
-            for w in stop_words::lookup(lang.code()).unwrap_or_default() {
+            for w in listed(lang.code()) {
                 *m.entry(w).or_insert(0) |= lang.bit();
             }
         }
@@ -178,6 +189,17 @@ pub fn detect(text: &str) -> Lang {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_language_read_has_its_list() {
+        for lang in Lang::ALL {
+            let words: Vec<&str> = listed(lang.code()).collect();
+            assert!(words.len() > 50, "{:?}: {} words", lang, words.len());
+            assert!(words.iter().all(|w| !w.is_empty() && w.trim() == *w), "{lang:?}");
+        }
+        assert!(listed("de").any(|w| w == "und") && listed("en").any(|w| w == "the"));
+        assert_eq!(listed("xx").count(), 0);
+    }
 
     #[test]
     fn a_text_is_in_the_language_its_function_words_are() {
