@@ -643,8 +643,46 @@ pub fn rerank_reading<E>(
     if candidates.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
-    let top_bm25 = candidates.iter().map(|c| c.bm25).fold(0.0f32, f32::max).max(1e-6);
     let sets: Vec<Words> = candidates.iter().map(|c| Words::of(&c.fields)).collect();
+    let scores = score(q, candidates, revisions, &sets);
+    let superseded_by = supersessions(q, candidates, revisions, &scores, &sets);
+    let mut sel = select(candidates, &scores, &superseded_by, &sets, limit);
+    let kept = keep_lexical_best(&mut sel, candidates, &scores.lexical, limit);
+    let mut picked = sel.picked;
+    let shown: Vec<i64> =
+        picked.iter().flat_map(|(i, with)| std::iter::once(i).chain(with)).map(|&i| candidates[i].doc).collect();
+    let passages = passages(&shown)?;
+    later_first(&mut picked, candidates, &scores.of, SHOWN_SUBJECT_COS, &passages);
+    Ok(picked
+        .into_iter()
+        .map(|(i, with)| Ranked {
+            doc: candidates[i].doc,
+            score: scores.of.get(&i).copied().unwrap_or(0.0),
+            superseded_by: superseded_by.get(&i).map(|&n| candidates[n].doc),
+            with: with.into_iter().map(|j| candidates[j].doc).collect(),
+            kept: kept.contains(&i),
+        })
+        .collect())
+}
+
+/// The candidates' scores, as the supersession rules and the selection read them.
+struct Scores {
+    /// Candidates (by index) and their scores, best first; those under 5% of the best are left out.
+    order: Vec<(usize, f32)>,
+    /// The same, by candidate.
+    of: HashMap<usize, f32>,
+    /// How well each matches the question's words (BM25 with coverage, proximity and names).
+    lexical: Vec<f32>,
+    /// How near each is to the question by meaning alone, on the candidates' scale (0..1).
+    meaning: Vec<f32>,
+    /// A score from which a candidate answers the question about as well as the best.
+    relevant: f32,
+}
+
+/// Words and meaning fused, the question's time window, revisions scoring at least what they
+/// revise, and the support of a candidate's session.
+fn score(q: &Query, candidates: &[Candidate], revisions: &[(usize, usize)], sets: &[Words]) -> Scores {
+    let top_bm25 = candidates.iter().map(|c| c.bm25).fold(0.0f32, f32::max).max(1e-6);
     let lexical: Vec<f32> = candidates
         .iter()
         .map(|c| {
@@ -658,10 +696,9 @@ pub fn rerank_reading<E>(
         .collect();
     let dense: Vec<Option<f32>> = candidates
         .iter()
-        .zip(&sets)
+        .zip(sets)
         .map(|(c, set)| c.dense.map(|d| if set.len() < NEAR_EMPTY { d * NEAR_EMPTY_FACTOR } else { d }))
         .collect();
-    // How near each is to the question by meaning alone, on the candidates' scale (0..1).
     let meaning = nearness(&dense);
     let fused = fuse(&lexical, dense.iter().any(Option::is_some).then_some(&meaning[..]));
     let mut scored: Vec<(usize, f32)> = candidates
@@ -685,13 +722,25 @@ pub fn rerank_reading<E>(
     let floor = scored[0].1 * 0.05;
     scored.retain(|(_, s)| *s >= floor);
     let relevant = scored[0].1 * SAME_QUESTION;
-    let score_of: HashMap<usize, f32> = scored.iter().copied().collect();
+    let of: HashMap<usize, f32> = scored.iter().copied().collect();
+    Scores { order: scored, of, lexical, meaning, relevant }
+}
 
-    // Supersession: two candidates on the same subject, the later first. Either the later one
-    // restates the earlier (both cover nearly the same words of the question, at least half of
-    // it, and say much the same otherwise), or it says it revises something (`actually`,
-    // `switch`, `instead`, …), answers a good part of the question, and shares an identifier of
-    // the question or half of it with the earlier one, and some of its wording.
+/// Which candidate supersedes which: a recorded revision, or two candidates on the same
+/// subject, the later superseding the earlier. Either the later one
+/// restates the earlier (both cover nearly the same words of the question, at least half of
+/// it, and say much the same otherwise), or it says it revises something (`actually`,
+/// `switch`, `instead`, …), answers a good part of the question, and shares an identifier of
+/// the question or half of it with the earlier one, and some of its wording.
+fn supersessions(
+    q: &Query,
+    candidates: &[Candidate],
+    revisions: &[(usize, usize)],
+    scores: &Scores,
+    sets: &[Words],
+) -> HashMap<usize, usize> {
+    let Scores { order: scored, of: score_of, meaning, relevant, .. } = scores;
+    let relevant = *relevant;
     let mut superseded_by: HashMap<usize, usize> = HashMap::default();
     for &(older, newer) in revisions {
         let later = |a: usize, b: usize| {
@@ -775,10 +824,21 @@ pub fn rerank_reading<E>(
             superseded_by.entry(older).or_insert(newer);
         }
     }
+    superseded_by
+}
 
-    // Selection: near-duplicates out, sessions taken in turn (a session's other good turns go
-    // with its best one, in the same item, so a follow-up is shown with the turn that gives it
-    // its meaning), supersessions honoured.
+/// The items shown, at most `limit`: near-duplicates out, sessions taken in turn (a session's other good turns go
+/// with its best one, in the same item, so a follow-up is shown with the turn that gives it
+/// its meaning), supersessions honoured.
+fn select<'a>(
+    candidates: &'a [Candidate],
+    scores: &Scores,
+    superseded_by: &HashMap<usize, usize>,
+    sets: &[Words],
+    limit: usize,
+) -> Selection<'a> {
+    let Scores { order: scored, of: score_of, relevant, .. } = scores;
+    let relevant = *relevant;
     let order: Vec<usize> = scored.iter().map(|(i, _)| *i).collect();
     let mut sel = Selection { picked: Vec::new(), used: HashSet::default(), seen: HashSet::default() };
     for pass in 0..2 {
@@ -805,25 +865,30 @@ pub fn rerank_reading<E>(
             // still marked on it when shown.
             if let Some(&newer) = superseded_by.get(&i) {
                 if sel.picked.len() < limit && !sel.used.contains(&newer) {
-                    sel.pick(newer, candidates, &order, &score_of, &sets);
+                    sel.pick(newer, candidates, &order, score_of, sets);
                 }
             } else if sel.picked.len() + 2 <= limit && score_of[&i] >= relevant {
-                if let Some(j) = successor(i, candidates, &order, &score_of, &sel.used) {
-                    sel.pick(j, candidates, &order, &score_of, &sets);
+                if let Some(j) = successor(i, candidates, &order, score_of, &sel.used) {
+                    sel.pick(j, candidates, &order, score_of, sets);
                 }
             }
             // The memory that went first may have taken this one along (a revision in the same
             // session shows its session's other good turns with it): shown once.
             if sel.picked.len() < limit && !sel.used.contains(&i) {
-                sel.pick(i, candidates, &order, &score_of, &sets);
+                sel.pick(i, candidates, &order, score_of, sets);
             }
         }
     }
-    // Never below BM25: the memory plain BM25 ranks first over the whole question is shown,
-    // whatever the fusion and the rerank made of it, and so is the one the words alone rank
-    // first (BM25 with how much of the question it covers): a meaning that puts many memories
-    // about one service close together must not hide the one that answers (in the last slots
-    // when they fell out).
+    sel
+}
+
+/// Never below BM25: puts among the items the memories plain BM25 and the words alone rank
+/// first, and returns them. The memory plain BM25 ranks first over the whole question is shown,
+/// whatever the fusion and the rerank made of it, and so is the one the words alone rank
+/// first (BM25 with how much of the question it covers): a meaning that puts many memories
+/// about one service close together must not hide the one that answers (in the last slots
+/// when they fell out).
+fn keep_lexical_best(sel: &mut Selection, candidates: &[Candidate], lexical: &[f32], limit: usize) -> Vec<usize> {
     let best = |by: &dyn Fn(usize) -> f32| (0..candidates.len()).max_by(|&a, &b| by(a).total_cmp(&by(b)));
     let mut kept: Vec<usize> = Vec::with_capacity(2);
     for p in [best(&|i| lexical[i]), best(&|i| candidates[i].bm25)].into_iter().flatten() {
@@ -844,21 +909,7 @@ pub fn rerank_reading<E>(
         }
         sel.picked.push((p, Vec::new()));
     }
-    let mut picked = sel.picked;
-    let shown: Vec<i64> =
-        picked.iter().flat_map(|(i, with)| std::iter::once(i).chain(with)).map(|&i| candidates[i].doc).collect();
-    let passages = passages(&shown)?;
-    later_first(&mut picked, candidates, &score_of, SHOWN_SUBJECT_COS, &passages);
-    Ok(picked
-        .into_iter()
-        .map(|(i, with)| Ranked {
-            doc: candidates[i].doc,
-            score: score_of.get(&i).copied().unwrap_or(0.0),
-            superseded_by: superseded_by.get(&i).map(|&n| candidates[n].doc),
-            with: with.into_iter().map(|j| candidates[j].doc).collect(),
-            kept: kept.contains(&i),
-        })
-        .collect())
+    kept
 }
 
 /// Adds to each candidate's score [`SESSION_SUPPORT`] of the best score among the other
