@@ -25,6 +25,23 @@ fn few(ids: Within) -> Option<Within> {
 /// How many revisions of a revision are followed from a candidate.
 const REVISION_DEPTH: usize = 3;
 
+/// A question as one bank is asked it ([`Store::asked`]).
+struct Asked {
+    bank_id: i64,
+    /// The analysis the bank's index was written with.
+    analysis: i64,
+    /// The bank's mean weighted length of a memory.
+    avgdl: f32,
+    q: Query,
+    /// Each term the bank has: its id and in how many memories it is.
+    ids: std::collections::HashMap<String, (i64, u32)>,
+    /// The memories written within the time the question names, if few enough to single out.
+    within: Option<Within>,
+    /// Whether the question has a term at all, before those the bank lacks are dropped: one of
+    /// stopwords alone ("the of a") asks nothing, by its words or its meaning.
+    has_terms: bool,
+}
+
 /// Characters of a candidate's prompt and of its reply read when candidates are reranked.
 const RERANK_TEXT: usize = 4000;
 
@@ -135,57 +152,16 @@ impl Store {
     /// meaning, or as a revision of one).
     fn ranked_among(&self, bank: &str, query: &str, limit: usize) -> Result<(Vec<Hit>, rustc_hash::FxHashSet<i64>)> {
         let c = &*self.conn;
-        let bank_row: Option<(i64, i64, i64, i64)> = c
-            .prepare_cached("SELECT id, docs, len, analysis FROM banks WHERE name = ?1")?
-            .query_row([bank], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-            .optional()?;
-        let Some((bank_id, docs, len, analysis)) = bank_row else { return Ok(Default::default()) };
-        if docs == 0 || limit == 0 {
+        let Some(Asked { bank_id, analysis, avgdl, q, ids, within, has_terms }) = self.asked(bank, query, limit)?
+        else {
             return Ok(Default::default());
-        }
-        let mut q = Query::parse_as(query, analysis);
-        // A bank indexed by an older analysis (until it is indexed anew, see [`Store::backfill`])
-        // is asked only for the terms that analysis wrote: a term it lacked would be matched in
-        // the memories written since, and raise them above the older ones for it alone.
-        if analysis < text::ANALYSIS {
-            q.terms.retain(|t| !text::new_since(analysis, &t.text));
-        }
-        let (window, within) = self.window(bank_id, query)?;
-        q.window = window;
-        // A question of stopwords alone ("the of a") asks nothing, by its words or its meaning.
+        };
         let model = crate::embed::Model::get();
         let mode = recall_mode();
         // Asked for only once the words have been searched: a prefetched question
         // ([`prefetch_question`]) is computed meanwhile on the other core.
-        let asks = !q.terms.is_empty() && mode != Mode::Lexical;
+        let asks = has_terms && mode != Mode::Lexical;
         let question = || if asks { model.question(query) } else { None };
-        let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
-        // The terms the bank lacks, so that none is looked up twice.
-        let mut absent: Vec<String> = Vec::new();
-        let mut look_up = |term: &str| -> Result<bool> {
-            if ids.contains_key(term) {
-                return Ok(true);
-            }
-            if absent.iter().any(|a| a == term) {
-                return Ok(false);
-            }
-            match index::term_df(c, bank_id, term)? {
-                Some(found) => {
-                    ids.insert(term.to_string(), found);
-                    Ok(true)
-                }
-                None => {
-                    absent.push(term.to_string());
-                    Ok(false)
-                }
-            }
-        };
-        for t in &q.terms {
-            look_up(&t.text)?;
-        }
-        q.split_compounds(look_up)?;
-        q.weigh(docs as u32, |t| ids.get(t).map(|x| x.1));
-        let avgdl = len as f32 / docs as f32 / index::UNIT;
         if matches!(mode, Mode::Semantic | Mode::Fusion) {
             let mut lists: Vec<Vec<Posting>> = Vec::with_capacity(q.scan);
             for t in &q.terms[..q.scan] {
@@ -248,27 +224,7 @@ impl Store {
         if memories.is_empty() {
             return Ok(Default::default());
         }
-        // The later memories that revise a candidate come with it, and the ones that revise
-        // those (a decision changed twice), whatever their own words.
-        let mut links: Vec<(i64, i64)> = Vec::new();
-        let mut frontier: Vec<i64> = memories.iter().map(|(_, m)| m.id).collect();
-        for _ in 0..REVISION_DEPTH {
-            let found = revise::revisers(c, &frontier)?;
-            frontier.clear();
-            for (older, newer) in found {
-                links.push((older, newer));
-                if !memories.iter().any(|(_, m)| m.id == newer) {
-                    if let Some((m, dl)) = self.get_with_len(newer)? {
-                        memories.push((rank::Scored { doc: newer, score: 0.0, matched: 0 }, m));
-                        lens.push(dl);
-                        frontier.push(newer);
-                    }
-                }
-            }
-            if frontier.is_empty() {
-                break;
-            }
-        }
+        let links = self.with_revisers(&mut memories, &mut lens)?;
         // Each candidate's subject (its first vector) and its cosine with the question (its
         // nearest passage's).
         // Those the search by meaning read already are not read again.
@@ -336,6 +292,88 @@ impl Store {
             })
             .collect();
         Ok((hits, among))
+    }
+
+    /// The bank's statistics and the question as this bank is asked it: its terms looked up
+    /// (a compound the bank lacks by its parts) and weighed, and the time it names. `None` when
+    /// the bank is empty or unknown, or nothing is asked for.
+    fn asked(&self, bank: &str, query: &str, limit: usize) -> Result<Option<Asked>> {
+        let c = &*self.conn;
+        let bank_row: Option<(i64, i64, i64, i64)> = c
+            .prepare_cached("SELECT id, docs, len, analysis FROM banks WHERE name = ?1")?
+            .query_row([bank], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .optional()?;
+        let Some((bank_id, docs, len, analysis)) = bank_row else { return Ok(None) };
+        if docs == 0 || limit == 0 {
+            return Ok(None);
+        }
+        let mut q = Query::parse_as(query, analysis);
+        // A bank indexed by an older analysis (until it is indexed anew, see [`Store::backfill`])
+        // is asked only for the terms that analysis wrote: a term it lacked would be matched in
+        // the memories written since, and raise them above the older ones for it alone.
+        if analysis < text::ANALYSIS {
+            q.terms.retain(|t| !text::new_since(analysis, &t.text));
+        }
+        let (window, within) = self.window(bank_id, query)?;
+        q.window = window;
+        let has_terms = !q.terms.is_empty();
+        let mut ids: std::collections::HashMap<String, (i64, u32)> = std::collections::HashMap::new();
+        // The terms the bank lacks, so that none is looked up twice.
+        let mut absent: Vec<String> = Vec::new();
+        let mut look_up = |term: &str| -> Result<bool> {
+            if ids.contains_key(term) {
+                return Ok(true);
+            }
+            if absent.iter().any(|a| a == term) {
+                return Ok(false);
+            }
+            match index::term_df(c, bank_id, term)? {
+                Some(found) => {
+                    ids.insert(term.to_string(), found);
+                    Ok(true)
+                }
+                None => {
+                    absent.push(term.to_string());
+                    Ok(false)
+                }
+            }
+        };
+        for t in &q.terms {
+            look_up(&t.text)?;
+        }
+        q.split_compounds(look_up)?;
+        q.weigh(docs as u32, |t| ids.get(t).map(|x| x.1));
+        let avgdl = len as f32 / docs as f32 / index::UNIT;
+        Ok(Some(Asked { bank_id, analysis, avgdl, q, ids, within, has_terms }))
+    }
+
+    /// Brings along the later memories that revise a candidate, and the ones that revise those
+    /// (a decision changed twice), whatever their own words; returns every (older, newer) pair.
+    fn with_revisers(
+        &self,
+        memories: &mut Vec<(rank::Scored, Memory)>,
+        lens: &mut Vec<u32>,
+    ) -> Result<Vec<(i64, i64)>> {
+        let mut links: Vec<(i64, i64)> = Vec::new();
+        let mut frontier: Vec<i64> = memories.iter().map(|(_, m)| m.id).collect();
+        for _ in 0..REVISION_DEPTH {
+            let found = revise::revisers(&self.conn, &frontier)?;
+            frontier.clear();
+            for (older, newer) in found {
+                links.push((older, newer));
+                if !memories.iter().any(|(_, m)| m.id == newer) {
+                    if let Some((m, dl)) = self.get_with_len(newer)? {
+                        memories.push((rank::Scored { doc: newer, score: 0.0, matched: 0 }, m));
+                        lens.push(dl);
+                        frontier.push(newer);
+                    }
+                }
+            }
+            if frontier.is_empty() {
+                break;
+            }
+        }
+        Ok(links)
     }
 
     /// The time `query` names, placed on the calendar as seen today; if the bank holds nothing
