@@ -635,7 +635,7 @@ impl Tx {
 }
 
 /// A moment of [`Tx::place`] at which a unit test can act as another program writing `path`
-/// (see [`moments`]); nothing happens outside tests.
+/// (see the test-only `moments`); nothing happens outside tests.
 fn moment(name: &'static str, path: &Path) {
     #[cfg(test)]
     moments::AT.with(|at| {

@@ -29,8 +29,8 @@ impl<'t> TargetPlan<'t> {
     }
 }
 
-/// [`repair::rebuild`], run again while a file it reads does not parse, as [`edit_settled`] reads
-/// one again.
+/// [`repair::rebuild`], run again while a file it reads does not parse, as
+/// `editor::edit_settled` reads one again.
 fn rebuild_settled(t: &Target) -> Result<Option<Receipt>> {
     let started = std::time::Instant::now();
     loop {

@@ -613,26 +613,17 @@ fn overlaps(a: &Words, b: &Words, share: f32) -> bool {
     small >= share * large * 0.999 && jaccard(a, b) >= share
 }
 
-/// Reranks candidates and picks up to `limit`: near-duplicates dropped, at most one memory per
-/// session until every session had its turn, a later memory on the same subject placed before
-/// the earlier one (which is marked). `revisions` are the pairs (older, newer) of candidates'
-/// indexes recorded when the newer was written ([`super::revise`]).
-pub fn rerank(q: &Query, candidates: &[Candidate], revisions: &[(usize, usize)], limit: usize) -> Vec<Ranked> {
-    let none = |_: &[i64]| Ok::<_, std::convert::Infallible>(Passages::default());
-    match rerank_reading(q, candidates, revisions, limit, none) {
-        Ok(ranked) => ranked,
-        Err(never) => match never {},
-    }
-}
-
 /// Every stored vector of some memories (their subject's and their passages'), by memory id.
 pub type Passages = std::collections::HashMap<i64, Vec<Vec<f32>>>;
 
-/// [`rerank`], with `passages` reading every vector of the memories picked (and of the turns
-/// shown with them), for their order: two memories are on one subject when a passage of one is
-/// near a vector of the other, as a decision said in the middle of a long reply is; and this
-/// holds when the question has no vector (a language the model does not read), as long as the
-/// memories have theirs.
+/// Reranks candidates and picks up to `limit`: near-duplicates dropped, at most one memory per
+/// session until every session had its turn, a later memory on the same subject placed before
+/// the earlier one (which is marked). `revisions` are the pairs (older, newer) of candidates'
+/// indexes recorded when the newer was written ([`super::revise`]). `passages` reads every
+/// vector of the memories picked (and of the turns shown with them), for their order: two
+/// memories are on one subject when a passage of one is near a vector of the other, as a
+/// decision said in the middle of a long reply is; and this holds when the question has no
+/// vector (a language the model does not read), as long as the memories have theirs.
 pub fn rerank_reading<E>(
     q: &Query,
     candidates: &[Candidate],
@@ -1204,6 +1195,15 @@ impl<'a> Selection<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`rerank_reading`] without the memories' vectors.
+    fn rerank(q: &Query, candidates: &[Candidate], revisions: &[(usize, usize)], limit: usize) -> Vec<Ranked> {
+        let none = |_: &[i64]| Ok::<_, std::convert::Infallible>(Passages::default());
+        match rerank_reading(q, candidates, revisions, limit, none) {
+            Ok(ranked) => ranked,
+            Err(never) => match never {},
+        }
+    }
 
     fn q(text: &str, df: &[(&str, u32)], docs: u32) -> Query {
         let mut q = Query::parse(text);

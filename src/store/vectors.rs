@@ -1,6 +1,6 @@
 //! Memory vectors inside the store (schema step 4), so a memory's vectors are removed in its
 //! transaction. A memory has one vector for its whole beginning and one per passage of a long
-//! prompt or reply ([`embed`]). Each bank's sign bits are packed in blocks of up to [`BLOCK`]
+//! prompt or reply ([`crate::embed`]). Each bank's sign bits are packed in blocks of up to [`BLOCK`]
 //! entries (`id` + 48 bytes each), first vectors and passages in blocks apart, so a search reads a
 //! few rows however large the bank: every first vector, and the newest passages up to
 //! [`PASSAGE_SCAN`]. The int8 codes sit one row per memory and are read only for the shortlist the
