@@ -12,6 +12,7 @@ pub mod child;
 pub mod cli;
 pub mod cmd;
 pub mod config;
+pub mod cut;
 pub mod dates;
 pub mod doctor;
 pub mod edit;

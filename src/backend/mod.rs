@@ -155,14 +155,7 @@ pub fn connect(settings: &Settings, state_dir: Option<&Path>) -> Result<Option<B
 
 /// At most `max` bytes of `s`, cut at a character boundary.
 pub(crate) fn clip(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    crate::cut::clip(s, max)
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@ pub mod tokenize;
 
 use std::sync::OnceLock;
 
+use crate::cut::floor_char;
+
 pub use ovmem_encoder::Encoder;
 
 /// The model file: see `tools/embed/export.py` (`write`) for the layout, with its matrices
@@ -313,15 +315,6 @@ pub fn passages(ids: &[u32], ends_sentence: impl Fn(u32) -> bool) -> Vec<Vec<u32
 /// The beginning of a text that is read: no more than [`MAX_TOKENS`] tokens are.
 fn head(s: &str) -> &str {
     &s[..floor_char(s, MAX_TOKENS * 12)]
-}
-
-/// The largest char boundary of `s` at or below `i`.
-fn floor_char(s: &str, i: usize) -> usize {
-    let mut i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// A stored vector: int8 components and the scale that gives them back.

@@ -17,6 +17,8 @@ use regex::bytes::{Captures, Regex as BytesRegex, RegexBuilder as BytesRegexBuil
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
 
+use crate::cut::{ceil_char, floor_char};
+
 mod rules;
 mod values;
 
@@ -70,20 +72,6 @@ fn around(text: &str, start: usize, end: usize, n: usize) -> (&str, &str) {
     let from = ceil_char(text, start.saturating_sub(n));
     let to = floor_char(text, (end + n).min(text.len()));
     (&text[from..start], &text[end..to.max(end)])
-}
-
-fn floor_char(s: &str, mut i: usize) -> usize {
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_char(s: &str, mut i: usize) -> usize {
-    while i < s.len() && !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i.min(s.len())
 }
 
 /// Which rules have a keyword in `text` (or none at all). A short text (a prompt, a reply: the

@@ -5,7 +5,8 @@
 use regex::bytes::Captures;
 
 use super::values::*;
-use super::{around, ceil_char, g, gi, span};
+use super::{around, g, gi, span};
+use crate::cut::ceil_char;
 
 /// What a rule's check says about one match.
 pub(super) enum Verdict {

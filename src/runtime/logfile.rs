@@ -26,11 +26,7 @@ pub fn line(level: &str, harness: &str, event: &str, elapsed: Duration, msg: &st
         if s.len() <= n {
             return s.to_string();
         }
-        let mut end = n;
-        while !s.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{}…", &s[..end])
+        format!("{}…", crate::cut::clip(s, n))
     };
     let (harness, event) = (clip(harness, 64), clip(event, 64));
     let mut budget = MAX_LINE;

@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 
 use super::tags;
+use crate::cut::floor_char;
 use crate::redact;
 use crate::store::text::analyse;
 use crate::store::{Hit, Kind, Memory};
@@ -225,14 +226,6 @@ fn hits(text: &str, terms: &HashSet<&str>) -> usize {
     analyse(text).iter().filter(|t| terms.contains(t.text.as_str())).count()
 }
 
-fn floor_boundary(s: &str, mut i: usize) -> usize {
-    i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
 /// The passage of `text` (at most `room` characters, `…` marking cuts) that holds the most
 /// distinct matched words, starting at a sentence or word boundary a little before them.
 pub fn window(text: &str, terms: &HashSet<&str>, room: usize) -> String {
@@ -261,7 +254,7 @@ pub fn window(text: &str, terms: &HashSet<&str>, room: usize) -> String {
     }
     // Lead in: back to the sentence (or at least the word) the first match sits in.
     let mut start = if best.1 == 0 { 0 } else { best.0.saturating_sub(span / 4) };
-    start = floor_boundary(text, start);
+    start = floor_char(text, start);
     if start > 0 {
         let lead = &text[start..best.0.max(start)];
         start = match lead.rfind(['.', '!', '?', '\n']) {

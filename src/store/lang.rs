@@ -121,10 +121,7 @@ pub const SAMPLE: usize = 800;
 /// function words (two, with no English one) are listed for it, and more of its words than
 /// English's. Words between backticks are code and not counted.
 pub fn detect(text: &str) -> Lang {
-    let mut end = text.len().min(SAMPLE);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
+    let end = crate::cut::floor_char(text, SAMPLE);
     let lists = lists();
     let mut english = 0u32;
     let mut hits = [0u32; Lang::ALL.len()];

@@ -717,12 +717,12 @@ fn score(q: &Query, candidates: &[Candidate], revisions: &[(usize, usize)], sets
     Scores { order: scored, of, lexical, meaning, relevant }
 }
 
-/// Which candidate supersedes which: a recorded revision, or two candidates on the same
-/// subject, the later superseding the earlier. Either the later one
-/// restates the earlier (both cover nearly the same words of the question, at least half of
-/// it, and say much the same otherwise), or it says it revises something (`actually`,
-/// `switch`, `instead`, …), answers a good part of the question, and shares an identifier of
-/// the question or half of it with the earlier one, and some of its wording.
+/// Which candidate supersedes which: a recorded revision, or two candidates on the same subject,
+/// the later superseding the earlier. Either the later one restates the earlier (both cover
+/// nearly the same words of the question, at least half of it, and say much the same
+/// otherwise), or it says it revises something (`actually`, `switch`, `instead`, …), answers a
+/// good part of the question, and shares an identifier of the question or half of it with the
+/// earlier one, and some of its wording.
 fn supersessions(
     q: &Query,
     candidates: &[Candidate],
@@ -730,8 +730,8 @@ fn supersessions(
     scores: &Scores,
     sets: &[Words],
 ) -> HashMap<usize, usize> {
-    let Scores { order: scored, of: score_of, meaning, relevant, .. } = scores;
-    let relevant = *relevant;
+    let Scores { order: scored, of: score_of, meaning, .. } = scores;
+    let relevant = scores.relevant;
     let mut superseded_by: HashMap<usize, usize> = HashMap::default();
     for &(older, newer) in revisions {
         let later = |a: usize, b: usize| {
@@ -818,9 +818,9 @@ fn supersessions(
     superseded_by
 }
 
-/// The items shown, at most `limit`: near-duplicates out, sessions taken in turn (a session's other good turns go
-/// with its best one, in the same item, so a follow-up is shown with the turn that gives it
-/// its meaning), supersessions honoured.
+/// The items shown, at most `limit`: near-duplicates out, sessions taken in turn (a session's
+/// other good turns go with its best one, in the same item, so a follow-up is shown with the
+/// turn that gives it its meaning), supersessions honoured.
 fn select<'a>(
     candidates: &'a [Candidate],
     scores: &Scores,
@@ -828,8 +828,8 @@ fn select<'a>(
     sets: &[Words],
     limit: usize,
 ) -> Selection<'a> {
-    let Scores { order: scored, of: score_of, relevant, .. } = scores;
-    let relevant = *relevant;
+    let Scores { order: scored, of: score_of, .. } = scores;
+    let relevant = scores.relevant;
     let order: Vec<usize> = scored.iter().map(|(i, _)| *i).collect();
     let mut sel = Selection { picked: Vec::new(), used: HashSet::default(), seen: HashSet::default() };
     for pass in 0..2 {

@@ -9,6 +9,7 @@ use rusqlite::{params, OptionalExtension};
 use super::index::{self, Posting};
 use super::rank::{self, Candidate, Query};
 use super::{facets, lang, now, revise, text, vectors, when, Hit, Memory, Store};
+use crate::cut::floor_char;
 
 /// A time window holding more memories than this does not single any out: its memories are not
 /// looked for beyond the question's best matches.
@@ -56,15 +57,6 @@ fn analyse(m: &Memory, analysis: i64) -> [Vec<text::Term>; 3] {
     }
     let of = |s: &str| text::analyse_as(s, analysis);
     [of(head(&m.prompt)), of(head(&m.reply)), of(&m.topic)]
-}
-
-/// The largest char boundary of `s` at or below `i`.
-fn floor_char(s: &str, i: usize) -> usize {
-    let mut i = i.min(s.len());
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 impl Store {
