@@ -314,6 +314,24 @@ fn the_sandbox_rule_is_left_alone_when_the_user_had_it_and_a_foreign_plugin_is_n
     home.ok(&["uninstall", "--harness", "goose", "--yes"]);
     assert_eq!(std::fs::read(&theirs).unwrap(), b"{\"name\": \"ovmem\", \"version\": \"9\"}\n");
     assert!(!home.path().join(".agents/plugins/ovmem/hooks").exists());
+    // Nothing of ovmem's is left to remove: no receipt kept for a file that was never its own,
+    // and --force does not make it ovmem's either.
+    assert!(!home.path().join(".ovmem/receipts/goose.user.json").exists());
+    home.ok(&["uninstall", "--yes", "--force"]);
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"{\"name\": \"ovmem\", \"version\": \"9\"}\n");
+
+    // Replaced with --force, then given back by uninstall, byte for byte, backups and all gone.
+    let home = Home::new();
+    let mine = b"{\"name\": \"mine\"}\r\n";
+    let theirs = home.put(".agents/plugins/ovmem/plugin.json", mine);
+    let before = home.tree();
+    home.ok(&["install", "--harness", "goose", "--force"]);
+    assert_ne!(std::fs::read(&theirs).unwrap(), mine);
+    home.ok(&["install", "--harness", "goose", "--force"]);
+    home.ok(&["uninstall", "--yes"]);
+    assert_eq!(std::fs::read(&theirs).unwrap(), mine);
+    let diff: Vec<String> = tree_diff(&before, &home.tree()).into_iter().filter(|d| !d.contains("/.ovmem")).collect();
+    assert_eq!(diff, Vec::<String>::new());
 }
 
 #[test]
@@ -391,4 +409,37 @@ fn check_and_status_read_every_new_harness() {
         drift.iter().all(|f| f["file"].as_str().unwrap().ends_with("config.toml") && f["line"].as_u64().is_some()),
         "{v}"
     );
+}
+
+/// An `ovmem` the user installed (`~/.local/bin`, as install.sh puts it) and registered by hand
+/// as an MCP server is the user's own entry, not another ovmem home's: install goes ahead and
+/// leaves it alone, and nothing ever deletes that binary.
+#[test]
+fn an_ovmem_installed_by_hand_is_not_another_home() {
+    let home = Home::new();
+    let local = home.put(".local/bin/ovmem", b"#!/bin/sh\nexit 0\n");
+    let mine = format!(
+        "{{\"theme\":\"dark\",\"mcpServers\":{{\"ovmem\":{{\"command\":\"{}\",\"args\":[\"mcp\"]}}}}}}\n",
+        local.display()
+    );
+    let claude_json = home.put(".claude.json", mine.as_bytes());
+    let out = home.ok(&["install", "--harness", "claude-code", "--yes"]);
+    assert!(stderr(&out).contains("not ovmem's"), "{}", stderr(&out));
+    assert!(home.path().join(".claude/settings.json").exists(), "the hooks are installed");
+    assert_eq!(std::fs::read_to_string(&claude_json).unwrap(), mine);
+    home.ok(&["uninstall", "--yes"]);
+    assert_eq!(std::fs::read_to_string(&claude_json).unwrap(), mine);
+    assert!(local.exists());
+
+    // `OVMEM_HOME` pointed at `~/.local` by mistake: `uninstall --all --purge` finds nothing of
+    // ovmem's there and deletes nothing from it.
+    let home = Home::new();
+    let local = home.put(".local/bin/ovmem", b"#!/bin/sh\nexit 0\n");
+    home.put(".local/state/app/history", b"mine\n");
+    let before = home.tree();
+    let root = home.path().join(".local");
+    let out = home.cmd(&["uninstall", "--all", "--purge", "--yes"]).env("OVMEM_HOME", &root).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(local.exists());
+    assert_eq!(tree_diff(&before, &home.tree()), Vec::<String>::new());
 }

@@ -225,11 +225,21 @@ fn run_all(args: &UninstallArgs, env: &Env) -> Result<i32> {
             return Ok(2);
         }
     }
+    // Its directories are deleted whole, so only from a directory that is ovmem's: one where ovmem
+    // kept receipts, memories or its privacy stamp. `OVMEM_HOME=~/.local` set by mistake must not
+    // take `~/.local/bin` with it.
+    let ovmem_home = ["receipts", "memory.db", ".private-checked"].iter().any(|n| home.join(n).exists());
     let out = install::run(env, &targets, Verb::Uninstall, opts)?;
     let mut removed: Vec<String> = Vec::new();
     let mut kept: Vec<String> = Vec::new();
     let left = receipt::paths(&home);
-    if !opts.dry_run && left.is_empty() {
+    if !opts.dry_run && left.is_empty() && !ovmem_home && !here.is_empty() {
+        Printer::new().warn(&format!(
+            "`{}` has no receipts, memories or stamp of ovmem's: not an ovmem home, so nothing was deleted from it",
+            home.display()
+        ));
+    }
+    if !opts.dry_run && left.is_empty() && ovmem_home {
         let names: Vec<&str> = TRACES.iter().chain(if args.purge { MEMORIES } else { &[] }).copied().collect();
         for n in names {
             let p = home.join(n);

@@ -260,23 +260,27 @@ fn transact(env: &Env, plans: &mut [Option<TargetPlan>], out: &mut Outcome, verb
         dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
         dirs.dedup();
         let mut post = Post { remove_files: Vec::new(), remove_empty_dirs: dirs };
+        // Nothing installed anywhere now: the lock and the empty directories of ovmem's
+        // bookkeeping go. The staged runtime goes too (memories stay), but only when this uninstall
+        // found something of ovmem's (a receipt, or entries it rebuilt one from): `OVMEM_HOME`
+        // pointed at a directory ovmem never installed into (`~/.local`) holds no runtime of
+        // ovmem's to remove.
         if receipt::paths(&home).is_empty() {
-            // Nothing installed anywhere: the staged runtime goes too. Memories stay.
+            let removed_some = plans.iter().flatten().any(|p| p.old.is_some() || p.base.is_some());
             let bin = env.runtime_bin();
-            if bin.exists() {
-                out.removed_runtime = Some(bin.clone());
+            if removed_some {
+                if bin.exists() {
+                    out.removed_runtime = Some(bin.clone());
+                }
+                post.remove_files.push(bin.clone());
+                post.remove_files.push(crate::cache::path(env));
+                post.remove_empty_dirs.extend([
+                    bin.parent().expect("bin dir").to_path_buf(),
+                    crate::cache::path(env).parent().expect("cache dir").to_path_buf(),
+                ]);
             }
-            post.remove_files.push(bin.clone());
             post.remove_files.push(home.join("locks").join("ovmem.lock"));
-            post.remove_files.push(crate::cache::path(env));
-            post.remove_empty_dirs.extend([
-                bin.parent().expect("bin dir").to_path_buf(),
-                crate::cache::path(env).parent().expect("cache dir").to_path_buf(),
-                receipt::dir(&home),
-                home.join("locks"),
-                journal::dir(&home),
-                home.clone(),
-            ]);
+            post.remove_empty_dirs.extend([receipt::dir(&home), home.join("locks"), journal::dir(&home), home.clone()]);
         }
         tx.post(post);
     }
@@ -486,6 +490,9 @@ mod tests {
     /// Runs `verb` for Claude Code's user settings in `env` through the real plan and transaction
     /// (the runtime is a link to this test binary, so nothing is staged).
     fn transact_claude(env: &Env, verb: Verb) -> Outcome {
+        // As `install::run` does: the installer's lock first (its directory marks the home as
+        // ovmem's, see `marker::staged`).
+        let _lock = lock(&env.ovmem_home()).unwrap();
         let t =
             Target { env, harness: crate::harness::find("claude-code").unwrap(), scope: Scope::User, project: None };
         let mut plans = vec![Some(plan::plan(&t, verb, Options::default()).unwrap())];

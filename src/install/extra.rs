@@ -13,7 +13,7 @@ use super::json_hooks::{drop_objects, ensure_objects, note_empty, parse, restore
 use super::{Action, EntryNote, Options, Refused};
 use crate::fsx::{self, journal::Mode};
 use crate::harness::{self, HookSpec};
-use crate::receipt::{self, EmptyContainer, Entry, FileRecord};
+use crate::receipt::{self, EmptyContainer, Entry, FileRecord, Replaced};
 
 pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     let t = p.target;
@@ -53,21 +53,36 @@ fn name(path: &std::path::Path) -> String {
 }
 
 impl Owned {
-    fn record(&self) -> FileRecord {
+    /// The receipt's record of the file as ovmem leaves it. `replacing`: the user's own file that
+    /// `--force` replaces now, given back by uninstall. A file ovmem created stays created, and a
+    /// file it replaced keeps the bytes it replaced, however often it is installed again.
+    fn record(&self, replacing: Option<&str>) -> FileRecord {
+        let before = self.record.as_ref();
+        let mut replaced = before.map(|r| r.replaced.clone()).unwrap_or_default();
+        if let Some(text) = replacing.filter(|_| replaced.is_empty()) {
+            replaced.push(Replaced { key_path: String::new(), before: text.to_string() });
+        }
         FileRecord {
             path: self.path.clone(),
             format: "owned".into(),
-            created: true,
-            created_dirs: self.record.as_ref().map(|r| r.created_dirs.clone()).unwrap_or_default(),
+            created: before.map_or(replaced.is_empty(), |r| r.created && replaced.is_empty()),
+            created_dirs: before.map(|r| r.created_dirs.clone()).unwrap_or_default(),
             entries: vec![Entry {
                 event: "file".into(),
                 key_path: name(&self.path),
                 sha256: fsx::sha256_hex(self.content.as_bytes()),
                 ..Entry::default()
             }],
-            backup_hash: self.record.as_ref().and_then(|r| r.backup_hash.clone()),
+            backup_hash: before.and_then(|r| r.backup_hash.clone()),
+            replaced,
             ..FileRecord::default()
         }
+    }
+
+    /// The user's own file that `--force` replaced at install, as it was.
+    fn replaced(&self) -> Option<&str> {
+        let r = self.record.as_ref()?;
+        r.replaced.iter().find(|r| r.key_path.is_empty()).map(|r| r.before.as_str())
     }
 
     /// Whether `text` is ovmem's: what the receipt recorded, or (without one) what ovmem writes.
@@ -86,9 +101,14 @@ impl Editor for Owned {
         if !self.install {
             return Ok(match text {
                 None => Edit::keep(None),
-                Some(t) if self.force || self.ours(t) => {
-                    Edit { after: None, notes: note(Action::Removed, None), ..Edit::default() }
-                }
+                // Never recorded, and not what ovmem writes: the user's own file, not ovmem's to
+                // remove, even with --force.
+                Some(t) if self.record.is_none() && t != self.content => Edit::keep(Some(t)),
+                Some(t) if self.force || self.ours(t) => Edit {
+                    after: self.replaced().map(String::from),
+                    notes: note(Action::Removed, None),
+                    ..Edit::default()
+                },
                 Some(t) => Edit {
                     after: Some(t.to_string()),
                     notes: note(
@@ -102,19 +122,20 @@ impl Editor for Owned {
         Ok(match text {
             None => Edit {
                 after: Some(self.content.clone()),
-                record: Some(self.record()),
+                record: Some(self.record(None)),
                 notes: note(Action::Added, None),
                 ..Edit::default()
             },
             Some(t) if t == self.content => Edit {
                 after: Some(t.to_string()),
-                record: Some(self.record()),
+                record: Some(self.record(None)),
                 notes: note(Action::Unchanged, None),
                 ..Edit::default()
             },
             Some(t) if self.force || self.ours(t) && self.record.is_some() => Edit {
                 after: Some(self.content.clone()),
-                record: Some(self.record()),
+                // A file that is not ovmem's, replaced by --force: uninstall gives it back.
+                record: Some(self.record(self.record.is_none().then_some(t))),
                 notes: note(Action::Updated, None),
                 ..Edit::default()
             },

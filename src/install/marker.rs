@@ -21,6 +21,16 @@ pub fn is_runtime_path(p: &Path) -> bool {
         && p.parent().and_then(Path::file_name).is_some_and(|n| n == "bin")
 }
 
+/// Whether `runtime` (a [`is_runtime_path`]) may be an `OVMEM_HOME`'s staged runtime: one that is
+/// gone (a removed or moved home), or one in a directory ovmem keeps its receipts or locks in. An
+/// `ovmem` the user installed and runs by hand (`~/.local/bin`, `/usr/local/bin`, `~/.cargo/bin`)
+/// is not: an entry that runs it is the user's own, and its directory is no home of ovmem's, to
+/// refuse for or to remove a runtime from.
+pub fn staged(runtime: &Path) -> bool {
+    let Some(home) = runtime.parent().and_then(Path::parent) else { return false };
+    std::fs::symlink_metadata(runtime).is_err() || home.join("receipts").is_dir() || home.join("locks").is_dir()
+}
+
 /// `…\bin\ovmem.exe` / `…/bin/ovmem` as a string, for Windows paths too (on any host).
 fn is_runtime_str(p: &str) -> bool {
     let parts: Vec<&str> = p.split(['/', '\\']).collect();
@@ -52,7 +62,7 @@ pub fn hook_runtime(cmd: &str, harness: &str, event: Option<&str>) -> Option<Pat
         return None;
     }
     let runtime = PathBuf::from(&w[0]);
-    (is_runtime_path(&runtime) && cmd == command(&runtime, harness, &w[3])).then_some(runtime)
+    (is_runtime_path(&runtime) && cmd == command(&runtime, harness, &w[3]) && staged(&runtime)).then_some(runtime)
 }
 
 /// The command line and runtime of an ovmem handler object: its `command` is ovmem's command
@@ -80,7 +90,7 @@ pub fn mcp_runtime(v: &Value) -> Option<PathBuf> {
         _ => return None,
     };
     let runtime = PathBuf::from(runtime);
-    (is_runtime_path(&runtime) && args.len() == 1 && args[0] == "mcp").then_some(runtime)
+    (is_runtime_path(&runtime) && args.len() == 1 && args[0] == "mcp" && staged(&runtime)).then_some(runtime)
 }
 
 /// Who an entry running `runtime` belongs to.
