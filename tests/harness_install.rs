@@ -443,3 +443,27 @@ fn an_ovmem_installed_by_hand_is_not_another_home() {
     assert!(local.exists());
     assert_eq!(tree_diff(&before, &home.tree()), Vec::<String>::new());
 }
+
+/// Uninstall takes ovmem out where the receipt says it put it, whatever the environment says
+/// now: an install made under another `CODEX_HOME`, `XDG_CONFIG_HOME` or `PI_CODING_AGENT_DIR`
+/// (an MCP table, an MCP entry, a plugin file, an extension) leaves nothing behind.
+#[test]
+fn uninstall_follows_the_receipt_not_todays_environment() {
+    let home = Home::new();
+    home.put("cx/config.toml", b"# mine\nmodel = \"o3\"\n");
+    home.put("xdg/opencode/opencode.json", b"{\n  // mine\n  \"theme\": \"dark\"\n}\n");
+    let before = home.tree();
+    let at = |rel: &str| home.path().join(rel).display().to_string();
+    let out = home
+        .cmd(&["install", "--harness", "codex,opencode,pi", "--yes"])
+        .env("CODEX_HOME", at("cx"))
+        .env("XDG_CONFIG_HOME", at("xdg"))
+        .env("PI_CODING_AGENT_DIR", at("pi"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_ne!(tree_diff(&before, &home.tree()).len(), 0);
+    home.ok(&["uninstall", "--yes"]);
+    let diff: Vec<String> = tree_diff(&before, &home.tree()).into_iter().filter(|d| !d.contains("/.ovmem")).collect();
+    assert_eq!(diff, Vec::<String>::new());
+}

@@ -22,9 +22,20 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     let home = t.env.ovmem_home();
     let none = HookSpec { event: "file".into(), matcher: None, timeout: None };
     let ph = t.placeholders(&bin, &home, &none);
+    let mut owned: Vec<(PathBuf, String)> = Vec::new();
     for f in &spec.owned_files {
-        let path = t.env.expand(&f.path, t.project.as_deref())?;
-        let content = harness::render(&f.template, &ph)?;
+        owned.push((t.env.expand(&f.path, t.project.as_deref())?, harness::render(&f.template, &ph)?));
+    }
+    if !install {
+        // A file the receipt names where the environment no longer places it: taken out where it
+        // was made (it is removed only while its bytes are what the receipt recorded).
+        for f in p.base.iter().flat_map(|r| r.files.iter()).filter(|f| f.format == "owned") {
+            if !owned.iter().any(|(path, _)| *path == f.path) {
+                owned.push((f.path.clone(), String::new()));
+            }
+        }
+    }
+    for (path, content) in owned {
         let record = p.record(&path);
         let editor = Owned { path: path.clone(), content, record, install, force: opts.force };
         p.file(path, Mode::Keep { new: 0o644 }, Box::new(editor))?;

@@ -25,7 +25,25 @@ fn mcp_entry(r: &FileRecord) -> Option<&Entry> {
 
 pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     let t = p.target;
-    let (Some(path), Some(key)) = (t.mcp_file()?, t.harness.manifest.mcp_key.clone()) else { return Ok(()) };
+    let Some(key) = t.harness.manifest.mcp_key.clone() else { return Ok(()) };
+    let mut paths: Vec<PathBuf> = t.mcp_file()?.into_iter().collect();
+    if !install {
+        // The files the receipt names too: an install made under another `CODEX_HOME`,
+        // `XDG_CONFIG_HOME`, `CLAUDE_CONFIG_DIR`, … is taken out where it was made.
+        for f in p.base.iter().flat_map(|r| r.files.iter()) {
+            if mcp_entry(f).is_some() && !paths.contains(&f.path) {
+                paths.push(f.path.clone());
+            }
+        }
+    }
+    for path in paths {
+        plan_file(p, install, opts, path, key.clone())?;
+    }
+    Ok(())
+}
+
+fn plan_file(p: &mut TargetPlan, install: bool, opts: Options, path: PathBuf, key: String) -> Result<()> {
+    let t = p.target;
     let record = p.record(&path);
     let editor: Box<dyn Editor> = if t.harness.manifest.mcp_format == McpFormat::Toml {
         super::mcp_toml::editor(t, install, opts, &path, key, record)?

@@ -61,7 +61,27 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
         let editor = Install { harness: id, path: path.clone(), content: desired(t)?, record, force: opts.force, ours };
         return p.file(path, Mode::Keep { new: 0o644 }, Box::new(editor));
     }
-    // Uninstall: the recorded file, or one found by its marker (an install whose receipt is lost).
+    // Uninstall: the recorded file, or one found by its marker (an install whose receipt is lost);
+    // and the file the receipt names, when the environment places it elsewhere now (an install
+    // made under another `XDG_CONFIG_HOME` or `PI_CODING_AGENT_DIR`).
+    let recorded: Vec<PathBuf> = p
+        .base
+        .iter()
+        .flat_map(|r| r.files.iter())
+        .filter(|f| f.format == FORMAT && f.path != path)
+        .map(|f| f.path.clone())
+        .collect();
+    for path in std::iter::once(path).chain(recorded) {
+        uninstall_file(p, path, opts)?;
+    }
+    Ok(())
+}
+
+fn uninstall_file(p: &mut TargetPlan, path: PathBuf, opts: Options) -> Result<()> {
+    let t = p.target;
+    let id = t.harness.id().to_string();
+    let ours = t.env.runtime_bin();
+    let record = p.record(&path);
     let (_, text) = read_text(t, &path)?;
     let marked = text.as_deref().and_then(|x| plugin_runtime(x, &id));
     if record.is_none() && marked.is_none() {
