@@ -20,6 +20,10 @@ pub enum BankMode {
     User,
 }
 
+/// Bounds of a hook's deadline (`deadline_ms`, `guard_deadline_ms`).
+const MIN_DEADLINE_MS: u64 = 100;
+const MAX_DEADLINE_MS: u64 = 60_000;
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -83,6 +87,10 @@ impl Config {
         if let Some(n) = env.var("OVMEM_DEADLINE_MS") {
             cfg.deadline_ms = n.parse().with_context(|| format!("OVMEM_DEADLINE_MS=`{n}` is not a number"))?;
         }
+        // A hook answers within a minute whatever is asked (a harness waits no longer, and a
+        // store's busy wait cannot be told more than `i32::MAX` ms).
+        cfg.deadline_ms = cfg.deadline_ms.clamp(MIN_DEADLINE_MS, MAX_DEADLINE_MS);
+        cfg.guard_deadline_ms = cfg.guard_deadline_ms.clamp(MIN_DEADLINE_MS, MAX_DEADLINE_MS);
         Ok(cfg)
     }
 
@@ -94,5 +102,26 @@ impl Config {
                 toml::from_str(&text).with_context(|| format!("`{}` is not a valid ovmem config", path.display()))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deadline past any harness's patience (or past what the store's busy wait can be told)
+    /// is held to a minute, and one too short to do anything to a tenth of a second.
+    #[test]
+    fn a_deadline_is_held_within_bounds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().display().to_string();
+        let load = |ms: &str| {
+            let vars = [("HOME", home.as_str()), ("OVMEM_HOME", home.as_str()), ("OVMEM_DEADLINE_MS", ms)];
+            let env = Env::from_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()).unwrap();
+            Config::load(&env).unwrap().deadline_ms
+        };
+        assert_eq!(load("2684354559"), MAX_DEADLINE_MS);
+        assert_eq!(load("1"), MIN_DEADLINE_MS);
+        assert_eq!(load("2500"), 2500);
     }
 }

@@ -1153,3 +1153,71 @@ fn spooled_turns_of_transcript_only_harnesses_keep_their_own_answers() {
         }
     }
 }
+
+/// A transcript path that names a FIFO is not read (opening it would wait for a writer), so the
+/// Stop answers at once, and what it spooled never holds a later hook.
+#[test]
+fn a_transcript_that_is_a_fifo_is_not_waited_for() {
+    let lab = Lab::new();
+    let fifo = lab.tmp.path().join("t.fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let p = lab.proj.to_str().unwrap();
+    let stop = format!(r#"{{"session_id":"s1","cwd":"{p}","transcript_path":"{}"}}"#, fifo.display());
+    let started = std::time::Instant::now();
+    assert_eq!(lab.hook("claude-code", "Stop", &stop), "{}");
+    let start = payload("codex", "SessionStart", &[("P", p)]);
+    lab.hook("codex", "SessionStart", &start);
+    lab.hook("codex", "SessionStart", &start);
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}\n{}", started.elapsed(), lab.log());
+}
+
+/// Logging is best effort and never holds the answer: not a FIFO at `hook.log` (opened without
+/// blocking), not a rotation lock another process holds (rotation is skipped).
+#[test]
+fn a_log_that_cannot_be_written_never_holds_the_hook() {
+    let lab = Lab::new();
+    let logs = lab.home().join(".ovmem/logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let p = lab.proj.to_str().unwrap();
+    let stop = payload("claude-code", "Stop", &[("P", p), ("REPLY", "deploys go through fly"), ("TRANSCRIPT", "")]);
+    // Past the rotation size, with the rotation lock held by another process.
+    std::fs::write(logs.join("hook.log"), vec![b'x'; 1_100_000]).unwrap();
+    let mut holder = Command::new("flock").arg(logs.join("hook.log.lock")).args(["sleep", "30"]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let (out, code) = lab.hook_with("claude-code", "PreToolUse", b"not json", &[]);
+    assert_eq!(code, 0);
+    assert_eq!(lab.hook("claude-code", "Stop", &stop), "{}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?} {out}", started.elapsed());
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // A FIFO where the log goes: nobody reads it, and the hooks answer anyway.
+    std::fs::remove_file(logs.join("hook.log")).unwrap();
+    assert!(Command::new("mkfifo").arg(logs.join("hook.log")).status().unwrap().success());
+    let started = std::time::Instant::now();
+    let (_, code) = lab.hook_with("claude-code", "PreToolUse", b"not json", &[]);
+    assert_eq!(code, 0);
+    assert_eq!(lab.hook("claude-code", "Stop", &stop), "{}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(lab.memories().iter().any(|m| m["content"].as_str().unwrap_or("").contains("fly")));
+}
+
+/// ZCode's Stop, which captures a reply once per session, spools the turn when the store is
+/// locked, as every other harness's Stop does: the check of "captured already" does not cost it.
+#[test]
+fn a_zcode_turn_is_spooled_when_the_store_is_locked() {
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    let db = lab.home().join(".ovmem/memory.db");
+    let conn = rusqlite_lock(&db);
+    let p = lab.proj.to_str().unwrap();
+    let stop = r#"{"session_id":"z1","hook_event_name":"Stop","cwd":"$P","prompt":"which port does zebra use","responseText":"zebra listens on port 7411"}"#
+        .replace("$P", p);
+    let (_, code) = lab.hook_with("zcode", "Stop", stop.as_bytes(), &[("OVMEM_DEADLINE_MS", "1000")]);
+    assert_eq!(code, 0);
+    let spooled: Vec<_> = std::fs::read_dir(lab.home().join(".ovmem/spool")).unwrap().collect();
+    assert_eq!(spooled.len(), 1, "{}", lab.log());
+    drop(conn);
+    lab.hook("codex", "SessionStart", &payload("codex", "SessionStart", &[("P", p)]));
+    assert!(lab.memories().iter().any(|m| m["content"].as_str().unwrap_or("").contains("7411")), "{}", lab.log());
+}

@@ -98,8 +98,15 @@ pub fn transcript_len(path: &Path) -> Option<u64> {
 /// `upto` bytes when given.
 fn tail_lines(path: &Path, upto: Option<u64>) -> Vec<String> {
     const TAIL: u64 = 4 << 20;
-    let Ok(mut f) = std::fs::File::open(path) else { return Vec::new() };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    // Only a regular file, opened without blocking: a transcript path that names a FIFO or a
+    // device would hold the hook until its deadline (and a spooled turn that names it, every
+    // later replay).
+    let Ok(mut f) = crate::sys::open_read_nonblocking(path) else { return Vec::new() };
+    let Ok(meta) = f.metadata() else { return Vec::new() };
+    if !meta.is_file() {
+        return Vec::new();
+    }
+    let len = meta.len();
     let end = upto.map_or(len, |u| u.min(len));
     let start = end.saturating_sub(TAIL);
     if start > 0 && f.seek(SeekFrom::Start(start)).is_err() {

@@ -55,9 +55,20 @@ pub fn append(dir: &Path, line: &[u8], rotate_at: u64) {
     if fs::metadata(&path).is_ok_and(|m| m.len() > rotate_at) {
         rotate(dir, rotate_at);
     }
-    if let Ok(mut f) = crate::sys::create_mode(OpenOptions::new().create(true).append(true), 0o600).open(&path) {
-        // One write call: the line lands whole or (disk full) not at all.
-        let _ = f.write(line);
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    // Without blocking, and only into a regular file: a FIFO or a device at `hook.log` must not
+    // hold the hook (opening a FIFO with no reader for writing fails at once).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    if let Ok(mut f) = crate::sys::create_mode(&mut options, 0o600).open(&path) {
+        if f.metadata().is_ok_and(|m| m.is_file()) {
+            // One write call: the line lands whole or (disk full) not at all.
+            let _ = f.write(line);
+        }
     }
 }
 
@@ -84,15 +95,10 @@ fn rotate(dir: &Path, rotate_at: u64) {
     // The lock goes with the descriptor.
 }
 
+/// The advisory lock (flock on Unix, LockFileEx on Windows), if no other process holds it: one
+/// that does is rotating the log already, or is stuck, and a hook never waits for either.
 fn flock(f: &File) -> bool {
-    loop {
-        // An advisory lock on every platform (flock on Unix, LockFileEx on Windows).
-        match f.lock() {
-            Ok(()) => return true,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return false,
-        }
-    }
+    f.try_lock().is_ok()
 }
 
 #[cfg(test)]

@@ -78,7 +78,8 @@ pub fn main(args: &[String]) -> i32 {
         log(env.as_ref(), harness_id, native, "error", &problem, started);
     }
     let guard_event = adapter.events.get(native) == Some(&Canonical::PreTool);
-    let deadline = Duration::from_millis(if guard_event { cfg.guard_deadline_ms } else { cfg.deadline_ms });
+    let configured = Duration::from_millis(if guard_event { cfg.guard_deadline_ms } else { cfg.deadline_ms });
+    let deadline = within_timeout(configured, harness_id, native);
 
     // The work runs on this thread; a watchdog thread only sleeps until the deadline. Whichever
     // answers first answers (the `answered` flag): past the deadline the watchdog spools what the
@@ -104,8 +105,9 @@ pub fn main(args: &[String]) -> i32 {
                 None => String::new(),
             };
             let msg = format!("deadline of {} ms passed; answered with a no-op{what}", deadline.as_millis());
-            log(env.as_ref(), &harness, &native, "error", &msg, started);
+            // The answer first: the log is best effort, after it.
             print_and_flush(&noop);
+            log(env.as_ref(), &harness, &native, "error", &msg, started);
             std::process::exit(0);
         });
     }
@@ -122,25 +124,35 @@ pub fn main(args: &[String]) -> i32 {
             std::thread::park();
         }
     }
-    let reply = match result {
-        Ok((outcome, note, effective)) => {
-            if let Some(n) = note {
-                log(env.as_ref(), harness_id, native, "info", &n, started);
-            }
-            encode::reply(&effective, native, &outcome)
-        }
-        Err(e) => {
-            log(env.as_ref(), harness_id, native, "error", &format!("{e:#}"), started);
-            encode::Reply { stdout: encode::noop(&adapter, native), ..Default::default() }
-        }
+    let (reply, logged) = match result {
+        Ok((outcome, note, effective)) => (encode::reply(&effective, native, &outcome), note.map(|n| ("info", n))),
+        Err(e) => (
+            encode::Reply { stdout: encode::noop(&adapter, native), ..Default::default() },
+            Some(("error", format!("{e:#}"))),
+        ),
     };
     if !reply.stderr.is_empty() {
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "{}", reply.stderr);
+        // A deny reason may quote what the model asked for (a path): no control sequence of it
+        // reaches the harness's terminal.
+        let _ = writeln!(err, "{}", crate::termsafe::clean(&reply.stderr));
         let _ = err.flush();
     }
     print_and_flush(&reply.stdout);
+    // The answer first: the log is best effort, after it.
+    if let Some((level, msg)) = logged {
+        log(env.as_ref(), harness_id, native, level, &msg, started);
+    }
     reply.code
+}
+
+/// The deadline, kept below the timeout ovmem's own entry gives the harness for this event
+/// (Codex ends a `SessionEnd` hook at 3 s; the configured 4 s would be past it): four fifths of
+/// it, so the no-op is out before the harness stops waiting.
+fn within_timeout(configured: Duration, harness_id: &str, native: &str) -> Duration {
+    let Some(h) = harness::find(harness_id) else { return configured };
+    let timeout = h.manifest.hooks.iter().filter(|x| x.event == native).filter_map(|x| x.timeout).min();
+    timeout.map_or(configured, |t| configured.min(h.manifest.timeout_unit.duration(t.into()) * 4 / 5))
 }
 
 fn take_pending(p: &Pending) -> Option<Spooled> {
@@ -554,7 +566,9 @@ impl Ctx<'_> {
         let ev = self.event;
         if let (true, Some(reply)) = (self.adapter.stop_once_per_reply, ev.reply.as_deref()) {
             let flag = format!("reply:{}", &crate::fsx::sha256_hex(reply.as_bytes())[..16]);
-            if !self.open()?.set_flag_once(&ev.session, &flag)? {
+            // A store that cannot say (locked, read-only, damaged) does not cost the turn: it is
+            // stored or spooled below like any other.
+            if let Ok(false) = self.open().and_then(|s| s.set_flag_once(&ev.session, &flag)) {
                 return Ok((Outcome::default(), Some("this reply was captured already in this session".into())));
             }
         }
@@ -667,4 +681,19 @@ fn log(env: Option<&Env>, harness: &str, event: &str, level: &str, msg: &str, st
     let Some(env) = env else { return };
     let line = logfile::line(level, harness, event, started.elapsed(), msg);
     logfile::append(&env.ovmem_home().join("logs"), &line, logfile::ROTATE_AT);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Codex ends a `SessionEnd` hook at 3 s: the hook answers by 2.4 s, not the configured 4 s;
+    /// an event whose entry allows more keeps the configured deadline.
+    #[test]
+    fn the_deadline_stays_below_the_entry_s_timeout() {
+        let configured = Duration::from_millis(4000);
+        assert_eq!(within_timeout(configured, "codex", "SessionEnd"), Duration::from_millis(2400));
+        assert_eq!(within_timeout(configured, "claude-code", "UserPromptSubmit"), configured);
+        assert_eq!(within_timeout(configured, "no-such-harness", "Stop"), configured);
+    }
 }

@@ -46,8 +46,25 @@ pub fn render(items: &[Item], limit: usize) -> Option<String> {
     render_shown(items, limit).map(|(block, _)| block)
 }
 
-/// The block and how many of `items` (the first ones) it shows.
+/// The block and how many of `items` (the first ones) it shows, within `limit` UTF-16 units:
+/// a harness written in JavaScript measures text by `String.length`, where a character outside
+/// the Basic Multilingual Plane (an emoji, a rare Han character) counts twice. Rendered by
+/// characters, then again in less room while its units are over.
 pub fn render_shown(items: &[Item], limit: usize) -> Option<(String, usize)> {
+    let mut within = limit;
+    for _ in 0..4 {
+        let (block, n) = render_chars(items, within)?;
+        let units = block.encode_utf16().count();
+        if units <= limit {
+            return Some((block, n));
+        }
+        within = (within * limit / units).min(within - 1);
+    }
+    None
+}
+
+/// [`render_shown`] within `limit` characters.
+fn render_chars(items: &[Item], limit: usize) -> Option<(String, usize)> {
     let head = format!("{OPEN}{PREAMBLE}");
     let room = limit.checked_sub(chars(&head) + chars(CLOSE))?;
     let n = items.len().min(room / MIN_ITEM);
@@ -82,7 +99,7 @@ fn render_item(item: &Item, budget: usize) -> String {
         if !label.is_empty() {
             label.push_str(", ");
         }
-        label.push_str(&tags::escape(h));
+        label.push_str(&tags::escape(&crate::termsafe::clean(h)));
     }
     if let Some(at) = item.superseded_by {
         label.push_str(&format!("; superseded by the entry of {}", crate::runtime::format_date(at)));
@@ -133,6 +150,9 @@ fn render_item(item: &Item, budget: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n");
+    // No escape sequence or control character reaches the agent or a terminal (a harness that
+    // takes plain text prints the block as it is).
+    let body = crate::termsafe::clean(&body);
     let mut out = head + &tags::escape(&body).replace('\n', "\n  ");
     if chars(&out) > budget {
         out = out.chars().take(budget.saturating_sub(1)).collect::<String>() + "…";
@@ -314,6 +334,30 @@ mod tests {
         assert!(block.ends_with("</ovmem-memory>"));
         assert_eq!(render(&[], 1000), None);
         assert_eq!(render(&items, 100), None);
+    }
+
+    /// Emoji and characters beyond the Basic Multilingual Plane count twice in the limit (a
+    /// JavaScript harness's `String.length`), so the block is never over it in UTF-16 units.
+    #[test]
+    fn the_limit_holds_in_utf16_units() {
+        let wide = format!("deploy notes {}", "🚀𠮷".repeat(6000));
+        let ms: Vec<Memory> = (0..5).map(|i| mem(&format!("deploy notes {i}"), &wide)).collect();
+        let terms: Vec<String> = vec!["deploy".into()];
+        let items: Vec<Item> =
+            ms.iter().map(|m| Item { memory: m, terms: &terms, superseded_by: None, with: &[] }).collect();
+        let block = render(&items, 9500).unwrap();
+        let units = block.encode_utf16().count();
+        assert!(units <= 9500 && units > 8000, "{units}");
+        assert_eq!(block.matches("\n- [").count(), 5);
+    }
+
+    /// A memory that holds escape sequences or control characters is shown without them.
+    #[test]
+    fn no_control_sequence_is_shown() {
+        let m = mem("which port for zebra", "zebra listens on 7411 \u{1b}]0;title\u{7}\u{1b}[2J\u{0} done\tok");
+        let block = render(&[Item::plain(&m)], 2000).unwrap();
+        assert!(block.contains("7411") && block.contains("done\tok"), "{block}");
+        assert!(!block.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{block:?}");
     }
 
     #[test]

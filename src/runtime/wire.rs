@@ -166,7 +166,9 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
     let v: Value = if text.trim().is_empty() {
         Value::Object(Default::default())
     } else {
-        serde_json::from_str(&text).map_err(|e| WireError::NotJson { line: e.line(), column: e.column() })?
+        serde_json::from_str(&text)
+            .or_else(|e| serde_json::from_str(&lone_surrogates_replaced(&text).ok_or(e)?))
+            .map_err(|e| WireError::NotJson { line: e.line(), column: e.column() })?
     };
     if !v.is_object() {
         return Err(WireError::NotObject);
@@ -205,6 +207,42 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
 
 /// A harness timestamp: RFC 3339 (`2026-11-29T23:26:29.519Z`, with or without a zone), or a
 /// Unix time in seconds or milliseconds. Implausible values (before 2000, after 2100) are ignored.
+/// `text` with every `\uXXXX` escape of a lone UTF-16 surrogate written `\uFFFD`, or `None`
+/// when it has none. A harness written in JavaScript cuts a string between the two halves of an
+/// emoji and `JSON.stringify` writes the half it kept so (`"ok \ud83d"`): one such escape, in a
+/// field ovmem may not even read, must not cost the whole event, as invalid UTF-8 does not.
+fn lone_surrogates_replaced(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let unit = |at: usize| -> Option<u16> {
+        let hex = b.get(at..at + 6)?;
+        if hex[0] != b'\\' || hex[1] != b'u' {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(&hex[2..]).ok()?, 16).ok()
+    };
+    let (mut out, mut from, mut i, mut found) = (String::with_capacity(text.len()), 0, 0, false);
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match unit(i) {
+            Some(0xD800..=0xDBFF) if unit(i + 6).is_some_and(|low| (0xDC00..=0xDFFF).contains(&low)) => i += 12,
+            Some(0xD800..=0xDFFF) => {
+                out.push_str(&text[from..i]);
+                out.push_str("\\uFFFD");
+                i += 6;
+                from = i;
+                found = true;
+            }
+            // Any other escape (`\\` included) is two characters at least: skip them together.
+            _ => i += 2,
+        }
+    }
+    out.push_str(&text[from..]);
+    found.then_some(out)
+}
+
 pub fn parse_time(v: &Value) -> Option<i64> {
     let secs = match v {
         Value::Number(n) => {
@@ -253,6 +291,20 @@ mod tests {
         let e = parse(&a, "PreToolUse", sdk).unwrap();
         assert_eq!(e.tool.as_deref(), Some("read_file"));
         assert_eq!(e.tool_input, Some(serde_json::json!({"path": "a"})));
+    }
+
+    /// Half an emoji, as `JSON.stringify` writes a string cut between its surrogates, costs one
+    /// replacement character, not the event; a whole pair and an escaped backslash stay as written.
+    #[test]
+    fn a_lone_surrogate_escape_is_replaced_not_fatal() {
+        let a = adapter("claude-code");
+        let e = parse(&a, "Stop", br#"{"session_id":"s","prompt":"port \ud83d","last_assistant_message":"\udc4d x"}"#)
+            .unwrap();
+        assert_eq!(e.prompt.as_deref(), Some("port \u{FFFD}"));
+        assert_eq!(e.reply.as_deref(), Some("\u{FFFD} x"));
+        let e = parse(&a, "Stop", br#"{"session_id":"s","prompt":"ok \ud83d\udc4d \\ud83d \ud83d"}"#).unwrap();
+        assert_eq!(e.prompt.as_deref(), Some("ok \u{1F44D} \\ud83d \u{FFFD}"));
+        assert!(lone_surrogates_replaced(r#"{"a":"\ud83d\udc4d \\ud800"}"#).is_none());
     }
 
     #[test]
