@@ -467,3 +467,56 @@ fn uninstall_follows_the_receipt_not_todays_environment() {
     let diff: Vec<String> = tree_diff(&before, &home.tree()).into_iter().filter(|d| !d.contains("/.ovmem")).collect();
     assert_eq!(diff, Vec::<String>::new());
 }
+
+/// A project that is the home directory has the user-scope file as its project file: install at
+/// project scope there is refused (two receipts would own one set of entries), and uninstall at
+/// project scope leaves the user-scope entries in place.
+#[test]
+fn a_project_that_is_the_home_directory_never_takes_the_user_scope_entries() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "claude-code", "--yes"]);
+    let settings = home.path().join(".claude/settings.json");
+    let installed = std::fs::read(&settings).unwrap();
+    let out = home.run(&["install", "--harness", "claude-code", "--scope", "project", "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("your user-scope file"), "{}", stderr(&out));
+    home.run(&["uninstall", "--harness", "claude-code", "--scope", "project", "--yes"]);
+    assert_eq!(std::fs::read(&settings).unwrap(), installed);
+}
+
+/// ZCode's master switch set with --force is given back by uninstall after `repair` rebuilt a
+/// lost receipt too (the pristine copy says what it was), and the warning names the old value.
+#[test]
+fn a_forced_zcode_switch_survives_a_repaired_receipt() {
+    let home = Home::new();
+    let original = b"{\n  \"hooks\": {\"enabled\": false}\n}\n";
+    let config = home.put(".zcode/cli/config.json", original);
+    let before = home.tree();
+    let out = home.ok(&["install", "--harness", "zcode", "--yes", "--force"]);
+    assert!(stderr(&out).contains("was `false`; set to `true`"), "{}", stderr(&out));
+    std::fs::remove_dir_all(home.path().join(".ovmem/receipts")).unwrap();
+    home.ok(&["repair", "--harness", "zcode", "--yes"]);
+    home.ok(&["uninstall", "--yes"]);
+    assert_eq!(std::fs::read(&config).unwrap(), original);
+    let diff: Vec<String> = tree_diff(&before, &home.tree()).into_iter().filter(|d| !d.contains("/.ovmem")).collect();
+    assert_eq!(diff, Vec::<String>::new());
+}
+
+/// Two harnesses whose files share a directory ovmem made (`~/.gemini`, `~/.config`) leave
+/// nothing behind, whichever is uninstalled first.
+#[test]
+fn a_directory_two_harnesses_share_goes_with_the_last_of_them() {
+    for (a, b) in [("gemini-cli", "antigravity-cli"), ("opencode", "kilo-code")] {
+        for first in [a, b] {
+            let home = Home::new();
+            let before = home.tree();
+            home.ok(&["install", "--harness", a, "--yes"]);
+            home.ok(&["install", "--harness", b, "--yes"]);
+            home.ok(&["uninstall", "--harness", first, "--yes"]);
+            home.ok(&["uninstall", "--harness", if first == a { b } else { a }, "--yes"]);
+            let diff: Vec<String> =
+                tree_diff(&before, &home.tree()).into_iter().filter(|d| !d.contains("/.ovmem")).collect();
+            assert_eq!(diff, Vec::<String>::new(), "{a} and {b}, {first} first");
+        }
+    }
+}

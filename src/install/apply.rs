@@ -303,6 +303,19 @@ fn report(p: &TargetPlan, with_diff: bool) -> Report {
     }
 }
 
+/// The directories above `path` that another receipt of this home records as made by ovmem.
+fn shared_dirs(t: &Target, path: &Path) -> Vec<PathBuf> {
+    let others = receipt::load_all(&t.env.ovmem_home()).unwrap_or_default();
+    let mine = t.receipt_path();
+    others
+        .iter()
+        .filter(|(p, _)| *p != mine)
+        .flat_map(|(_, r)| r.files.iter().flat_map(|f| f.created_dirs.iter()))
+        .filter(|d| path.starts_with(d) && path != d.as_path())
+        .cloned()
+        .collect()
+}
+
 /// The receipt a target has after this run (`None`: it goes).
 fn next_receipt(p: &TargetPlan, new_trust: Vec<TrustRecord>, trust_config: Option<TrustConfig>) -> Option<Receipt> {
     let t = p.target;
@@ -328,6 +341,15 @@ fn next_receipt(p: &TargetPlan, new_trust: Vec<TrustRecord>, trust_config: Optio
                         .filter(|d| !d.is_empty())
                         .unwrap_or_else(|| f.new_dirs.clone());
                 }
+                // A directory another harness's install made (`~/.gemini` for Gemini CLI and
+                // Antigravity): this file's receipt records it too, so whichever uninstall comes
+                // last takes it out once it is empty.
+                for d in shared_dirs(t, &r.path) {
+                    if !r.created_dirs.contains(&d) {
+                        r.created_dirs.push(d);
+                    }
+                }
+                r.created_dirs.sort_by_key(|d| d.components().count());
                 r.backup_hash = f.backup_hash.clone().or_else(|| prev.and_then(|x| x.backup_hash.clone()));
                 files.push(r);
             }

@@ -165,12 +165,12 @@ pub fn set_keys(
                 ));
             }
             Some(n) if force => {
-                replaced.push(receipt::Replaced { key_path: dotted.clone(), before: doc.slice(&n).to_string() });
+                let before = doc.slice(&n).to_string();
+                replaced.push(receipt::Replaced { key_path: dotted.clone(), before: before.clone() });
                 doc.replace_value(&n, &want).map_err(err)?;
                 warnings.push(format!(
-                    "`{}`: `{dotted}` was `{}`; set to `{want}` because of --force (uninstall puts it back)",
+                    "`{}`: `{dotted}` was `{before}`; set to `{want}` because of --force (uninstall puts it back)",
                     file.display(),
-                    doc.slice(&doc.node_at(&path).expect("just set").clone())
                 ));
             }
             Some(n) => {

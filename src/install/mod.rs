@@ -70,6 +70,12 @@ pub enum Refused {
          OVMEM_HOME to a path without one"
     )]
     BadRuntimePath(PathBuf),
+    #[error(
+        "`{path}` is this project's file and your user-scope file both (the project is your home directory), so ovmem \
+         left it alone: two receipts would own the same entries. Install at user scope (without --scope project), or \
+         for a project of its own"
+    )]
+    ProjectIsUser { path: PathBuf },
 }
 
 /// One harness at one scope: where its files are and what should be in them.

@@ -90,6 +90,7 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
     if !install {
         trust::plan_untrust(&mut p)?;
     }
+    same_as_user(&mut p, install)?;
     for f in &p.files {
         if f.changed() && f.before.is_some() {
             if let Some(m) = fsx::meta(&f.real).filter(|m| m.mode & 0o222 == 0) {
@@ -110,6 +111,39 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
         p.warnings.extend(w);
     }
     Ok(p)
+}
+
+/// At project scope, a file that is also the harness's user-scope file (the project is the home
+/// directory: `~/.claude/settings.json` is both). Install refuses it, since two receipts would own
+/// the same entries and uninstalling either scope would take out the other's; uninstall of the
+/// project scope leaves it to the user scope's, with a warning.
+fn same_as_user(p: &mut TargetPlan, install: bool) -> Result<()> {
+    let t = p.target;
+    if t.scope != crate::harness::Scope::Project || t.harness.scope(crate::harness::Scope::User).is_err() {
+        return Ok(());
+    }
+    let user = Target { env: t.env, harness: t.harness, scope: crate::harness::Scope::User, project: None };
+    let mut theirs: Vec<PathBuf> = user.hook_files().unwrap_or_default();
+    theirs.extend(user.mcp_file().ok().flatten());
+    theirs.extend(user.location().ok());
+    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    let theirs: Vec<PathBuf> = theirs.iter().filter_map(|p| real(p)).collect();
+    let shared: Vec<usize> =
+        (0..p.files.len()).filter(|&i| real(&p.files[i].real).is_some_and(|r| theirs.contains(&r))).collect();
+    if let Some(&i) = shared.first() {
+        if install {
+            return Err(Refused::ProjectIsUser { path: p.files[i].path.clone() }.into());
+        }
+    }
+    for i in shared.into_iter().rev() {
+        let f = p.files.remove(i);
+        p.warnings.push(format!(
+            "`{}` is your user-scope file too (the project is your home directory); left as it is: `ovmem uninstall` \
+             at user scope removes ovmem's entries from it",
+            f.path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// A backup path ovmem may use: absent, or a regular file (never a link or anything else a

@@ -200,6 +200,21 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                 // Event keys that were there before but empty keep that text; the others ovmem made.
                 rec.created_keys.sort();
                 rec.created_keys.dedup();
+                // A key ovmem set with --force (ZCode's `hooks.enabled`) that the pristine copy
+                // held otherwise: uninstall gives that value back, as with the lost receipt.
+                if let Some(b) = before.as_ref() {
+                    for (dotted, value) in &m.set_keys {
+                        let path: Vec<&str> = dotted.split('.').collect();
+                        let (Some(was), Some(now)) = (b.node_at(&path), doc.node_at(&path)) else { continue };
+                        let want = serde_json::to_value(value).ok();
+                        if doc.value(&now) == want && b.value(&was) != want {
+                            rec.replaced.push(receipt::Replaced {
+                                key_path: dotted.clone(),
+                                before: b.slice(&was).to_string(),
+                            });
+                        }
+                    }
+                }
                 files.push(rec);
             }
         }
