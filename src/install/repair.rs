@@ -207,11 +207,9 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                         let path: Vec<&str> = dotted.split('.').collect();
                         let (Some(was), Some(now)) = (b.node_at(&path), doc.node_at(&path)) else { continue };
                         let want = serde_json::to_value(value).ok();
-                        if doc.value(&now) == want && b.value(&was) != want {
-                            rec.replaced.push(receipt::Replaced {
-                                key_path: dotted.clone(),
-                                before: b.slice(&was).to_string(),
-                            });
+                        if doc.value(now) == want && b.value(was) != want {
+                            rec.replaced
+                                .push(receipt::Replaced { key_path: dotted.clone(), before: b.slice(was).to_string() });
                         }
                     }
                 }
