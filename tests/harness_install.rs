@@ -269,7 +269,8 @@ fn kimi_refuses_what_it_cannot_carry_or_parse() {
         let h = Home::new();
         let path = h.put(".kimi-code/config.toml", bad);
         let out = h.run(&["install", "--harness", "kimi-code"]);
-        assert_ne!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(bad));
+        // A file ovmem will not edit is a refusal (exit 2), whatever the reason.
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(bad));
         assert!(stderr(&out).contains(why), "{why}: {}", stderr(&out));
         assert_eq!(std::fs::read(&path).unwrap(), bad);
     }
@@ -518,5 +519,24 @@ fn a_directory_two_harnesses_share_goes_with_the_last_of_them() {
                 tree_diff(&before, &home.tree()).into_iter().filter(|d| !d.contains("/.ovmem")).collect();
             assert_eq!(diff, Vec::<String>::new(), "{a} and {b}, {first} first");
         }
+    }
+}
+
+/// Kimi Code's TOML comes back byte for byte: a last line with no line break (the receipt lost,
+/// so the `.ovmem.bak` copy tells), and a file that is only a byte-order mark.
+#[test]
+fn kimi_s_config_comes_back_without_a_receipt_and_with_its_bom() {
+    for (original, lose_receipt) in [(&b"default_model = \"k2\""[..], true), (b"\xef\xbb\xbf", false)] {
+        let home = Home::new();
+        home.put(".kimi-code/config.toml", original);
+        let before = home.tree();
+        home.ok(&["install", "--harness", "kimi-code", "--yes"]);
+        if lose_receipt {
+            std::fs::remove_dir_all(home.path().join(".ovmem/receipts")).unwrap();
+        }
+        home.ok(&["uninstall", "--harness", "kimi-code", "--yes"]);
+        let diff: Vec<String> =
+            tree_diff(&before, &home.tree()).into_iter().filter(|d| !d.contains("/.ovmem")).collect();
+        assert_eq!(diff, Vec::<String>::new(), "{}", String::from_utf8_lossy(original));
     }
 }

@@ -42,7 +42,7 @@ pub fn editor(
 }
 
 /// The `.ovmem.bak` copy beside `real`: the file before ovmem first changed it.
-fn pristine(real: &Path) -> Option<String> {
+pub fn pristine(real: &Path) -> Option<String> {
     let p = fsx::sibling(real, ".ovmem.bak");
     if !std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
         return None;

@@ -76,6 +76,8 @@ pub enum Refused {
          for a project of its own"
     )]
     ProjectIsUser { path: PathBuf },
+    #[error("`{path}`: {detail}; it was left untouched")]
+    Shape { path: PathBuf, detail: String },
 }
 
 /// One harness at one scope: where its files are and what should be in them.

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde_json::Value;
 
 use super::editor::{Edit, Editor, TargetPlan};
@@ -34,7 +34,8 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
             ours,
         })
     } else {
-        Box::new(Uninstall { harness: t.harness, path: path.clone(), key, record, force: opts.force, ours })
+        let pristine = super::mcp_toml::pristine(&crate::fsx::resolve_in(&path, t.root())?);
+        Box::new(Uninstall { harness: t.harness, path: path.clone(), key, record, force: opts.force, ours, pristine })
     };
     p.file(path, Mode::Keep { new: 0o600 }, editor)
 }
@@ -103,7 +104,8 @@ pub fn tables(text: &str, key: &str) -> Vec<Table> {
         }
     };
     for (n, line) in text.split_inclusive('\n').enumerate() {
-        let start = pos;
+        // A table on the first line starts after the byte-order mark, which is the file's.
+        let start = pos + if line.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
         pos += line.len();
         let trimmed = line.trim_start_matches('\u{feff}').trim();
         if let Some(q) = in_multi {
@@ -206,11 +208,14 @@ fn check(path: &Path, key: &str, before: &str, after: &str, commands: &[String])
     let (a, b) = (strip(before)?, strip(after));
     match b {
         Ok(b) if a == b => Ok(()),
-        _ => bail!(
-            "an edit of `{}` would have changed more than ovmem's `[[{key}]]` tables (is `{key}` defined some other way?); \
-             nothing was written",
-            path.display()
-        ),
+        _ => Err(super::Refused::Shape {
+            path: path.to_path_buf(),
+            detail: format!(
+                "an edit would have changed more than ovmem's `[[{key}]]` tables: `{key}` is defined some other way \
+                 (`{key} = [...]`?). Write it as `[[{key}]]` tables and run ovmem again"
+            ),
+        }
+        .into()),
     }
 }
 
@@ -343,6 +348,8 @@ pub struct Uninstall {
     pub record: Option<FileRecord>,
     pub force: bool,
     pub ours: PathBuf,
+    /// The `.ovmem.bak` copy: the file before ovmem first changed it.
+    pub pristine: Option<String>,
 }
 
 impl Editor for Uninstall {
@@ -402,6 +409,16 @@ impl Editor for Uninstall {
             notes.push(EntryNote::new(event, Action::Removed));
         }
         check(&self.path, &self.key, &out, text, &removed)?;
+        // Without a record of the text ovmem inserted, the separator it added after a last line
+        // with no line break is not known to be its own; the copy from before ovmem's first edit
+        // says so, when the file otherwise came back to it.
+        if let Some(p) =
+            self.pristine.as_deref().filter(|_| record.and_then(|r| r.entries.first()?.text.as_ref()).is_none())
+        {
+            if out != p && out.trim_end() == p.trim_end() && out.starts_with(p) {
+                out = p.to_string();
+            }
+        }
         let created = record.is_some_and(|r| r.created);
         let after = if created && out.trim_start_matches('\u{feff}').trim().is_empty() { None } else { Some(out) };
         Ok(Edit { after, record: None, notes, warnings })
