@@ -17,8 +17,21 @@ pub struct Env {
 impl Env {
     /// The process environment. `HOME` must be set: ovmem never guesses a home directory.
     pub fn from_process() -> Result<Self> {
-        let vars: HashMap<String, String> =
-            std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+        let mut vars: HashMap<String, String> = HashMap::new();
+        for (k, v) in std::env::vars_os() {
+            let Ok(k) = k.into_string() else { continue };
+            match v.into_string() {
+                Ok(v) => {
+                    vars.insert(k, v);
+                }
+                // Where ovmem keeps everything: one it cannot read must not send the memories and
+                // the runtime to `~/.ovmem` without a word.
+                Err(v) if k == "HOME" || k == "OVMEM_HOME" => {
+                    bail!("{k} is not valid UTF-8 ({}); set it to a path ovmem can read", v.to_string_lossy())
+                }
+                Err(_) => {}
+            }
+        }
         Self::from_vars(vars)
     }
 

@@ -540,3 +540,16 @@ fn kimi_s_config_comes_back_without_a_receipt_and_with_its_bom() {
         assert_eq!(diff, Vec::<String>::new(), "{}", String::from_utf8_lossy(original));
     }
 }
+
+/// `status` says a config that no longer parses does not parse, rather than calling ovmem's
+/// entries in it missing.
+#[test]
+fn status_says_a_broken_config_does_not_parse() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "claude-code", "--yes"]);
+    home.put(".claude/settings.json", b"{ broken\n");
+    let out = home.run(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &stderr(&out);
+    assert!(text.contains("settings.json` does not parse"), "{text}");
+    assert!(!text.contains(" missing in "), "{text}");
+}

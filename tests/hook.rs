@@ -1221,3 +1221,28 @@ fn a_zcode_turn_is_spooled_when_the_store_is_locked() {
     lab.hook("codex", "SessionStart", &payload("codex", "SessionStart", &[("P", p)]));
     assert!(lab.memories().iter().any(|m| m["content"].as_str().unwrap_or("").contains("7411")), "{}", lab.log());
 }
+
+/// An `OVMEM_HOME` that is not UTF-8 is not ignored for `~/.ovmem`: the hook answers its no-op
+/// and writes nothing anywhere.
+#[test]
+fn an_ovmem_home_that_is_not_utf8_sends_nothing_elsewhere() {
+    use std::os::unix::ffi::OsStrExt;
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap();
+    let stop = payload("claude-code", "Stop", &[("P", p), ("REPLY", "deploys go through fly"), ("TRANSCRIPT", "")]);
+    let bad = lab.tmp.path().join(std::ffi::OsStr::from_bytes(b"ov\xffhome"));
+    let mut child = Command::new(OVMEM)
+        .args(["hook", "claude-code", "Stop"])
+        .env_clear()
+        .env("HOME", lab.home())
+        .env("PATH", "/usr/bin:/bin")
+        .env("OVMEM_HOME", &bad)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stop.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!((String::from_utf8_lossy(&out.stdout).trim(), out.status.code()), ("{}", Some(0)));
+    assert!(!lab.home().join(".ovmem").exists() && !bad.exists());
+}

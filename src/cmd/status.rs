@@ -62,8 +62,8 @@ struct ScopeStatus {
 struct EntryStatus {
     event: String,
     file: PathBuf,
-    /// ok, edited, missing, unrecorded (an ovmem entry with no receipt), or foreign (another
-    /// ovmem home's)
+    /// ok, edited, missing, unrecorded (an ovmem entry with no receipt), foreign (another
+    /// ovmem home's), or unparseable (its file does not parse)
     state: &'static str,
 }
 
@@ -278,6 +278,7 @@ fn harnesses(env: &Env, project: Option<&Path>) -> Result<Vec<HarnessStatus>> {
             };
             let mut entries = entry_states(&target, &location, rec.as_ref());
             entries.extend(mcp_states(&target, rec.as_ref()));
+            unparseable(&target, &mut entries);
             let installed = rec.is_some() || receipt_error.is_some() || entries.iter().any(|e| e.state != "foreign");
             let mut trust = None;
             if rec.is_some() && installed && h.manifest.kind == InstallKind::JsonHooks && h.manifest.trust.is_some() {
@@ -402,6 +403,15 @@ fn print_harnesses(p: &Printer, env: &Env, out: &[HarnessStatus]) {
                 tilde(env, &sc.location)
             );
             for e in sc.entries.iter().filter(|e| e.state != "ok") {
+                if e.state == "unparseable" {
+                    let file = tilde(env, &e.file);
+                    println!(
+                        "      {} {}: `{file}` does not parse (`ovmem doctor` says where)",
+                        p.yellow("!"),
+                        e.event
+                    );
+                    continue;
+                }
                 println!("      {} {} {} in `{}`", p.yellow("!"), e.event, e.state, tilde(env, &e.file));
             }
             if let Some(t) = &sc.trust {
@@ -495,6 +505,22 @@ pub fn format_age(t: i64) -> String {
         a => format!("{} days ago", a / 86_400),
     };
     format!("{} ({rel})", crate::runtime::format_date(t))
+}
+
+/// An entry "missing" from a file that does not parse is not known to be missing: it is said so
+/// (`does not parse`), and `ovmem install` names the line and column.
+fn unparseable(t: &Target, entries: &mut [EntryStatus]) {
+    for e in entries.iter_mut().filter(|e| e.state == "missing") {
+        let Some(text) = read_text(t, &e.file).ok().and_then(|(_, t)| t) else { continue };
+        let broken = match e.file.extension().and_then(|x| x.to_str()) {
+            Some("toml") => text.parse::<toml::Table>().is_err(),
+            Some("json" | "jsonc") => Document::parse(&text).is_err(),
+            _ => false,
+        };
+        if broken {
+            e.state = "unparseable";
+        }
+    }
 }
 
 /// The state of the `ovmem` MCP server entries the receipt records.
