@@ -450,6 +450,26 @@ fn bad_stdin_always_gets_the_harness_no_op() {
     assert!(lab.log().contains("not JSON") && lab.log().contains("larger than 8 MiB"), "{}", lab.log());
 }
 
+/// An endless stdin is read only so far: the hook answers its no-op long before its deadline,
+/// not with a core busy until then.
+#[test]
+fn an_endless_stdin_is_left_unread() {
+    let lab = Lab::new();
+    let started = std::time::Instant::now();
+    let out = Command::new(OVMEM)
+        .args(["hook", "claude-code", "UserPromptSubmit"])
+        .env_clear()
+        .env("HOME", lab.home())
+        .current_dir(&lab.proj)
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(lab.log().contains("larger than 8 MiB"), "{}", lab.log());
+}
+
 #[test]
 fn a_locked_database_answers_in_time_and_spools_the_turn() {
     let lab = Lab::new();
@@ -468,6 +488,32 @@ fn a_locked_database_answers_in_time_and_spools_the_turn() {
     // The next session start replays it.
     lab.hook("codex", "SessionStart", &payload("codex", "SessionStart", &[("P", p)]));
     assert!(lab.memories().iter().any(|m| m["content"].as_str().unwrap().contains("90 seconds")));
+    assert_eq!(std::fs::read_dir(lab.home().join(".ovmem/spool")).unwrap().count(), 0);
+}
+
+/// Another process holding the write lock does not cost a prompt its recall: reading is not
+/// blocked, so the prompt is spooled after a short wait and the memories are shown at once; the
+/// turn that follows keeps the question.
+#[test]
+fn a_prompt_behind_another_writer_still_recalls_and_keeps_its_question() {
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    let conn = rusqlite_lock(&lab.home().join(".ovmem/memory.db"));
+    let p = lab.proj.to_str().unwrap();
+    let ask = payload("claude-code", "UserPromptSubmit", &[("P", p), ("PROMPT", QUESTION)]);
+    let started = std::time::Instant::now();
+    let out = lab.hook("claude-code", "UserPromptSubmit", &ask);
+    let took = started.elapsed();
+    assert!(out.contains("5433"), "{out}\n{}", lab.log());
+    assert!(took < std::time::Duration::from_millis(1500), "{took:?}");
+    assert_eq!(std::fs::read_dir(lab.home().join(".ovmem/spool")).unwrap().count(), 1, "{}", lab.log());
+    drop(conn);
+    let stop =
+        payload("claude-code", "Stop", &[("P", p), ("REPLY", "Use 5433, the staging port."), ("TRANSCRIPT", "")]);
+    lab.hook("claude-code", "Stop", &stop);
+    let mems = lab.memories();
+    let turn = mems.iter().find(|m| m["reply"] == "Use 5433, the staging port.").expect("the turn is stored");
+    assert_eq!(turn["prompt"], QUESTION, "{mems:?}");
     assert_eq!(std::fs::read_dir(lab.home().join(".ovmem/spool")).unwrap().count(), 0);
 }
 

@@ -34,9 +34,16 @@ use wire::Event;
 
 /// Time a session start or a stop may spend embedding memories stored without a vector.
 const BACKFILL_BUDGET: Duration = Duration::from_millis(40);
+/// How long a prompt hook's writes (the prompt buffered, the injection recorded) wait for
+/// another process's write lock. Reading is never blocked (WAL), so a prompt behind a long
+/// write spools its prompt and recalls anyway, instead of waiting out its deadline with
+/// nothing to show.
+const PROMPT_WRITE_WAIT: Duration = Duration::from_millis(200);
 
 /// Largest stdin accepted; larger payloads are drained and answered with a no-op.
 pub const STDIN_CAP: usize = 8 << 20;
+/// How much of a payload past [`STDIN_CAP`] is read and thrown away before the hook gives up.
+const STDIN_DRAIN: usize = 64 << 20;
 
 /// What a hook has taken on but not yet stored: if the deadline passes first, the main thread
 /// spools it before answering, so nothing is lost.
@@ -180,8 +187,10 @@ fn read_stdin() -> Result<Vec<u8>> {
     let mut lock = stdin.lock();
     lock.by_ref().take(STDIN_CAP as u64 + 1).read_to_end(&mut buf).context("could not read stdin")?;
     if buf.len() > STDIN_CAP {
-        // Drain the rest so the harness never sees a broken pipe, then give up on this payload.
-        let _ = std::io::copy(&mut lock, &mut std::io::sink());
+        // Drain the rest so the harness never sees a broken pipe, then give up on this payload;
+        // within reason: an endless stdin (`/dev/zero`) is left after 64 MiB more, not read
+        // with a core until the deadline.
+        let _ = std::io::copy(&mut lock.by_ref().take(STDIN_DRAIN as u64), &mut std::io::sink());
         anyhow::bail!("stdin is larger than {} MiB; ignored", STDIN_CAP >> 20);
     }
     Ok(buf)
@@ -235,7 +244,10 @@ fn answer(env: &Env, cfg: &Config, adapter: &Adapter, event: &Event, deadline: D
         cfg,
         adapter,
         event,
-        busy: deadline.mul_f32(0.8),
+        busy: match event.kind {
+            Canonical::Prompt => PROMPT_WRITE_WAIT.min(deadline.mul_f32(0.8)),
+            _ => deadline.mul_f32(0.8),
+        },
         pending: p,
         ends: Instant::now() + deadline,
         link: std::cell::OnceCell::new(),
@@ -522,7 +534,11 @@ impl Ctx<'_> {
             set_pending(self.pending, None);
             if let Err(e) = buffered {
                 spool::write(self.env, &item)?;
-                return Err(e.context("could not buffer the prompt; spooled it"));
+                // Only the write failed: a store that can be read still answers the question.
+                if store.is_err() {
+                    return Err(e.context("could not buffer the prompt; spooled it"));
+                }
+                self.note(format!("could not buffer the prompt ({e:#}); spooled it"));
             }
         }
         if clean.chars().count() < self.cfg.min_prompt_chars {

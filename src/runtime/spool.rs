@@ -240,22 +240,29 @@ fn replay_one(store: &Store, item: &Spooled) -> Result<()> {
 
 /// Stores spooled items, oldest first (only those of `session` when given); each file is
 /// removed once its item is in the store. Returns how many were stored.
+///
+/// The order is when each was taken on, to the millisecond, a prompt before a turn taken the
+/// same millisecond: a turn takes the session's prompts buffered before it, so a turn replayed
+/// ahead of an earlier turn of its session would take that turn's question as well. (File names
+/// hold only the second, and two items of one second sort by their random ids.)
 pub fn replay(env: &Env, store: &Store, session: Option<&str>) -> usize {
     let Ok(rd) = std::fs::read_dir(dir(env)) else { return 0 };
     let tag = session.map(session_tag);
-    let mut paths: Vec<PathBuf> = rd
+    let mut items: Vec<(PathBuf, Spooled)> = rd
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .filter(|p| tag.as_ref().is_none_or(|t| file_name(p).contains(&format!("-{t}-"))))
+        .filter_map(|p| {
+            let item = std::fs::read(&p).ok().and_then(|b| Spooled::parse(&b))?;
+            session.is_none_or(|s| s == item.session).then_some((p, item))
+        })
         .collect();
-    paths.sort();
+    items.sort_by(|(pa, a), (pb, b)| {
+        (a.taken_ms(), a.kind == SpoolKind::Turn, pa).cmp(&(b.taken_ms(), b.kind == SpoolKind::Turn, pb))
+    });
     let mut n = 0;
-    for path in paths {
-        let Some(item) = std::fs::read(&path).ok().and_then(|b| Spooled::parse(&b)) else { continue };
-        if session.is_some_and(|s| s != item.session) {
-            continue;
-        }
+    for (path, item) in items {
         if replay_one(store, &item).is_ok() && std::fs::remove_file(&path).is_ok() {
             n += 1;
         }
@@ -273,4 +280,51 @@ pub fn depth(env: &Env) -> (usize, Option<i64>) {
     let times: Vec<i64> =
         rd.flatten().filter_map(|e| file_name(&e.path()).split('-').next().and_then(|t| t.parse().ok())).collect();
     (times.len(), times.iter().min().copied())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(home: &Path) -> Env {
+        Env::from_vars(HashMap::from([("HOME".to_string(), home.display().to_string())])).unwrap()
+    }
+
+    /// Two turns of one session spooled within one second, the later one's file name sorting
+    /// first: each still keeps its own question.
+    #[test]
+    fn replay_follows_the_time_taken_not_the_file_name() {
+        let t = tempfile::tempdir().unwrap();
+        let env = env(t.path());
+        let store = Store::open_in_memory().unwrap();
+        let second = 1_796_619_046;
+        let at = |ms: i64, mut item: Spooled, id: &str| {
+            item.taken_at = second;
+            item.taken_ms = Some(second * 1000 + ms);
+            item.id = id.into();
+            item
+        };
+        let items = [
+            at(10, Spooled::prompt("b", "cursor", "s", "which port does a1 use?", second), "p1p1p1p1p1p1p1p1p1p1"),
+            at(20, Spooled::turn("b", "cursor", "s", None, Some("a1 uses 7011"), second), "ffffffffffffffffffff"),
+            at(30, Spooled::prompt("b", "cursor", "s", "which port does a2 use?", second), "p2p2p2p2p2p2p2p2p2p2"),
+            at(40, Spooled::turn("b", "cursor", "s", None, Some("a2 uses 7021"), second), "00000000000000000000"),
+        ];
+        for item in &items {
+            write(&env, item).unwrap();
+        }
+        assert_eq!(replay(&env, &store, Some("s")), 4);
+        let mut got: Vec<(String, String)> =
+            store.list(None, None).unwrap().into_iter().map(|m| (m.prompt, m.reply)).collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("which port does a1 use?".to_string(), "a1 uses 7011".to_string()),
+                ("which port does a2 use?".to_string(), "a2 uses 7021".to_string())
+            ]
+        );
+        assert_eq!(depth(&env).0, 0, "every file was removed");
+    }
 }
