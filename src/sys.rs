@@ -141,15 +141,30 @@ pub fn dir_mode(b: &mut DirBuilder, mode: u32) -> &mut DirBuilder {
     b
 }
 
-/// Opens `path` for reading without blocking on a FIFO and without making a terminal the
-/// controlling one (Unix); a plain open elsewhere.
-pub fn open_read_nonblocking(path: &Path) -> io::Result<File> {
+/// `options` set to open without blocking on a FIFO and without making a terminal the
+/// controlling one (Unix); unchanged elsewhere.
+pub fn nonblocking(options: &mut OpenOptions) -> &mut OpenOptions {
     #[cfg(unix)]
     if native() {
         use std::os::unix::fs::OpenOptionsExt;
-        return OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path);
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
     }
-    OpenOptions::new().read(true).open(path)
+    options
+}
+
+/// Opens `path` for reading without blocking (see [`nonblocking`]).
+pub fn open_read_nonblocking(path: &Path) -> io::Result<File> {
+    nonblocking(OpenOptions::new().read(true)).open(path)
+}
+
+/// Opens `path` for reading only if it is a regular file, checked on the open file (a FIFO, a
+/// device or a directory is refused, never waited on): `InvalidInput` otherwise.
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let f = open_read_nonblocking(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    Ok(f)
 }
 
 /// New files private to their owner from here on (umask 077); a no-op without Unix modes.

@@ -123,15 +123,15 @@ pub fn read_capped(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
     if meta.len() > max {
         bail!("`{}` is larger than {}; ovmem does not read it", path.display(), size_text(max));
     }
-    let f = match sys::open_read_nonblocking(path) {
+    // Checked again on the open file: the path could have been swapped since the stat.
+    let f = match sys::open_regular(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == ErrorKind::InvalidInput => {
+            bail!("`{}` is not a regular file; ovmem reads only regular files", path.display())
+        }
         Err(e) => return Err(e).with_context(|| format!("could not read `{}`", path.display())),
     };
-    // The path could have been swapped between the stat and the open.
-    if !f.metadata()?.is_file() {
-        bail!("`{}` is not a regular file; ovmem reads only regular files", path.display());
-    }
     let mut out = Vec::with_capacity(meta.len() as usize);
     f.take(max + 1).read_to_end(&mut out).with_context(|| format!("could not read `{}`", path.display()))?;
     if out.len() as u64 > max {

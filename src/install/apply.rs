@@ -303,16 +303,14 @@ fn report(p: &TargetPlan, with_diff: bool) -> Report {
     }
 }
 
-/// The directories above `path` that another receipt of this home records as made by ovmem.
-fn shared_dirs(t: &Target, path: &Path) -> Vec<PathBuf> {
+/// The directories the other receipts of this home record as made by ovmem.
+fn others_dirs(t: &Target) -> Vec<PathBuf> {
     let others = receipt::load_all(&t.env.ovmem_home()).unwrap_or_default();
     let mine = t.receipt_path();
     others
-        .iter()
+        .into_iter()
         .filter(|(p, _)| *p != mine)
-        .flat_map(|(_, r)| r.files.iter().flat_map(|f| f.created_dirs.iter()))
-        .filter(|d| path.starts_with(d) && path != d.as_path())
-        .cloned()
+        .flat_map(|(_, r)| r.files.into_iter().flat_map(|f| f.created_dirs))
         .collect()
 }
 
@@ -332,6 +330,7 @@ fn next_receipt(p: &TargetPlan, new_trust: Vec<TrustRecord>, trust_config: Optio
         }
         Verb::Install => {
             let mut files = Vec::new();
+            let others_dirs = others_dirs(t);
             for f in &p.files {
                 let Some(mut r) = f.edit.record.clone() else { continue };
                 let prev = p.base.as_ref().and_then(|o| o.file(&r.path));
@@ -344,9 +343,9 @@ fn next_receipt(p: &TargetPlan, new_trust: Vec<TrustRecord>, trust_config: Optio
                 // A directory another harness's install made (`~/.gemini` for Gemini CLI and
                 // Antigravity): this file's receipt records it too, so whichever uninstall comes
                 // last takes it out once it is empty.
-                for d in shared_dirs(t, &r.path) {
-                    if !r.created_dirs.contains(&d) {
-                        r.created_dirs.push(d);
+                for d in others_dirs.iter().filter(|d| r.path.starts_with(d) && r.path != **d) {
+                    if !r.created_dirs.contains(d) {
+                        r.created_dirs.push(d.clone());
                     }
                 }
                 r.created_dirs.sort_by_key(|d| d.components().count());

@@ -242,6 +242,16 @@ fn utf8(path: &Path, b: &[u8]) -> Result<String> {
 }
 
 /// Reads a file of `t` as text (confined to the project at project scope).
+/// The `.ovmem.bak` copy beside `real` (a regular file, UTF-8): the file before ovmem first
+/// changed it.
+pub fn pristine_text(real: &Path) -> Option<String> {
+    let p = fsx::sibling(real, ".ovmem.bak");
+    if !std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    String::from_utf8(fsx::read_opt(&p).ok()??).ok()
+}
+
 pub fn read_text(t: &Target, path: &Path) -> Result<(PathBuf, Option<String>)> {
     let real = fsx::resolve_in(path, t.root())?;
     let text = fsx::read_opt(&real)?.map(|b| utf8(path, &b)).transpose()?;

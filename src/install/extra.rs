@@ -29,11 +29,8 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     if !install {
         // A file the receipt names where the environment no longer places it: taken out where it
         // was made (it is removed only while its bytes are what the receipt recorded).
-        for f in p.base.iter().flat_map(|r| r.files.iter()).filter(|f| f.format == "owned") {
-            if !owned.iter().any(|(path, _)| *path == f.path) {
-                owned.push((f.path.clone(), String::new()));
-            }
-        }
+        let known: Vec<PathBuf> = owned.iter().map(|(path, _)| path.clone()).collect();
+        owned.extend(p.recorded(|f| f.format == "owned", &known).into_iter().map(|path| (path, String::new())));
     }
     for (path, content) in owned {
         let record = p.record(&path);

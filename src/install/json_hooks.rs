@@ -25,11 +25,9 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     if !install {
         // Files the receipt names that no longer match (an agent file renamed since) still get
         // ovmem's entries taken out.
-        for f in p.base.iter().flat_map(|r| r.files.iter()).filter(|f| f.format == "json") {
-            if f.entries.iter().any(|e| e.event != "mcp") && !paths.contains(&f.path) {
-                paths.push(f.path.clone());
-            }
-        }
+        let hooks = |f: &FileRecord| f.format == "json" && f.entries.iter().any(|e| e.event != "mcp");
+        let more = p.recorded(hooks, &paths);
+        paths.extend(more);
     }
     if paths.is_empty() {
         if let Some(note) = t.harness.scope(t.scope)?.files_glob_none.clone() {

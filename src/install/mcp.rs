@@ -30,11 +30,8 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     if !install {
         // The files the receipt names too: an install made under another `CODEX_HOME`,
         // `XDG_CONFIG_HOME`, `CLAUDE_CONFIG_DIR`, … is taken out where it was made.
-        for f in p.base.iter().flat_map(|r| r.files.iter()) {
-            if mcp_entry(f).is_some() && !paths.contains(&f.path) {
-                paths.push(f.path.clone());
-            }
-        }
+        let more = p.recorded(|f| mcp_entry(f).is_some(), &paths);
+        paths.extend(more);
     }
     for path in paths {
         plan_file(p, install, opts, path, key.clone())?;

@@ -36,18 +36,9 @@ pub fn editor(
         let value = t.desired_mcp()?.expect("a template");
         Box::new(Install { path, key, value, record, force: opts.force, ours, harness: t.harness.id().into() })
     } else {
-        let pristine = pristine(&fsx::resolve_in(&path, t.root())?);
+        let pristine = super::editor::pristine_text(&fsx::resolve_in(&path, t.root())?);
         Box::new(Uninstall { path, key, record, force: opts.force, ours, pristine })
     })
-}
-
-/// The `.ovmem.bak` copy beside `real`: the file before ovmem first changed it.
-pub fn pristine(real: &Path) -> Option<String> {
-    let p = fsx::sibling(real, ".ovmem.bak");
-    if !std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
-        return None;
-    }
-    String::from_utf8(fsx::read_opt(&p).ok()??).ok()
 }
 
 fn unparseable(path: &Path, detail: impl ToString) -> anyhow::Error {
@@ -506,7 +497,7 @@ pub fn rebuild(path: &Path, real: &Path, text: &str, key: &str, ours: &Path) -> 
     if marker::mcp_runtime(&value).is_none_or(|r| marker::owner(&r, ours) != Owner::Us) {
         return None;
     }
-    let before = pristine(real);
+    let before = super::editor::pristine_text(real);
     let spliced = match &before {
         Some(p) => text.strip_prefix(p.as_str()).filter(|_| only_changed(text, p, &full, None)).map(String::from),
         None => only_changed(text, "", &full, None).then(|| text.to_string()),

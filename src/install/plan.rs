@@ -27,6 +27,20 @@ impl<'t> TargetPlan<'t> {
     pub fn record(&self, path: &Path) -> Option<FileRecord> {
         self.base.as_ref().and_then(|r| r.file(path)).cloned()
     }
+
+    /// The paths the base receipt records that `filter` owns and `known` (where today's
+    /// environment places the files) lacks: an uninstall visits them too, so an install made
+    /// under another `CODEX_HOME`, `XDG_CONFIG_HOME`, … or into a file since renamed is taken
+    /// out where it was made.
+    pub fn recorded(&self, filter: impl Fn(&FileRecord) -> bool, known: &[PathBuf]) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for f in self.base.iter().flat_map(|r| r.files.iter()).filter(|f| filter(f)) {
+            if !known.contains(&f.path) && !out.contains(&f.path) {
+                out.push(f.path.clone());
+            }
+        }
+        out
+    }
 }
 
 /// [`repair::rebuild`], run again while a file it reads does not parse, as

@@ -64,13 +64,7 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     // Uninstall: the recorded file, or one found by its marker (an install whose receipt is lost);
     // and the file the receipt names, when the environment places it elsewhere now (an install
     // made under another `XDG_CONFIG_HOME` or `PI_CODING_AGENT_DIR`).
-    let recorded: Vec<PathBuf> = p
-        .base
-        .iter()
-        .flat_map(|r| r.files.iter())
-        .filter(|f| f.format == FORMAT && f.path != path)
-        .map(|f| f.path.clone())
-        .collect();
+    let recorded = p.recorded(|f| f.format == FORMAT, std::slice::from_ref(&path));
     for path in std::iter::once(path).chain(recorded) {
         uninstall_file(p, path, opts)?;
     }

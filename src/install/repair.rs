@@ -23,12 +23,7 @@ use crate::receipt::{self, EmptyContainer, Entry, FileRecord, Receipt};
 
 /// The pristine copy of `real`, parsed, when there is one.
 fn pristine(real: &Path) -> Option<Document> {
-    let p = fsx::sibling(real, ".ovmem.bak");
-    if !std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
-        return None;
-    }
-    let text = String::from_utf8(fsx::read_opt(&p).ok()??).ok()?;
-    Document::parse(&text).ok()
+    Document::parse(&super::editor::pristine_text(real)?).ok()
 }
 
 /// Keys (dotted paths) present in `now` that `before` lacks, and containers empty in `before`

@@ -34,7 +34,7 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
             ours,
         })
     } else {
-        let pristine = super::mcp_toml::pristine(&crate::fsx::resolve_in(&path, t.root())?);
+        let pristine = super::editor::pristine_text(&crate::fsx::resolve_in(&path, t.root())?);
         Box::new(Uninstall { harness: t.harness, path: path.clone(), key, record, force: opts.force, ours, pristine })
     };
     p.file(path, Mode::Keep { new: 0o600 }, editor)

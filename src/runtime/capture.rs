@@ -101,12 +101,8 @@ fn tail_lines(path: &Path, upto: Option<u64>) -> Vec<String> {
     // Only a regular file, opened without blocking: a transcript path that names a FIFO or a
     // device would hold the hook until its deadline (and a spooled turn that names it, every
     // later replay).
-    let Ok(mut f) = crate::sys::open_read_nonblocking(path) else { return Vec::new() };
-    let Ok(meta) = f.metadata() else { return Vec::new() };
-    if !meta.is_file() {
-        return Vec::new();
-    }
-    let len = meta.len();
+    let Ok(mut f) = crate::sys::open_regular(path) else { return Vec::new() };
+    let Ok(len) = f.metadata().map(|m| m.len()) else { return Vec::new() };
     let end = upto.map_or(len, |u| u.min(len));
     let start = end.saturating_sub(TAIL);
     if start > 0 && f.seek(SeekFrom::Start(start)).is_err() {

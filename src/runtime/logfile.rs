@@ -59,11 +59,7 @@ pub fn append(dir: &Path, line: &[u8], rotate_at: u64) {
     options.create(true).append(true);
     // Without blocking, and only into a regular file: a FIFO or a device at `hook.log` must not
     // hold the hook (opening a FIFO with no reader for writing fails at once).
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
-    }
+    crate::sys::nonblocking(&mut options);
     if let Ok(mut f) = crate::sys::create_mode(&mut options, 0o600).open(&path) {
         if f.metadata().is_ok_and(|m| m.is_file()) {
             // One write call: the line lands whole or (disk full) not at all.
