@@ -438,6 +438,9 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
     }
     r.findings.sort_by(|a, b| (&a.file, a.line, &a.entry).cmp(&(&b.file, b.line, &b.entry)));
+    // Every rule that reads a file meets its error again: one error per file.
+    let mut seen = BTreeSet::new();
+    r.errors.retain(|e| seen.insert(e.file.clone()));
     r
 }
 

@@ -348,6 +348,21 @@ fn empty_results_say_so() {
     assert!(stderr(&out).contains("ovmem is not installed (user scope); nothing to remove"), "{}", stderr(&out));
 }
 
+/// A config that does not parse is one error of `check` (exit 2), however many rules read it.
+#[test]
+fn check_names_a_file_that_does_not_parse_once() {
+    let home = Home::new();
+    let settings = home.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{\"hooks\": {\n").unwrap();
+    let out = home.run(&["check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stdout(&out).matches("settings.json: does not parse").count(), 1, "{}", stdout(&out));
+    assert!(stderr(&out).contains("0 finding(s), 1 unreadable file(s)"), "{}", stderr(&out));
+    let v = json(&home.run(&["check", "--format", "json"]));
+    assert_eq!(v["errors"].as_array().unwrap().len(), 1, "{v}");
+}
+
 #[test]
 fn uninstall_with_nothing_installed_needs_no_yes_and_writes_nothing() {
     let home = edited_home();

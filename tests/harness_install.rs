@@ -366,7 +366,7 @@ fn harnesses_without_a_project_scope_say_why() {
         ("traecode", "no confirmed project-scope"),
     ] {
         let out = home.run(&["install", "--harness", h, "--project", proj.to_str().unwrap()]);
-        assert!(!out.status.success(), "{h}");
+        assert_eq!(out.status.code(), Some(2), "{h}: a refusal");
         assert!(stderr(&out).contains(why), "{h}: {}", stderr(&out));
     }
 }

@@ -78,6 +78,9 @@ pub enum Refused {
     ProjectIsUser { path: PathBuf },
     #[error("`{path}`: {detail}; it was left untouched")]
     Shape { path: PathBuf, detail: String },
+    /// The harness has no hooks location at the scope asked for (TRAE CLI at project scope).
+    #[error("{0}")]
+    NoScope(String),
 }
 
 /// One harness at one scope: where its files are and what should be in them.

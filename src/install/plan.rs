@@ -63,6 +63,11 @@ fn rebuild_settled(t: &Target) -> Result<Option<Receipt>> {
 
 /// Plans `verb` for `t`.
 pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPlan<'t>> {
+    if verb == Verb::Install {
+        if let Err(e) = t.harness.scope(t.scope) {
+            return Err(Refused::NoScope(format!("{e:#}")).into());
+        }
+    }
     let old = match receipt::load(&t.receipt_path()) {
         Ok(r) => r,
         Err(e) if verb == Verb::Repair && e.downcast_ref::<receipt::Damaged>().is_some() => None,
