@@ -142,7 +142,7 @@ fn is_sha(s: &str) -> bool {
 /// --max-parents=0 HEAD` runs once for this location, within [`GIT_BUDGET`], and its answer (or
 /// "none", when git found no root or ran out of time) is cached. Without `git` on an absolute
 /// `PATH` directory nothing is cached, and the project keeps its path until git is there.
-/// Repository-controlled settings that make git run programs (`core.fsmonitor`) are disabled.
+/// Git runs with what a repository controls kept from running programs (see [`run_git`]).
 fn root_commit(git: &Path, cache: &Path) -> Option<String> {
     if let Some(found) = cached_root(git, cache) {
         return found;
@@ -167,13 +167,29 @@ fn root_commit(git: &Path, cache: &Path) -> Option<String> {
     found
 }
 
+/// `git rev-list` in a repository that may be hostile: its `.git/config` (and what it includes)
+/// is the repository's, so everything in it that makes git start a program is kept from doing
+/// so. No lazy fetch of a "partial clone"'s missing objects (which runs the remote's
+/// `uploadpack` or `core.sshCommand`), no transport of any protocol, no file-system monitor, no
+/// pager; and none of the caller's environment (`GIT_DIR`, `GIT_CONFIG_*`, an askpass helper).
 fn run_git(bin: &Path, git: &Path) -> Option<String> {
     let (status, out) = crate::child::output_within(
         std::process::Command::new(bin)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_NO_LAZY_FETCH", "1")
+            .env("GIT_ALLOW_PROTOCOL", "ovmem-none")
+            .env("GIT_PROTOCOL_FROM_USER", "0")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .arg("--no-pager")
+            .arg("--no-replace-objects")
             .arg("--git-dir")
             .arg(git)
-            .args(["-c", "core.fsmonitor=false", "rev-list", "--max-parents=0", "HEAD"])
-            .env("GIT_OPTIONAL_LOCKS", "0"),
+            .args(["-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "-c", "core.sshCommand=false"])
+            .args(["rev-list", "--max-parents=0", "HEAD"]),
         GIT_BUDGET,
         SMALL,
     )?;

@@ -290,3 +290,52 @@ fn a_git_file_pointing_at_dev_zero_costs_nothing() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("\"id\":1"), "{}", String::from_utf8_lossy(&out.stderr));
     }
 }
+
+/// A repository's own `.git/config` never makes ovmem start a program: not as a "partial clone"
+/// whose missing HEAD commit git would fetch through the remote's `uploadpack` command, nor
+/// through `core.sshCommand` of a remote hidden in an included file.
+#[test]
+fn a_repository_config_cannot_make_git_run_a_program() {
+    let lab = Lab::new();
+    let marks = lab.base().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    let lazy = lab.repo("lazy", "lazy", None);
+    let head = {
+        let out = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(&lazy).env("PATH", path()).output();
+        String::from_utf8(out.unwrap().stdout).unwrap().trim().to_string()
+    };
+    std::fs::remove_file(lazy.join(".git/objects").join(&head[..2]).join(&head[2..])).unwrap();
+    let ran = |name: &str| marks.join(name);
+    for (k, v) in [
+        ("core.repositoryformatversion", "1".to_string()),
+        ("extensions.partialClone", "origin".into()),
+        ("remote.origin.url", "/nonexistent/repo".into()),
+        ("remote.origin.promisor", "true".into()),
+        ("remote.origin.uploadpack", format!("touch {}; false", ran("uploadpack").display())),
+    ] {
+        lab.git(&lazy, &["config", k, &v]);
+    }
+    let hidden = lab.repo("hidden", "hidden", None);
+    let commit = {
+        let out = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(&hidden).env("PATH", path()).output();
+        String::from_utf8(out.unwrap().stdout).unwrap().trim().to_string()
+    };
+    std::fs::remove_file(hidden.join(".git/objects").join(&commit[..2]).join(&commit[2..])).unwrap();
+    let extra = hidden.join(".git/extra.conf");
+    let ssh = format!("touch {}; false", ran("ssh").display());
+    std::fs::write(
+        &extra,
+        format!(
+            "[core]\n\trepositoryformatversion = 1\n\tsshCommand = {ssh}\n[extensions]\n\tpartialClone = origin\n\
+             [remote \"origin\"]\n\turl = ssh://git@example.invalid/acme/app.git\n\tpromisor = true\n"
+        ),
+    )
+    .unwrap();
+    lab.git(&hidden, &["config", "include.path", extra.to_str().unwrap()]);
+    for dir in [&lazy, &hidden] {
+        lab.ok(dir, &["memory", "add", FACT]);
+        assert!(lab.recall(dir, QUESTION).contains("exponential backoff"), "{}", dir.display());
+    }
+    let left: Vec<_> = std::fs::read_dir(&marks).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "a repository's command ran: {left:?}");
+}
