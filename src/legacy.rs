@@ -146,8 +146,16 @@ pub fn catalog() -> Vec<Integration> {
         .collect()
 }
 
+/// Whether every marker of one of `groups` occurs in `text`, as an agent would read it: runs of
+/// `/` and `/./` taken as one `/` (a path says the same either way), and blanks around a `.` left
+/// out (`lib . hooks_impl` is Python's `lib.hooks_impl`).
 fn matches(text: &str, groups: &Groups, ignore_case: bool) -> bool {
-    let text = if ignore_case { text.to_lowercase() } else { text.to_string() };
+    static SLASHES: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"/(?:\.?/)+").expect("a valid regex"));
+    static DOTS: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"[ \t]*\.[ \t]*").expect("a valid regex"));
+    let text = DOTS.replace_all(&SLASHES.replace_all(text, "/"), ".").into_owned();
+    let text = if ignore_case { text.to_lowercase() } else { text };
     groups.iter().any(|g| {
         !g.is_empty()
             && g.iter().all(|s| if ignore_case { text.contains(&s.to_lowercase()) } else { text.contains(s.as_str()) })
@@ -255,6 +263,29 @@ impl Scan<'_> {
     }
 }
 
+/// The files one scan has read and parsed: many rules name the same file, and each is read and
+/// parsed once (a large hostile config costs one parse, not one per rule).
+#[derive(Default)]
+struct Files {
+    texts: std::collections::HashMap<PathBuf, Option<std::rc::Rc<str>>>,
+    docs: std::collections::HashMap<PathBuf, Option<std::rc::Rc<Document>>>,
+}
+
+impl Files {
+    fn text(&mut self, s: &Scan, path: &Path, errors: &mut Vec<ScanError>) -> Option<std::rc::Rc<str>> {
+        self.texts.entry(path.to_path_buf()).or_insert_with(|| read(s, path, errors).map(Into::into)).clone()
+    }
+
+    fn json(&mut self, s: &Scan, path: &Path, errors: &mut Vec<ScanError>) -> Option<std::rc::Rc<Document>> {
+        if let Some(d) = self.docs.get(path) {
+            return d.clone();
+        }
+        let doc = self.text(s, path, errors).and_then(|t| parse_json(path, &t, errors)).map(std::rc::Rc::new);
+        self.docs.insert(path.to_path_buf(), doc.clone());
+        doc
+    }
+}
+
 /// Reads a text file for scanning: `None` when absent; errors are recorded.
 fn read(s: &Scan, path: &Path, errors: &mut Vec<ScanError>) -> Option<String> {
     match s.read_bytes(path) {
@@ -315,7 +346,8 @@ fn deprecation(env: &Env, integ: &Integration) -> (bool, Option<String>) {
 pub fn scan(s: &Scan, with_trust: bool) -> Report {
     let mut r = Report::default();
     // (file, event) -> memory integrations hooked there, for duplicate detection.
-    let mut per_event: BTreeMap<(PathBuf, String), BTreeSet<String>> = BTreeMap::new();
+    let mut per_event: PerEvent = BTreeMap::new();
+    let mut files = Files::default();
     for integ in catalog() {
         let (deprecated, replacement) = deprecation(s.env, &integ);
         let kind = if deprecated { Kind::Deprecated } else { Kind::Legacy };
@@ -343,20 +375,19 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         };
         for rule in &integ.hooks {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = read(s, &file, &mut r.errors) else { continue };
-                let Some(doc) = parse_json(&file, &text, &mut r.errors) else { continue };
+                let Some(doc) = files.json(s, &file, &mut r.errors) else { continue };
                 let key = dotted(&rule.events_key);
                 let Some(events) = doc.node_at(&key) else { continue };
                 for m in events.members() {
                     for (i, el) in m.value.elements().iter().enumerate() {
-                        if matches(doc.slice(el), &rule.groups, rule.ignore_case) {
+                        if matches(&decoded(&doc, el), &rule.groups, rule.ignore_case) {
                             push(
                                 &mut r,
                                 &file,
                                 Some(line_of(doc.text(), el.start)),
                                 format!("{}.{}[{i}]", rule.events_key, m.key),
                             );
-                            per_event.entry((file.clone(), m.key.clone())).or_default().insert(integ.id.clone());
+                            per_event.entry((file.clone(), m.key.clone())).or_default().insert(integ.id.clone(), 1);
                         }
                     }
                 }
@@ -364,8 +395,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
         for rule in &integ.json_keys {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = read(s, &file, &mut r.errors) else { continue };
-                let Some(doc) = parse_json(&file, &text, &mut r.errors) else { continue };
+                let Some(doc) = files.json(s, &file, &mut r.errors) else { continue };
                 for (name, node) in json_key_hits(&doc, rule) {
                     push(&mut r, &file, Some(line_of(doc.text(), node.start)), format!("{}.{name}", rule.object));
                 }
@@ -373,7 +403,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
         for rule in &integ.toml_tables {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = read(s, &file, &mut r.errors) else { continue };
+                let Some(text) = files.text(s, &file, &mut r.errors) else { continue };
                 let doc = match crate::edit::toml::parse(&text) {
                     Ok(d) => d,
                     Err(e) => {
@@ -390,7 +420,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
         for rule in &integ.text_blocks {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(text) = read(s, &file, &mut r.errors) else { continue };
+                let Some(text) = files.text(s, &file, &mut r.errors) else { continue };
                 if let Some(i) = text.lines().position(|l| l.trim_end() == rule.begin) {
                     push(&mut r, &file, Some(i + 1), format!("block `{}`", rule.begin));
                 }
@@ -402,7 +432,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
                 per_event
                     .entry((path.parent().unwrap_or(Path::new("/")).to_path_buf(), name))
                     .or_default()
-                    .insert(integ.id.clone());
+                    .insert(integ.id.clone(), 1);
             }
         }
         for rule in &integ.dirs {
@@ -414,10 +444,26 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
     }
     let all: Vec<&'static Harness> = harness::all().iter().collect();
-    ovmem_findings(s, with_trust, &mut r, &mut per_event, &all);
+    // ovmem's own entries are found in the text by `install::found`: the parsed documents go
+    // first, so a large file is never held parsed twice.
+    files.docs.clear();
+    ovmem_findings(s, with_trust, &mut r, &mut per_event, &mut files, &all);
     for ((file, event), ids) in per_event {
-        if ids.len() > 1 {
-            let list: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let runs: usize = ids.values().sum();
+        if runs > 1 {
+            let list: Vec<&str> = ids.keys().map(String::as_str).collect();
+            let ovmem_only = list == ["ovmem"];
+            let message = if ovmem_only {
+                format!("{runs} ovmem hooks run on {event}: memory is recalled and stored {runs} times")
+            } else {
+                format!(
+                    "{} memory integrations run on {event} ({}): memory is recalled and stored more than once",
+                    ids.len(),
+                    list.join(", ")
+                )
+            };
+            // Exact copies of ovmem's entry go with a reinstall; others with a migration.
+            let fix = if ovmem_only { "ovmem install" } else { "ovmem migrate" };
             r.findings.push(Finding {
                 file,
                 line: None,
@@ -426,13 +472,8 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
                 vendor: "several".into(),
                 kind: Kind::Duplicate,
                 severity: Severity::Error,
-                message: format!(
-                    "{} memory integrations run on {event} ({}): memory is recalled and stored more than once",
-                    ids.len(),
-                    list.join(", ")
-                ),
-                fix: "ovmem migrate".to_string()
-                    + &s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default(),
+                message,
+                fix: fix.to_string() + &s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default(),
                 harnesses: Vec::new(),
             });
         }
@@ -444,12 +485,56 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
     r
 }
 
+/// A JSON node's text with its escapes decoded (`\/` is `/`, `\u002d` is `-`): what the agent
+/// that parses the file runs.
+fn decoded(doc: &Document, node: &Node) -> String {
+    doc.value(node).map(|v| v.to_string()).unwrap_or_else(|| doc.slice(node).to_string())
+}
+
+/// A TOML item's keys and values, strings decoded (their escapes and quoting undone).
+fn toml_text(item_arg: &toml_edit::Item) -> String {
+    fn value(v: &toml_edit::Value, out: &mut String) {
+        match v {
+            toml_edit::Value::String(s) => out.push_str(s.value()),
+            toml_edit::Value::Array(a) => a.iter().for_each(|x| value(x, out)),
+            toml_edit::Value::InlineTable(t) => t.iter().for_each(|(k, x)| {
+                out.push_str(k);
+                out.push('\n');
+                value(x, out)
+            }),
+            other => out.push_str(&other.to_string()),
+        }
+        out.push('\n');
+    }
+    fn item(i: &toml_edit::Item, out: &mut String) {
+        match i {
+            toml_edit::Item::Value(v) => value(v, out),
+            toml_edit::Item::Table(t) => t.iter().for_each(|(k, x)| {
+                out.push_str(k);
+                out.push('\n');
+                item(x, out)
+            }),
+            toml_edit::Item::ArrayOfTables(a) => a.iter().for_each(|t| {
+                t.iter().for_each(|(k, x)| {
+                    out.push_str(k);
+                    out.push('\n');
+                    item(x, out)
+                })
+            }),
+            toml_edit::Item::None => {}
+        }
+    }
+    let mut out = String::new();
+    item(item_arg, &mut out);
+    out
+}
+
 fn json_key_hits<'d>(doc: &'d Document, rule: &JsonKeyRule) -> Vec<(String, &'d Node)> {
     let Some(obj) = doc.node_at(&dotted(&rule.object)) else { return Vec::new() };
     obj.members()
         .iter()
         .filter(|m| rule.names.contains(&m.key) || rule.name_prefixes.iter().any(|p| m.key.starts_with(p.as_str())))
-        .filter(|m| rule.groups.is_empty() || matches(doc.slice(&m.value), &rule.groups, false))
+        .filter(|m| rule.groups.is_empty() || matches(&decoded(doc, &m.value), &rule.groups, false))
         .map(|m| (m.key.clone(), &m.value))
         .collect()
 }
@@ -468,7 +553,7 @@ fn toml_hits(doc: &toml_edit::DocumentMut, rule: &TomlRule) -> Vec<String> {
         .filter(|(k, _)| {
             rule.names.iter().any(|n| n == k) || rule.name_prefixes.iter().any(|p| k.starts_with(p.as_str()))
         })
-        .filter(|(_, v)| rule.groups.is_empty() || matches(&v.to_string(), &rule.groups, false))
+        .filter(|(_, v)| rule.groups.is_empty() || matches(&toml_text(v), &rule.groups, false))
         .map(|(k, _)| k.to_string())
         .collect()
 }
@@ -492,12 +577,17 @@ fn script_hits(s: &Scan, rule: &ScriptRule) -> Vec<(PathBuf, String, PathBuf)> {
     out
 }
 
+/// Per (file, event): the memory integrations hooked there, and how many entries each has (ovmem's
+/// counted one by one: two copies of its entry run twice).
+type PerEvent = BTreeMap<(PathBuf, String), BTreeMap<String, usize>>;
+
 /// ovmem's own entries: outdated runtime paths, deprecated adapters, trust still pending.
 fn ovmem_findings(
     s: &Scan,
     with_trust: bool,
     r: &mut Report,
-    per_event: &mut BTreeMap<(PathBuf, String), BTreeSet<String>>,
+    per_event: &mut PerEvent,
+    files: &mut Files,
     harnesses: &[&'static Harness],
 ) {
     let bin = s.env.runtime_bin();
@@ -554,15 +644,19 @@ fn ovmem_findings(
         let mut installed = false;
         match h.manifest.kind {
             InstallKind::JsonHooks | InstallKind::TomlHooks => {
-                let files = target.hook_files().unwrap_or_default();
-                for file in files {
+                for file in target.hook_files().unwrap_or_default() {
                     if s.kind_of(&file).is_none() {
                         continue;
                     }
-                    let Some(text) = read(s, &file, &mut r.errors) else { continue };
+                    let Some(text) = files.text(s, &file, &mut r.errors) else { continue };
                     for f in crate::install::found::in_file(&target, &text) {
                         installed = true;
-                        per_event.entry((file.clone(), f.event.clone())).or_default().insert("ovmem".into());
+                        // Each of ovmem's entries counts: two on one event run twice.
+                        *per_event
+                            .entry((file.clone(), f.event.clone()))
+                            .or_default()
+                            .entry("ovmem".into())
+                            .or_default() += 1;
                         let current = desired.get(&f.event).and_then(|d| match h.manifest.kind {
                             InstallKind::TomlHooks => crate::install::toml_hooks::body_value(d).ok(),
                             _ => serde_json::from_str::<serde_json::Value>(d).ok(),
@@ -591,17 +685,21 @@ fn ovmem_findings(
                         };
                         let Some(runtime) = script_runtime(&text, h.id(), &hook.event) else { continue };
                         installed = true;
-                        per_event.entry((location.clone(), hook.event.clone())).or_default().insert("ovmem".into());
+                        *per_event
+                            .entry((location.clone(), hook.event.clone()))
+                            .or_default()
+                            .entry("ovmem".into())
+                            .or_default() += 1;
                         let current = desired.get(&hook.event).is_none_or(|d| *d == text);
                         judge(r, &p, Some(1), hook.event.clone(), &hook.event, &runtime, current);
                     }
                 }
             }
             InstallKind::PluginFile => {
-                let Some(text) = read(s, &location, &mut r.errors) else { continue };
+                let Some(text) = files.text(s, &location, &mut r.errors) else { continue };
                 let Some(runtime) = crate::install::plugin_file::plugin_runtime(&text, h.id()) else { continue };
                 installed = true;
-                let current = crate::install::plugin_file::desired(&target).is_ok_and(|d| d == text);
+                let current = crate::install::plugin_file::desired(&target).is_ok_and(|d| *d == *text);
                 judge(r, &location, Some(1), "plugin".into(), "plugin", &runtime, current);
             }
         }
@@ -687,7 +785,7 @@ fn strip_rule(path: &Path, text: &str, rule: &Rule) -> Result<String> {
                     .elements()
                     .iter()
                     .enumerate()
-                    .filter(|(_, e)| matches(doc.slice(e), &rule.groups, rule.ignore_case))
+                    .filter(|(_, e)| matches(&decoded(&doc, e), &rule.groups, rule.ignore_case))
                     .map(|(i, _)| i)
                     .collect();
                 for i in hits.iter().rev() {
@@ -877,13 +975,20 @@ mod tests {
         }
         let s = Scan { env: &env, project: None };
         let mut r = Report::default();
-        ovmem_findings(&s, false, &mut r, &mut BTreeMap::new(), &[h]);
+        ovmem_findings(&s, false, &mut r, &mut BTreeMap::new(), &mut Files::default(), &[h]);
         let f = r.findings.iter().find(|f| f.kind == Kind::Deprecated).expect("deprecated finding");
         assert!(f.message.contains("the claude-code-v2 adapter"), "{}", f.message);
         assert_eq!(f.severity, Severity::Error);
         // The same install under the registered (current) manifest is clean.
         let mut r = Report::default();
-        ovmem_findings(&s, false, &mut r, &mut BTreeMap::new(), &[harness::find("claude-code").unwrap()]);
+        ovmem_findings(
+            &s,
+            false,
+            &mut r,
+            &mut BTreeMap::new(),
+            &mut Files::default(),
+            &[harness::find("claude-code").unwrap()],
+        );
         assert!(r.findings.is_empty(), "{:?}", r.findings);
     }
 

@@ -376,3 +376,67 @@ fn legacy_toml_tables_go_without_touching_crlf_or_the_bom() {
         assert!(before.contains(&line), "`{line}` was not in the file");
     }
 }
+
+/// `check` as a CI gate on a repository that tries to pass it: a legacy hook written with JSON
+/// escapes or a doubled `/`, one in `settings.local.json`, Hindsight's plugin enabled in the
+/// project, a Cline hook with blanks around a `.`, two copies of ovmem's own entry on one event.
+/// Each is a finding, and nothing of the files' control characters reaches the terminal.
+#[test]
+fn check_is_not_fooled_by_disguises_and_prints_nothing_raw() {
+    let home = Home::empty();
+    let fresh = || {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+        std::fs::create_dir_all(repo.path().join(".claude")).unwrap();
+        repo
+    };
+    let code = |repo: &tempfile::TempDir| home.run(&["check", "--project", repo.path().to_str().unwrap()]);
+    let stop =
+        |command: &str| format!(r#"{{"hooks":{{"Stop":[{{"hooks":[{{"type":"command","command":"{command}"}}]}}]}}}}"#);
+    for (file, text) in [
+        ("settings.json", stop(r"node \/x\/claude-code-memory-plugin\/scripts\/auto\u002dcapture.mjs")),
+        ("settings.local.json", stop("node /y/claude-code-memory-plugin/scripts/auto-capture.mjs")),
+        ("settings.json", stop("node /home/u/.hindsight//coding-agents/./hooks/stop.js")),
+        ("settings.json", r#"{"enabledPlugins":{"hindsight-memory@hindsight":true}}"#.to_string()),
+    ] {
+        let repo = fresh();
+        std::fs::write(repo.path().join(".claude").join(file), &text).unwrap();
+        let out = code(&repo);
+        assert_eq!(out.status.code(), Some(1), "{file}: {text}\n{}", String::from_utf8_lossy(&out.stdout));
+    }
+    let repo = fresh();
+    std::fs::create_dir_all(repo.path().join(".clinerules/hooks")).unwrap();
+    std::fs::write(
+        repo.path().join(".clinerules/hooks/TaskStart"),
+        "#!/usr/bin/env python3\nfrom lib .  hooks_impl import main_task_start\nmain_task_start()\n",
+    )
+    .unwrap();
+    assert_eq!(code(&repo).status.code(), Some(1), "blanks around a `.` in Python");
+
+    // Two copies of ovmem's own entry on one event run it twice.
+    let repo = fresh();
+    let p = repo.path().to_str().unwrap();
+    assert!(home.run(&["install", "--harness", "codex", "--project", p]).status.success());
+    assert_eq!(code(&repo).status.code(), Some(0));
+    let path = repo.path().join(".codex/hooks.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let first = v["hooks"]["Stop"][0].clone();
+    v["hooks"]["Stop"].as_array_mut().unwrap().push(first);
+    std::fs::write(&path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let out = home.run(&["check", "--project", p, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out);
+    let dup = v["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "duplicate").expect("a duplicate");
+    assert!(dup["message"].as_str().unwrap().contains("2 ovmem hooks run on Stop"), "{dup}");
+
+    // Control sequences in a file's keys and a file name with a line break.
+    let repo = fresh();
+    std::fs::write(
+        repo.path().join(".claude/settings.json"),
+        r#"{"hooks":{"Stop\u001b]52;c;aGk=\u0007\u001b[2J":[{"hooks":[{"type":"command","command":"node /x/claude-code-memory-plugin/scripts/auto-capture.mjs"}]}]}}"#,
+    )
+    .unwrap();
+    let out = code(&repo);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b), "{}", String::from_utf8_lossy(&out.stdout));
+}

@@ -60,10 +60,9 @@ pub fn run(args: CheckArgs, env: &Env) -> Result<i32> {
                 let level = if f.severity == Severity::Error { "error" } else { "warning" };
                 let line = f.line.map(|l| format!(",line={l}")).unwrap_or_default();
                 println!(
-                    "::{level} file={}{line},title=ovmem {:?} {}::{} ({}). Fix: {}",
-                    shown(&f.file),
-                    f.kind,
-                    f.integration,
+                    "::{level} file={}{line},title={}::{} ({}). Fix: {}",
+                    escape_property(&shown(&f.file)),
+                    escape_property(&format!("ovmem {:?} {}", f.kind, f.integration)),
                     escape_annotation(&f.message),
                     escape_annotation(&f.entry),
                     escape_annotation(&f.fix)
@@ -72,22 +71,24 @@ pub fn run(args: CheckArgs, env: &Env) -> Result<i32> {
             for e in &report.errors {
                 println!(
                     "::error file={}::ovmem could not check this file: {}",
-                    shown(&e.file),
+                    escape_property(&shown(&e.file)),
                     escape_annotation(&e.error)
                 );
             }
         }
         Format::Text => {
             let p = Printer::new();
+            // File names and entries come from the files checked: shown without control sequences.
+            let safe = |s: &str| crate::termsafe::clean(s).into_owned();
             for f in &report.findings {
                 let sev = if f.severity == Severity::Error { p.red("error") } else { p.yellow("warning") };
                 let loc = format!("{}{}", shown(&f.file), f.line.map(|l| format!(":{l}")).unwrap_or_default());
-                println!("{sev} {loc}: {} [{}]", f.entry, p.bold(&f.integration));
-                println!("    {}", f.message);
-                println!("    {} {}", p.dim("fix:"), f.fix);
+                println!("{sev} {}: {} [{}]", safe(&loc), safe(&f.entry), p.bold(&safe(&f.integration)));
+                println!("    {}", safe(&f.message));
+                println!("    {} {}", p.dim("fix:"), safe(&f.fix));
             }
             for e in &report.errors {
-                println!("{} {}: {}", p.red("error"), shown(&e.file), e.error);
+                println!("{} {}: {}", p.red("error"), safe(&shown(&e.file)), safe(&e.error));
             }
             if report.findings.is_empty() && report.errors.is_empty() {
                 eprintln!("{} no legacy, deprecated or duplicate memory integrations found", p.green("ok:"));
@@ -183,5 +184,26 @@ fn queue_findings(env: &Env) -> Vec<legacy::Finding> {
 
 /// GitHub workflow commands need `%`, CR and LF escaped in messages.
 fn escape_annotation(s: &str) -> String {
-    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A").replace("::", ": :")
+    crate::termsafe::clean(s).replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A").replace("::", ": :")
+}
+
+/// A property of a workflow command (`file=…`): escaped like a message, and `,` and `:` too, so a
+/// file name cannot end the property or the command.
+fn escape_property(s: &str) -> String {
+    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A").replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file name can neither end an annotation's property nor start a workflow command of its own.
+    #[test]
+    fn a_file_name_stays_inside_its_annotation_property() {
+        let name = ".kiro/agents/a\n::stop-commands::zzz\n,title=x.json";
+        let p = escape_property(name);
+        assert!(!p.contains('\n') && !p.contains("::") && !p.contains(','), "{p}");
+        assert_eq!(p, ".kiro/agents/a%0A%3A%3Astop-commands%3A%3Azzz%0A%2Ctitle=x.json");
+        assert!(!escape_annotation("a\u{1b}]52;c;x\u{7}b\nc").contains('\u{1b}'));
+    }
 }

@@ -287,7 +287,12 @@ pub fn diff(path: &Path, before: Option<&str>, after: Option<&str>) -> Option<St
     let d = similar::TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""));
     let old_name = if before.is_some() { format!("a{name}") } else { "/dev/null".into() };
     let new_name = if after.is_some() { format!("b{name}") } else { "/dev/null".into() };
-    Some(d.unified_diff().context_radius(3).header(&old_name, &new_name).to_string())
+    // Shown on a terminal: a file's bytes (a comment holding an escape sequence) are not let
+    // clear the screen or set the window title.
+    Some(
+        crate::termsafe::clean(&d.unified_diff().context_radius(3).header(&old_name, &new_name).to_string())
+            .into_owned(),
+    )
 }
 
 #[cfg(test)]
