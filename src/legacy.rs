@@ -427,7 +427,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
             }
         }
         for rule in &integ.scripts {
-            for (_, name, path) in script_hits(s, rule) {
+            for (_, name, path) in script_hits(s, rule, &mut r.errors) {
                 push(&mut r, &path, Some(1), name.clone());
                 per_event
                     .entry((path.parent().unwrap_or(Path::new("/")).to_path_buf(), name))
@@ -559,18 +559,23 @@ fn toml_hits(doc: &toml_edit::DocumentMut, rule: &TomlRule) -> Vec<String> {
 }
 
 /// (dir, event name, path) of script files that match.
-fn script_hits(s: &Scan, rule: &ScriptRule) -> Vec<(PathBuf, String, PathBuf)> {
+/// The hook scripts of `rule` that hold its markers. One that cannot be read as a regular file
+/// (a FIFO, a link out of the project, one past the size cap) is an error in `errors`, not
+/// skipped: the agent may still run it.
+fn script_hits(s: &Scan, rule: &ScriptRule, errors: &mut Vec<ScanError>) -> Vec<(PathBuf, String, PathBuf)> {
     let mut out = Vec::new();
     for dir in s.paths(&rule.dirs, &rule.project_dirs) {
         for name in &rule.names {
             let p = dir.join(name);
-            if s.kind_of(&p).is_some_and(|t| t.is_file())
-                && s.read_bytes(&p)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|b| matches(&String::from_utf8_lossy(&b), &rule.groups, false))
-            {
-                out.push((dir.clone(), name.clone(), p));
+            if s.kind_of(&p).is_none_or(|t| t.is_dir()) {
+                continue;
+            }
+            match s.read_bytes(&p) {
+                Ok(Some(b)) if matches(&String::from_utf8_lossy(&b), &rule.groups, false) => {
+                    out.push((dir.clone(), name.clone(), p))
+                }
+                Ok(_) => {}
+                Err(e) => errors.push(ScanError { file: p, error: format!("{e:#}") }),
             }
         }
     }
@@ -868,7 +873,7 @@ pub fn plan_removal(s: &Scan, integrations: &BTreeSet<String>) -> Result<Removal
             }
         }
         for rule in &integ.scripts {
-            let hits = script_hits(s, rule);
+            let hits = script_hits(s, rule, &mut Vec::new());
             for (dir, _, path) in &hits {
                 out.moves.push(path.clone());
                 // Companions go once no script of this rule's names is left in the directory.

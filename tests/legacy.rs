@@ -412,6 +412,14 @@ fn check_is_not_fooled_by_disguises_and_prints_nothing_raw() {
     )
     .unwrap();
     assert_eq!(code(&repo).status.code(), Some(1), "blanks around a `.` in Python");
+    // A hook script that cannot be read as a file is reported (exit 2), not passed over.
+    let repo = fresh();
+    std::fs::create_dir_all(repo.path().join(".clinerules/hooks")).unwrap();
+    let fifo = repo.path().join(".clinerules/hooks/TaskComplete");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let out = code(&repo);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("TaskComplete"));
 
     // Two copies of ovmem's own entry on one event run it twice.
     let repo = fresh();
