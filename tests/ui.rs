@@ -442,6 +442,21 @@ fn stops_by_itself_when_idle() {
     let mut err = String::new();
     v.child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(err.contains("stopped after 2 s idle"), "{err}");
+
+    // Requests the guard refuses (another Host, no token) do not keep it up.
+    let mut v = Viewer::start(&home, &["--idle", "2s"]);
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(8) {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", v.port)) else { break };
+        let _ = s.write_all(b"GET / HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n");
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 403"), "{answer}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(started.elapsed() < Duration::from_secs(5), "still up after {:?}", started.elapsed());
+    let code = wait(&mut v.child, Duration::from_secs(10));
+    assert_eq!(code, Some(0), "refused requests kept the viewer up");
 }
 
 #[test]

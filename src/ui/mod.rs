@@ -83,8 +83,11 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
         }
         match server.recv_timeout(Duration::from_millis(200)) {
             Ok(Some(request)) => {
-                last = Instant::now();
-                viewer.handle(request);
+                // Only a request that passed the guard keeps the viewer up: a stranger's refused
+                // ones do not.
+                if viewer.handle(request) {
+                    last = Instant::now();
+                }
             }
             Ok(None) => {}
             Err(e) => break format!("stopped: the server failed ({e})"),
@@ -120,7 +123,8 @@ pub fn parse_query(q: &str) -> HashMap<String, String> {
 }
 
 impl Viewer<'_> {
-    fn handle(&self, mut request: tiny_http::Request) {
+    /// Answers `request`; whether it passed the guard.
+    fn handle(&self, mut request: tiny_http::Request) -> bool {
         let url = request.url().to_string();
         let (path, query) = url.split_once('?').unwrap_or((&url, ""));
         let query = parse_query(query);
@@ -137,7 +141,8 @@ impl Viewer<'_> {
             Ok(p) => p,
             Err(e) => {
                 let body = serde_json::json!({ "error": e.to_string() }).to_string();
-                return self.send(request, e.status(), "application/json", body.into_bytes(), None);
+                self.send(request, e.status(), "application/json", body.into_bytes(), None);
+                return false;
             }
         };
         let cookie = (proof == Proof::Query).then(|| self.guard.set_cookie());
@@ -162,22 +167,26 @@ impl Viewer<'_> {
                 Ok(body) => Some(("text/event-stream; charset=utf-8".into(), body.into_bytes())),
                 Err(e) => {
                     let body = serde_json::json!({ "error": format!("{e:#}") }).to_string();
-                    return self.send(request, 500, "application/json", body.into_bytes(), None);
+                    self.send(request, 500, "application/json", body.into_bytes(), None);
+                    return true;
                 }
             },
             _ => None,
         };
         if let Some((kind, body)) = found {
-            return self.send(request, 200, &kind, body, cookie);
+            self.send(request, 200, &kind, body, cookie);
+            return true;
         }
         let mut body = Vec::new();
         if let Err(e) = request.as_reader().take(MAX_BODY).read_to_end(&mut body) {
             let body = serde_json::json!({ "error": format!("could not read the request body: {e}") }).to_string();
-            return self.send(request, 400, "application/json", body.into_bytes(), cookie);
+            self.send(request, 400, "application/json", body.into_bytes(), cookie);
+            return true;
         }
         let reply = self.api.handle(&api::Request { method: &method, segments, query, body: &body });
         let body = serde_json::to_vec(&reply.body).unwrap_or_default();
         self.send(request, reply.status, "application/json", body, cookie);
+        true
     }
 
     fn send(&self, request: tiny_http::Request, status: u16, kind: &str, body: Vec<u8>, cookie: Option<String>) {
