@@ -167,6 +167,22 @@ pub fn open_regular(path: &Path) -> io::Result<File> {
     Ok(f)
 }
 
+/// Raises this process's soft limit on open files to its hard limit (at most 65,536): a server
+/// that holds a socket per client (`ovmem ui`) then outlasts far more idle connections.
+pub fn raise_open_files_limit() {
+    #[cfg(unix)]
+    if native() {
+        // SAFETY: getrlimit/setrlimit read and write only the struct passed.
+        unsafe {
+            let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+                r.rlim_cur = r.rlim_max.min(65_536);
+                libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+            }
+        }
+    }
+}
+
 /// New files private to their owner from here on (umask 077); a no-op without Unix modes.
 pub fn private_umask() {
     #[cfg(unix)]

@@ -55,6 +55,9 @@ pub struct Options {
 pub fn serve(opts: Options, env: &Env) -> Result<i32> {
     let db = env.ovmem_home().join("memory.db");
     let store = Store::open(&db, Duration::from_secs(5))?;
+    // Every client holds two descriptors until it closes: a few hundred idle connections must not
+    // use up the default 1,024 (tiny_http's accept thread ends on that error).
+    crate::sys::raise_open_files_limit();
     let server = Server::http(("127.0.0.1", opts.port))
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("could not listen on 127.0.0.1:{}; choose another --port", opts.port))?;
