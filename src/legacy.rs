@@ -690,11 +690,9 @@ fn ovmem_findings(
                         };
                         let Some(runtime) = script_runtime(&text, h.id(), &hook.event) else { continue };
                         installed = true;
-                        *per_event
-                            .entry((location.clone(), hook.event.clone()))
-                            .or_default()
-                            .entry("ovmem".into())
-                            .or_default() += 1;
+                        // A script per event and directory: the same name in the fallback
+                        // directory is the same hook, found again.
+                        per_event.entry((location.clone(), hook.event.clone())).or_default().insert("ovmem".into(), 1);
                         let current = desired.get(&hook.event).is_none_or(|d| *d == text);
                         judge(r, &p, Some(1), hook.event.clone(), &hook.event, &runtime, current);
                     }
