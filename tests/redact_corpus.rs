@@ -22,7 +22,9 @@ struct Case {
 
 fn cases(file: &str) -> Vec<Case> {
     let path = format!("{}/redact/{file}", common::FIXTURES);
-    let raw = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut raw = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    raw.push('\n');
+    raw.push_str(if file == "positive.txt" { EXTRA_POSITIVE } else { EXTRA_NEGATIVE });
     let mut out: Vec<Case> = Vec::new();
     for line in raw.lines() {
         if let Some(head) = line.strip_prefix("=== ") {
@@ -40,6 +42,107 @@ fn cases(file: &str) -> Vec<Case> {
     }
     out
 }
+
+/// Cases kept here beside the fixture files, in their format: secrets in markdown, other
+/// languages, prose, SQL, escapes, any `Authorization` scheme, glued keys and tokens, YAML
+/// parents, tool flags, and with no label at all.
+const EXTRA_POSITIVE: &str = r#"=== markdown | bold label
+- **Password:** {{S:pw:*12}}
+- **Host:** db.internal
+
+=== markdown | bold label, colon outside
+**Access token**: {{S:alnum:*12}}
+
+=== markdown | table column
+| Env | User | Password |
+|-----|------|----------|
+| prod | ops | {{S:alnum:24}} |
+
+=== i18n | Chinese label and copula
+数据库的密码是{{S:alnum:16}}，请保存。
+
+=== i18n | full-width colon
+口令：{{S:alnum:16}}
+
+=== i18n | German copula
+Das Kennwort ist {{S:alnum:16}} für den Server.
+
+=== i18n | Japanese particle
+パスワードは{{S:alnum:16}}です
+
+=== i18n | Spanish label
+contraseña: {{S:alnum:16}}
+
+=== unlabelled | bare random token in prose
+then run the deploy with {{S:alnum:40}} as the argument
+
+=== unlabelled | quoted token in a call
+client = Api("{{S:alnum:32}}")
+
+=== prose | password for someone is
+the password for the backup user is {{S:alnum:14}}.
+
+=== prose | changed password to
+I changed the root password to {{S:pw:16}} yesterday.
+
+=== prose | value as the password
+use "{{S:alnum:14}}" as the password
+
+=== sql | create user with password
+CREATE USER reporting WITH PASSWORD '{{S:pw:16}}';
+
+=== sql | identified by
+ALTER USER 'app'@'%' IDENTIFIED BY '{{S:pw:16}}';
+
+=== escaped-json | escaped URL password
+{"url":"postgres:\/\/app:{{S:alnum:16}}@db:5432\/app"}
+
+=== authorization | unlisted scheme
+Authorization: SSWS {{S:alnum:40}}
+
+=== glued | short password key
+DBPASS={{S:alnum:16}}
+
+=== glued | session cookie
+PHPSESSID={{S:lower:26}}
+
+=== yaml-parent | secrets mapping
+secrets:
+  db: {{S:alnum:16}}
+  smtp: {{S:alnum:16}}
+
+=== tool-flag | gpg passphrase
+gpg --batch --passphrase {{S:alnum:16}} -d f.gpg
+
+=== tool-flag | requests auth tuple
+requests.get(url, auth=("bob", "{{S:pw:16}}"))
+
+=== cut-value | semicolon in a password
+password={{S:alnum:8}};{{S:alnum:10}}
+"#;
+
+const EXTRA_NEGATIVE: &str = r#"=== design | markdown without secrets
+**Password:** required, at least 12 characters.
+| Field | Type | Notes |
+|---|---|---|
+| password | string | hashed with argon2 |
+
+=== design | i18n sentences
+密码长度至少为12位，请定期修改密码。Bitte ändern Sie Ihr Passwort regelmäßig.
+
+=== design | password prose
+The password is incorrect. My password's strength is good. Change your password to something longer.
+
+=== ids | unlabelled ids and identifiers
+commit {{N:hex:40}} for request {{N:uuid:0}}; createUserAccountRegistrationHandlerWithRetryPolicy in src/features/auth/LoginFormContainer.tsx
+
+=== design | yaml secret references
+secrets:
+  - name: tls-cert
+    secretName: web-tls
+  db:
+    file: ./db_password.txt
+"#;
 
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

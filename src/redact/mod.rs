@@ -19,10 +19,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::cut::{ceil_char, floor_char};
 
+mod passes;
 mod rules;
+mod shadow;
 mod values;
 
 use rules::*;
+use shadow::Shadow;
 pub(crate) use values::base64_decode;
 use values::*;
 
@@ -173,10 +176,25 @@ impl Redactor {
     /// [`Self::redact`]; `decode`: base64 runs are also decoded and searched (once, not again
     /// inside what they decode to, so the cost stays linear).
     fn redact_at<'a>(&self, text: &'a str, decode: bool) -> Cow<'a, str> {
+        // The rules read a normalised shadow of the text (markdown marks dropped, labels in other
+        // languages and full-width punctuation as ASCII, escapes decoded); what they find is
+        // mapped back to the original's bytes.
+        let shadow = Shadow::new(text);
+        let mut spans: Vec<(usize, usize, usize, Cow<'static, str>)> = Vec::new();
+        self.find(&shadow.text, decode, &mut spans);
+        for s in &mut spans {
+            let (a, z) = shadow.original(s.0, s.1);
+            (s.0, s.1) = (floor_char(text, a), ceil_char(text, z));
+        }
+        spans.retain(|s| s.0 < s.1);
+        self.apply(text, spans)
+    }
+
+    /// The secrets' spans in `text` (the shadow), by the built-in rules and passes.
+    fn find(&self, text: &str, decode: bool, spans: &mut Vec<(usize, usize, usize, Cow<'static, str>)>) {
         let wanted = triggered(text);
         let mut lower: Option<String> = None;
         // (start, end, priority, label)
-        let mut spans: Vec<(usize, usize, usize, Cow<'_, str>)> = Vec::new();
         for (i, rule) in RULES.iter().enumerate() {
             if !wanted[i] || rule.pre.is_some_and(|pre| !pre(text)) {
                 continue;
@@ -199,7 +217,7 @@ impl Redactor {
                     Verdict::Keep => {
                         // What was not a secret may still hold the start of one (`note: password: x`):
                         // search again from after the key, else from the next character.
-                        let next = c.name("key").map_or(whole.start(), |k| k.end());
+                        let next = floor_char(text, c.name("key").map_or(whole.start(), |k| k.end()));
                         pos = text[next..].chars().next().map_or(text.len() + 1, |ch| next + ch.len_utf8());
                         if pos > text.len() {
                             break;
@@ -208,6 +226,14 @@ impl Redactor {
                     }
                     Verdict::Redact => rule.id,
                     Verdict::RedactAs(l) => l,
+                    Verdict::RedactRange(a, z, l) => {
+                        spans.push((floor_char(text, a), ceil_char(text, z), i, Cow::Borrowed(l)));
+                        pos = ceil_char(text, whole.end().max(whole.start() + 1)).max(ceil_char(text, z));
+                        if pos > text.len() {
+                            break;
+                        }
+                        continue;
+                    }
                 };
                 let m = rule.group.get(&c).expect("checked above");
                 let (start, end) = (floor_char(text, m.start()), ceil_char(text, m.end()));
@@ -219,9 +245,11 @@ impl Redactor {
             }
         }
         let finders = RULES.len() + self.extra.len();
-        block_scalars(text, finders, &mut spans);
+        block_scalars(text, finders, spans);
+        passes::yaml_parents(text, finders, spans);
+        passes::markdown_tables(text, finders, spans);
         if decode {
-            self.encoded(text, finders + 1, &mut spans);
+            self.encoded(text, finders + 1, spans);
         }
         // Hashes are kept (`integrity: sha512-…`, `h1:…`, `SHA256:…` fingerprints): what a rule
         // found wholly inside one is no secret.
@@ -234,6 +262,10 @@ impl Redactor {
                 });
             }
         }
+    }
+
+    /// `text` with `spans` (and the extra patterns' matches) replaced by their markers.
+    fn apply<'a>(&self, text: &'a str, mut spans: Vec<(usize, usize, usize, Cow<'static, str>)>) -> Cow<'a, str> {
         for (j, x) in self.extra.iter().enumerate() {
             let named = x.re.capture_names().any(|n| n == Some("secret"));
             for c in x.re.captures_iter(text) {
@@ -277,7 +309,7 @@ impl Redactor {
 impl Redactor {
     /// Base64 runs whose text holds a secret (a base64 `.env`, a kubeconfig's `client-key-data`,
     /// a Kubernetes Secret's `data:`, a `.dockerconfigjson`): the whole run goes.
-    fn encoded(&self, text: &str, prio: usize, spans: &mut Vec<(usize, usize, usize, Cow<'_, str>)>) {
+    fn encoded(&self, text: &str, prio: usize, spans: &mut Vec<(usize, usize, usize, Cow<'static, str>)>) {
         static RUN: LazyLock<BytesRegex> = LazyLock::new(|| {
             BytesRegexBuilder::new(r"[A-Za-z0-9+/]{24,}={0,2}").unicode(false).build().expect("base64 run")
         });
@@ -347,7 +379,7 @@ fn digests(text: &str) -> Vec<(usize, usize)> {
 
 /// YAML block scalars under a secret's key (`password: |` and the indented lines after it):
 /// the block's lines go.
-fn block_scalars(text: &str, prio: usize, spans: &mut Vec<(usize, usize, usize, Cow<'_, str>)>) {
+fn block_scalars(text: &str, prio: usize, spans: &mut Vec<(usize, usize, usize, Cow<'static, str>)>) {
     static HEAD: LazyLock<BytesRegex> = LazyLock::new(|| {
         BytesRegexBuilder::new(
             r#"(?m)^([ \t]*(?:-[ \t]+)?)["']?([A-Za-z_][A-Za-z0-9_.-]*)["']?[ \t]*:[ \t]*(?:!!?[A-Za-z]+[ \t]+)?[|>][-+0-9]{0,2}[ \t]*(?:#[^\n]*)?\r?$"#,
@@ -731,3 +763,6 @@ mod tests {
         assert!(per < std::time::Duration::from_millis(if cfg!(debug_assertions) { 40 } else { 2 }), "{per:?}");
     }
 }
+
+#[cfg(test)]
+mod generality_tests;

@@ -14,6 +14,8 @@ pub(super) enum Verdict {
     Redact,
     /// Redact under another label than the rule's id.
     RedactAs(&'static str),
+    /// Redact this byte range (of the text the rule ran on), not the rule's group.
+    RedactRange(usize, usize, &'static str),
 }
 
 pub(super) struct Rule {
@@ -76,9 +78,9 @@ pub(super) static RULES: &[Rule] = &[
         id: "anthropic-key",
         keywords: &["sk-ant-"],
         pre: None,
-        pattern: r"\bsk-ant-[A-Za-z0-9_-]{20,}",
+        pattern: r"(?:\b|_)(sk-ant-[A-Za-z0-9_-]{20,})",
         fold: false,
-        group: Group::At(0),
+        group: Group::At(1),
         check: always,
     },
     Rule {
@@ -94,27 +96,28 @@ pub(super) static RULES: &[Rule] = &[
         id: "github-token",
         keywords: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
         pre: None,
-        pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b",
+        // Glued to a word (`TOKEN_ghp_…`, `ghp_…_backup`): the token is taken, not dropped.
+        pattern: r"(?:\b|_)(gh[pousr]_[A-Za-z0-9]{36}|gh[pousr]_[A-Za-z0-9]{20,}\b|github_pat_[A-Za-z0-9_]{20,})",
         fold: false,
-        group: Group::At(0),
+        group: Group::At(1),
         check: always,
     },
     Rule {
         id: "gitlab-token",
         keywords: &["glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glft-", "glimt-", "glagent-", "gloas-", "glsoat-"],
         pre: None,
-        pattern: r"\bgl(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat)-[A-Za-z0-9_.-]{19,}[A-Za-z0-9_]",
+        pattern: r"(?:\b|_)(gl(?:pat|dt|rt|ptt|cbt|ft|imt|agent|oas|soat)-[A-Za-z0-9_.-]{19,}[A-Za-z0-9_])",
         fold: false,
-        group: Group::At(0),
+        group: Group::At(1),
         check: always,
     },
     Rule {
         id: "slack-token",
         keywords: &["xox", "xapp-"],
         pre: None,
-        pattern: r"\b(?:xox[abposre]-[0-9A-Za-z-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})",
+        pattern: r"(?:\b|_)(xox[abposre]-[0-9A-Za-z-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})",
         fold: false,
-        group: Group::At(0),
+        group: Group::At(1),
         check: always,
     },
     Rule {
@@ -139,9 +142,9 @@ pub(super) static RULES: &[Rule] = &[
         id: "google-api-key",
         keywords: &["aiza"],
         pre: None,
-        pattern: r"\bAIza[0-9A-Za-z_-]{35}",
+        pattern: r"(?:\b|[_a-z])(AIza[0-9A-Za-z_-]{35})",
         fold: false,
-        group: Group::At(0),
+        group: Group::At(1),
         check: always,
     },
     Rule {
@@ -157,9 +160,9 @@ pub(super) static RULES: &[Rule] = &[
         id: "stripe-key",
         keywords: &["sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"],
         pre: None,
-        pattern: r"\b(?:[sr]k_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[A-Za-z0-9+/=]{20,})",
+        pattern: r"(?:\b|_)([sr]k_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[A-Za-z0-9+/=]{20,})",
         fold: false,
-        group: Group::At(0),
+        group: Group::At(1),
         check: always,
     },
     Rule {
@@ -175,9 +178,10 @@ pub(super) static RULES: &[Rule] = &[
         id: "aws-access-key-id",
         keywords: &["akia", "asia", "abia", "acca", "a3t", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "apka"],
         pre: None,
-        pattern: r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16}\b",
+        // Glued after a lower-case word or `_` too (`keyAKIA…`, `aws_AKIA…`).
+        pattern: r"(?:\b|[_a-z])((?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{16})(?:[^A-Z0-9]|$)",
         fold: false,
-        group: Group::At(0),
+        group: Group::At(1),
         check: always,
     },
     Rule {
@@ -224,9 +228,9 @@ pub(super) static RULES: &[Rule] = &[
         id: "npm-token",
         keywords: &["npm_"],
         pre: None,
-        pattern: r"\bnpm_[A-Za-z0-9]{36}\b",
+        pattern: r"(?:\b|_)(npm_[A-Za-z0-9]{36})",
         fold: false,
-        group: Group::At(0),
+        group: Group::At(1),
         check: always,
     },
     Rule {
@@ -457,6 +461,67 @@ pub(super) static RULES: &[Rule] = &[
         check: always,
     },
     Rule {
+        id: "api-token",
+        keywords: &[
+            "figd_",
+            "pplx-",
+            "tskey-",
+            "pscale_",
+            "lsv2_",
+            "pcsk_",
+            "dckr_",
+            "api_org_",
+            "nrak-",
+            "nrjs-",
+            "atbb",
+            "sk.eyj",
+            "gr1348941",
+            "ltai",
+            "akid",
+            "eaac",
+            "eaag",
+            "1//0",
+            "atlasv1",
+            "rnd_",
+            "fo1_",
+            "dop_v1",
+            "ops_ey",
+            "pat-na",
+            "sl.b",
+        ],
+        pre: None,
+        // Prefixed API tokens of services without a rule of their own (Figma, Perplexity,
+        // Tailscale, PlanetScale, LangSmith, Pinecone, Docker Hub, Hugging Face orgs, New Relic,
+        // Bitbucket, Mapbox secret, GitLab runner registration, Alibaba, Tencent, Meta, Google
+        // refresh tokens, Terraform Cloud, Render, 1Password, Dropbox).
+        pattern: r"(?:\b|_)((?:figd_|pplx-|tskey-(?:auth|api|client|scim|webhook)-|pscale_(?:tkn|pw|oauth)_|lsv2_(?:pt|sk)_|pcsk_|dckr_(?:pat|oat)_|api_org_|NRAK-|NRJS-|ATBB|sk\.eyJ|GR1348941|LTAI|AKID|EAA[CG]|1//0|rnd_|fo1_|ops_eyJ|pat-na1-|sl\.B)[A-Za-z0-9_~.+/=-]{16,}|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{40,})",
+        fold: false,
+        group: Group::At(1),
+        check: |t, c| {
+            let v = gi(t, c, 1);
+            verdict(has_digit(v) && v.bytes().any(|b| b.is_ascii_alphabetic()))
+        },
+    },
+    Rule {
+        id: "azure-client-secret",
+        keywords: &["q~"],
+        pre: None,
+        // Entra ID (Azure AD) client secrets: three characters, a digit, `Q~`, 31 to 34 more.
+        pattern: r"(?:^|[^A-Za-z0-9_~.-])([A-Za-z0-9_~.-]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34})(?:[^A-Za-z0-9_~.-]|$)",
+        fold: false,
+        group: Group::At(1),
+        check: always,
+    },
+    Rule {
+        id: "mailchimp-key",
+        keywords: &["-us"],
+        pre: None,
+        pattern: r"\b([0-9a-f]{32}-us[0-9]{1,2})\b",
+        fold: false,
+        group: Group::At(1),
+        check: always,
+    },
+    Rule {
         id: "url-password",
         keywords: &["://"],
         pre: None,
@@ -520,16 +585,32 @@ pub(super) static RULES: &[Rule] = &[
         id: "authorization",
         keywords: &["authorization"],
         pre: None,
-        pattern: r#"\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest|negotiate|apikey|sso-key)\s+)?([^\s"',;]{6,})"#,
+        // `Authorization: <scheme> <credentials>` with any scheme (Bearer, Bot, SSWS, Key,
+        // Splunk, GenieKey, …), or a bare credential.
+        pattern: r#"\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?P<scheme>[a-z][a-z0-9_.-]{1,24})[ \t]+)?(?P<tok>[^\s"',;]{6,})"#,
         fold: true,
-        group: Group::At(1),
+        group: Group::First(&["tok"]),
         check: |t, c| {
-            let v = gi(t, c, 1).trim_end_matches(['`', '.', ')', ']']);
-            verdict(
-                !matches!(v.to_ascii_lowercase().as_str(), "bearer" | "basic" | "digest" | "header" | "headers")
-                    && !is_placeholder(v)
-                    && !is_reference(v),
-            )
+            let skip = |v: &str| {
+                let v = v.trim_end_matches(['`', '.', ')', ']']);
+                matches!(
+                    v.to_ascii_lowercase().as_str(),
+                    "bearer" | "basic" | "digest" | "header" | "headers" | "scheme" | "value" | "token" | "field"
+                ) || is_placeholder(v)
+                    || is_reference(v)
+            };
+            let tok = c.name("tok").expect("tok");
+            match c.name("scheme") {
+                // A credential where the scheme would be (`Authorization: s3cr3tT0ken123 please`).
+                Some(s) if has_digit(span(t, s)) && !span(t, s).contains('-') || looks_random(span(t, s), 16) => {
+                    if skip(span(t, s)) {
+                        Verdict::Keep
+                    } else {
+                        Verdict::RedactRange(s.start(), s.end(), "authorization")
+                    }
+                }
+                _ => verdict(!skip(span(t, tok))),
+            }
         },
     },
     Rule {
@@ -615,6 +696,44 @@ pub(super) static RULES: &[Rule] = &[
         check: |t, c| verdict(!is_placeholder(gi(t, c, 1)) && !is_reference(gi(t, c, 1))),
     },
     Rule {
+        id: "password",
+        keywords: &["ssh-keygen", "zip", "7z", "openssl", "gpg", "unrar", "rar ", "pdftk", "qpdf", "keytool"],
+        pre: None,
+        // `ssh-keygen -N p` / `-P p`, `zip -P p`, `7z -pP`, `unrar -pP`, `openssl … -k p`,
+        // `gpg --passphrase p`, `qpdf --password=p`.
+        pattern: r#"(?:\bssh-keygen\b[^\n|;&]*?\s-[NP]\s+|\bzip(?:cloak)?\b[^\n|;&]*?\s-P\s+|\b(?:7z|7za|7zr|unrar|rar)\b[^\n|;&]*?\s-p|\bopenssl\b[^\n|;&]*?\s-(?:k|kfile|pass|passin|passout)\s+|\bgpg2?\b[^\n|;&]*?\s--passphrase[= ]\s*|\b(?:pdftk|qpdf)\b[^\n|;&]*?\s(?:--password[= ]|(?:user|owner)_pw\s+))(?:'(?P<sq>[^'\n]+)'|"(?P<dq>[^"\n]+)"|(?P<val>[^\s"'-][^\s"']*))"#,
+        fold: false,
+        group: QUOTED,
+        check: |t, c| {
+            let v = quoted(t, c);
+            verdict(!is_placeholder(v) && !is_reference(v) && !v.starts_with("pass:") && !v.starts_with("file:"))
+        },
+    },
+    Rule {
+        id: "password",
+        keywords: &["auth"],
+        pre: None,
+        // `requests.get(url, auth=('bob', 'p'))`, `HTTPBasicAuth('bob', 'p')`, `BasicAuth("bob", "p")`.
+        pattern: r#"(?:\bauth\s*=\s*[\(\[]|\b(?:HTTPBasicAuth|HTTPDigestAuth|BasicAuth|basic_auth|DigestAuth)\s*\()\s*(?:"[^"\n]*"|'[^'\n]*'|[A-Za-z_][A-Za-z0-9_.]*)\s*,\s*(?:"(?P<dq>[^"\n]+)"|'(?P<sq>[^'\n]+)')"#,
+        fold: false,
+        group: QUOTED,
+        check: |t, c| verdict(!is_placeholder(quoted(t, c)) && !is_reference(quoted(t, c))),
+    },
+    Rule {
+        id: "password",
+        keywords: &["password", "identified"],
+        pre: None,
+        // SQL that sets a password: `CREATE USER u WITH PASSWORD 'p'`, `ALTER ROLE u PASSWORD 'p'`,
+        // `IDENTIFIED BY 'p'`, `IDENTIFIED WITH plugin BY 'p'`, `SET PASSWORD = PASSWORD('p')`.
+        pattern: r#"\b(?:(?:encrypted\s+|unencrypted\s+)?password\s*\(?\s*'(?P<sq>[^'\n]+)'|identified\s+(?:with\s+[a-z0-9_]+\s+)?by\s+(?:password\s+)?(?:'(?P<sq2>[^'\n]+)'|"(?P<dq>[^"\n]+)"|(?P<val>[^\s;'"]+)))"#,
+        fold: true,
+        group: Group::First(&["sq", "sq2", "dq", "val"]),
+        check: |t, c| {
+            let v = Group::First(&["sq", "sq2", "dq", "val"]).get(c).map_or("", |m| span(t, m));
+            verdict(!is_placeholder(v) && !is_reference(v) && !v.starts_with(':') && !v.starts_with('?'))
+        },
+    },
+    Rule {
         id: "assignment",
         keywords: &["config set", "configure set", "config:set", "secret set", "\"name\""],
         pre: None,
@@ -682,7 +801,7 @@ pub(super) static RULES: &[Rule] = &[
         id: "secret-flag",
         keywords: &["pass", "pwd", "token", "secret", "key", "bearer"],
         pre: None,
-        pattern: r#"(?:^|\s)--(?:[a-z0-9]+[-_])*(?:password|passwd|pass|pwd|token|secret|bearer|api[-_]?key|apikey|access[-_]?key|secret[-_]?key|private[-_]?key|client[-_]?secret)(?:=|\s+)(?:'(?P<sq>[^'\n]+)'|"(?P<dq>[^"\n]+)"|(?P<val>[^\s"']+))"#,
+        pattern: r#"(?:^|\s)--(?:[a-z0-9]+[-_])*(?:password|passwd|passphrase|passin|passout|pass|pwd|token|secret|bearer|api[-_]?key|apikey|access[-_]?key|secret[-_]?key|private[-_]?key|client[-_]?secret)(?:=|\s+)(?:'(?P<sq>[^'\n]+)'|"(?P<dq>[^"\n]+)"|(?P<val>[^\s"']+))"#,
         fold: true,
         group: QUOTED,
         check: |t, c| {
@@ -701,7 +820,10 @@ pub(super) static RULES: &[Rule] = &[
     },
     Rule {
         id: "assignment",
-        keywords: &["pass", "pwd", "secret", "token", "key", "auth", "cred", "sig", "salt", "cookie", "pat"],
+        keywords: &[
+            "pass", "pwd", "pw", "secret", "token", "key", "auth", "cred", "sig", "salt", "cookie", "pat", "sess",
+            "sid",
+        ],
         pre: None,
         // `key = value`, `key: value`, `"key": "value"`, `key := value`, `key => value`, in a text
         // that has a secret word somewhere; the check reads the key's words.
@@ -724,19 +846,261 @@ pub(super) static RULES: &[Rule] = &[
     },
     Rule {
         id: "password",
-        keywords: &["pass", "pwd", "secret", "token", "key"],
+        keywords: &["pass", "pwd", "pw", "secret", "token", "key", "pin"],
         pre: None,
-        // Prose: "the password is hunter2", "my API key was ...".
-        pattern: r#"\b(?:password|passwd|passphrase|pwd|secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key)\s+(?:is|was|=|:|->|will be|should be)\s+[`"']?([^\s`"',;]{4,})"#,
+        // Prose: "the password is hunter2", "my API key was ...", "the password for root is x",
+        // "I changed the admin password to x", "my password's x", "the vault password is "a b"".
+        pattern: r#"\b(?P<noun>password|passwd|passphrase|passcode|pwd|pw|pin|secret|token|api[ _-]?key|access[ _-]?key|secret[ _-]?key)(?:'s[ \t]+|(?:[ \t]+(?:for|of|on|to|at|in)(?:[ \t]+[^\s\[\]:=]{1,30}?){1,3})?[ \t]*(?:[ \t](?:is|was|are|will be|should be|is now|was set to|is set to|set to|changed to|to|becomes|reads)[ \t]+|=|:|->)[ \t]*)(?:now[ \t]+)?(?:"(?P<dq>[^"\n]{1,100})"|'(?P<sq>[^'\n]{1,100})'|`(?P<bq>[^`\n]{1,100})`|(?P<val>[^\s`"',;]{3,}))"#,
         fold: true,
+        group: Group::First(&["dq", "sq", "bq", "val"]),
+        check: |t, c| {
+            let quoted = c.name("val").is_none();
+            let raw = Group::First(&["dq", "sq", "bq", "val"]).get(c).map_or("", |m| span(t, m));
+            let v = raw.trim_end_matches(['.', ')', '!', '?', ':']);
+            let v = if credential_like(v) { raw.trim_end_matches(['.', ')', ':', '?']) } else { v };
+            let noun = g(t, c, "noun").to_ascii_lowercase();
+            let possessive = c.name("noun").is_some_and(|n| t[n.end()..].starts_with("'s"));
+            let strong = matches!(noun.as_str(), "password" | "passwd" | "passphrase" | "passcode") && !possessive;
+            if v.len() < 3
+                || is_placeholder(v)
+                || is_reference(v)
+                || is_design_term(v)
+                || is_path(v)
+                || v.contains("REDACTED:")
+            {
+                return Verdict::Keep;
+            }
+            // `password = getpass.getpass()`: a call, as the assignment rule reads it too.
+            if !quoted && v.contains('(') {
+                return Verdict::Keep;
+            }
+            // The `=` of a comparison (`polars>=1.25`), not of an assignment: a version pin.
+            let (value_at, value_end) =
+                Group::First(&["dq", "sq", "bq", "val"]).get(c).map_or((0, 0), |m| (m.start(), m.end()));
+            let word_at =
+                t[..value_at].rfind(|ch: char| ch.is_whitespace() || "`\"'".contains(ch)).map_or(0, |i| i + 1);
+            if !quoted && !strong && is_version_spec(&t[word_at..value_end]) {
+                return Verdict::Keep;
+            }
+            let ok = if quoted && !strong {
+                // After a weak noun (`pin`, `token`, `secret`), a quoted value must look generated,
+                // and a version constraint never does (`bumped the pin to `polars>=1.25,<2``).
+                credential_like(v) && !v.contains(' ') && !is_version_spec(v)
+            } else if quoted {
+                // A quoted value is the secret whatever it looks like, unless it is a sentence.
+                v.split_whitespace().count() <= 6 && !v.split_whitespace().any(is_function_word)
+                    || credential_like(v) && !v.contains(' ')
+            } else if strong {
+                // A strong noun: a dictionary word is a password too (`the wifi password is
+                // sunshine`), not a word of prose (`the password is incorrect`).
+                credential_like(v) || (v.len() >= 4 && v.bytes().all(|b| b.is_ascii_alphabetic()) && !is_prose_word(v))
+            } else {
+                credential_like(v) && !is_prose_word(v)
+            };
+            if !ok {
+                return Verdict::Keep;
+            }
+            let m = Group::First(&["dq", "sq", "bq", "val"]).get(c).expect("value");
+            Verdict::RedactRange(m.start(), m.start() + v.len(), "password")
+        },
+    },
+    Rule {
+        id: "password",
+        keywords: &["password", "passphrase", "passwd"],
+        pre: None,
+        // The value before the noun: "use `Hunter2x!` as the password", "x is my password".
+        pattern: r#"(?:"(?P<dq>[^"\n]{3,64})"|'(?P<sq>[^'\n]{3,64})'|`(?P<bq>[^`\n]{3,64})`|(?:^|[\s(])(?P<val>[^\s"'`(]{4,64}))[ \t]+(?:as|is|was|for)[ \t]+(?:the|my|your|our|a|an|their|his|her)[ \t]+(?:[A-Za-z-]+[ \t]+)?(?:password|passphrase|passwd)\b"#,
+        fold: true,
+        group: Group::First(&["dq", "sq", "bq", "val"]),
+        check: |t, c| {
+            let v = Group::First(&["dq", "sq", "bq", "val"]).get(c).map_or("", |m| span(t, m));
+            let quoted = c.name("val").is_none();
+            verdict(
+                !is_placeholder(v)
+                    && !is_reference(v)
+                    && !v.contains("REDACTED:")
+                    && if quoted {
+                        !v.split_whitespace().any(is_function_word)
+                    } else {
+                        credential_like(v) && !v.contains('(')
+                    },
+            )
+        },
+    },
+    Rule {
+        id: "high-entropy",
+        keywords: &[],
+        pre: Some(|t| has_random_run(t, 24)),
+        // A generated credential with no label at all: 32 or more characters of a token alphabet
+        // (24 in quotes or a call), random by the same checks as a labelled one.
+        pattern: r#"(?:^|[^A-Za-z0-9+/_~.=%-])([A-Za-z0-9+/_~.-]{24,}={0,2})(?:[^A-Za-z0-9+/_~.=-]|$)"#,
+        fold: false,
         group: Group::At(1),
         check: |t, c| {
-            let v = gi(t, c, 1).trim_end_matches(['.', ')', '!', '?', ':']);
-            // `password = getpass.getpass()`: a call, as the assignment rule reads it too.
-            verdict(credential_like(v) && !is_reference(v) && !is_design_term(v) && !v.contains('('))
+            let m = c.get(1).expect("group 1");
+            let raw = span(t, m);
+            let v = raw.trim_end_matches(['.', '-', '~']);
+            let (before, after) = around(t, m.start(), m.end(), 64);
+            let quoted = before.ends_with(['"', '\'', '`', '(']) && after.starts_with(['"', '\'', '`', ')', ',']);
+            let min = if quoted { 24 } else { 32 };
+            if v.len() < min || !unlabelled_secret(v) {
+                return Verdict::Keep;
+            }
+            // Not inside a URL, a path, an e-mail, a data URI or a certificate's body.
+            let token_start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            let token_end = after.find(char::is_whitespace).unwrap_or(after.len());
+            let tok_before = &before[token_start..];
+            let tok_after = &after[..token_end];
+            let in_url = tok_before.contains("://") || tok_after.contains("://") || tok_before.contains('@');
+            let in_path = tok_before.ends_with('/') || tok_after.starts_with('/') && !v.contains('/');
+            let data = before.ends_with("base64,");
+            let public = before.trim_end().ends_with(|ch: char| ch.is_ascii_digit()) && before.contains("ssh-")
+                || ["ssh-rsa", "ssh-ed25519", "ssh-dss", "ecdsa-sha2", "sk-ssh", "sk-ecdsa"]
+                    .iter()
+                    .any(|k| before.contains(k));
+            let pem_line = t.contains("-----BEGIN") && (v.len() == 64 || v.len() == 76);
+            verdict(!in_url && !in_path && !data && !public && !pem_line && !v.starts_with("AAAA")).and_range(
+                m.start(),
+                m.start() + v.len(),
+                "high-entropy",
+            )
+        },
+    },
+    Rule {
+        id: "high-entropy",
+        keywords: &[
+            "key",
+            "secret",
+            "token",
+            "private",
+            "wallet",
+            "signing",
+            "seed",
+            "password",
+            "credential",
+            "webhook",
+            "master",
+            "hmac",
+        ],
+        pre: None,
+        // Hex of a secret's length (32, 40, 48, 64+) a few words after a secret word: "the
+        // signing key 4c08…", "webhook secret 9f3a…", "master.key contains …".
+        pattern: r#"(?:^|[^A-Za-z0-9_/.:-])(?:0x)?([0-9a-fA-F]{32,128})(?:[^A-Za-z0-9_/.-]|$)"#,
+        fold: false,
+        group: Group::At(1),
+        check: |t, c| {
+            let m = c.get(1).expect("group 1");
+            let v = span(t, m);
+            if !matches!(v.len(), 32 | 40 | 48 | 56 | 64 | 96 | 128)
+                || !has_digit(v)
+                || !v.bytes().any(|b| b.is_ascii_alphabetic())
+            {
+                return Verdict::Keep;
+            }
+            let (before, _) = around(t, m.start(), m.end(), 48);
+            let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+            let words = key_words(line);
+            let near = words.iter().rev().take(5).any(|w| {
+                matches!(
+                    w.as_str(),
+                    "key"
+                        | "secret"
+                        | "token"
+                        | "private"
+                        | "wallet"
+                        | "signing"
+                        | "seed"
+                        | "password"
+                        | "credential"
+                        | "credentials"
+                        | "webhook"
+                        | "master"
+                        | "hmac"
+                        | "apikey"
+                        | "privkey"
+                )
+            });
+            let hash = words.iter().any(|w| {
+                matches!(
+                    w.as_str(),
+                    "commit"
+                        | "sha"
+                        | "sha1"
+                        | "sha256"
+                        | "sha512"
+                        | "md5"
+                        | "hash"
+                        | "digest"
+                        | "checksum"
+                        | "rev"
+                        | "revision"
+                        | "tree"
+                        | "parent"
+                        | "head"
+                        | "blob"
+                        | "etag"
+                        | "fingerprint"
+                        | "id"
+                        | "public"
+                        | "pubkey"
+                        | "address"
+                        | "tx"
+                        | "txid"
+                        | "block"
+                        | "integrity"
+                )
+            });
+            verdict(near && !hash)
         },
     },
 ];
+
+impl Verdict {
+    /// A redaction of `start..end` instead of the rule's group, if any.
+    pub(super) fn and_range(self, start: usize, end: usize, label: &'static str) -> Verdict {
+        match self {
+            Verdict::Keep => Verdict::Keep,
+            _ => Verdict::RedactRange(start, end, label),
+        }
+    }
+}
+
+/// A token with no label that is a generated credential: random by the labelled checks, both
+/// cases and digits, high in entropy, not base64 of text or a file.
+pub(super) fn unlabelled_secret(v: &str) -> bool {
+    let digits = v.bytes().filter(u8::is_ascii_digit).count();
+    let min_entropy = if v.len() >= 32 { 4.0 } else { 3.8 };
+    looks_random(v, 24)
+        && has_upper(v)
+        && has_lower(v)
+        && digits >= 2
+        && entropy(v) >= min_entropy
+        && !is_benign_base64(v)
+        && !is_composite(v)
+        && !is_dotted_path(v)
+}
+
+/// A package's version constraint: `polars>=1.25,<2`, `requests==2.31.0`, `~> 7.1`, `^18.2.0`.
+pub(super) fn is_version_spec(v: &str) -> bool {
+    [">=", "<=", "==", "!=", "~=", "~>", "^"].iter().any(|op| v.contains(op))
+        || v.split_once('@')
+            .is_some_and(|(name, ver)| !name.is_empty() && ver.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// A chain of identifiers joined by dots (`base64.StdEncoding.EncodeToString`): code, not a
+/// token. Each part starts with a letter or `_` and is not the start of a JWT, and the whole
+/// holds at most four digits (a token cut in dotted parts, like Discord's, holds many).
+pub(super) fn is_dotted_path(v: &str) -> bool {
+    v.contains('.')
+        && v.bytes().filter(u8::is_ascii_digit).count() <= 4
+        && v.split('.').all(|part| {
+            let mut bytes = part.bytes();
+            bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && !part.as_bytes().windows(3).any(|w| w.iter().all(u8::is_ascii_digit))
+                && !part.starts_with("eyJ")
+        })
+}
 
 pub(super) fn verdict(redact: bool) -> Verdict {
     if redact {
@@ -761,6 +1125,7 @@ pub(super) const STRONG_LAST: &[&str] = &[
     "passwd",
     "passphrase",
     "pwd",
+    "pw",
     "pass",
     "secret",
     "secrets",
@@ -795,30 +1160,66 @@ pub(super) fn assignment(text: &str, c: &Captures) -> Verdict {
     if c.name("key").is_some_and(|k| text[..k.start()].ends_with("://")) {
         return Verdict::Keep;
     }
-    if val.is_empty() || val.contains("REDACTED") || is_placeholder(val) || is_reference(val) {
+    // A reference cut short by the value's stop characters: `${DB_PASSWORD}`, `os.environ["X"]`.
+    let closing = if quoted {
+        ""
+    } else {
+        let after = ASSIGNED.get(c).map_or("", |m| &text[ceil_char(text, m.end())..]);
+        &after[..after.bytes().take_while(|b| matches!(b, b'}' | b')' | b']')).count().min(2)]
+    };
+    let whole = format!("{val}{closing}");
+    if val.is_empty() || val.contains("REDACTED") || is_placeholder(val) || is_reference(&whole) {
         return Verdict::Keep;
     }
     // A data URI is a file, not a credential.
     if val.starts_with("data:") {
         return Verdict::Keep;
     }
-    if !quoted && (val.contains('(') || is_path(val)) {
+    // `password = getpass.getpass()`, `token=read_token(path)`: a call (its argument or its
+    // closing parenthesis follows), not `Tr0ub(4dor&3`.
+    let after_val = ASSIGNED.get(c).map_or("", |m| &text[ceil_char(text, m.end())..]);
+    let callee = val.split('(').next().unwrap_or_default();
+    let call = val.contains('(')
+        && (val.ends_with('(')
+            || after_val.starts_with([')', '"', '\''])
+            || (callee.split('.').all(|p| {
+                !p.is_empty()
+                    && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    && !(has_upper(p) && has_lower(p) && has_digit(p))
+            }) && val
+                .split_once('(')
+                .is_some_and(|(_, arg)| arg.starts_with(|ch: char| ch.is_ascii_alphabetic() || ch == '_'))));
+    if !quoted && (call || is_path(val)) {
         return Verdict::Keep;
     }
     let KeyClass { words, strong } = key_class(key);
     let last = words.last().map(String::as_str).unwrap_or_default();
     if strong {
-        if last == "pwd" && is_path(val) {
+        if last.ends_with("pwd") && is_path(val) {
             return Verdict::Keep;
         }
         // `Password: must be 8 characters` in prose is no assignment; `password: hunter2` is.
         let prose_colon =
             !quoted && g(text, c, "sep").starts_with(':') && g(text, c, "sep").len() == 1 && !line_is_config(text, c);
         if prose_colon && !credential_like(val) {
+            // `passphrase: purple monkey dishwasher lamp`: a run of words to the line's end.
+            if let Some(v) = ASSIGNED.get(c) {
+                if let Some(z) = passphrase_end(text, v.start()) {
+                    return Verdict::RedactRange(v.start(), z, label_for(last));
+                }
+            }
             return Verdict::Keep;
         }
         if val.eq_ignore_ascii_case(last) || val.eq_ignore_ascii_case(key) {
             return Verdict::Keep;
+        }
+        if !quoted {
+            if let Some(v) = ASSIGNED.get(c) {
+                let (a, z) = (v.start(), extend_value(text, c, v.start(), v.end()));
+                if z > v.end() {
+                    return Verdict::RedactRange(a, z, label_for(last));
+                }
+            }
         }
         return Verdict::RedactAs(label_for(last));
     }
@@ -869,12 +1270,16 @@ pub(super) fn key_class(key: &str) -> KeyClass {
 
 /// `PGPASSWORD`, `dbPassword`, `MYSECRET`: a long keyword may end a word it is glued into.
 pub(super) fn is_strong_word(w: &str) -> bool {
+    // Words that end like a password key and are none.
+    const NOT: &[&str] = &["bypass", "compass", "surpass", "trespass", "overpass", "underpass", "encompass", "impass"];
     STRONG_LAST.iter().any(|k| w == *k || (k.len() >= 6 && w.ends_with(k)))
+        // A short key glued to a prefix: `DBPASS`, `SSHPASS`, `rootpw`, `adminpwd`.
+        || (["pass", "pwd", "pw"].iter().any(|k| w.len() > k.len() && w.ends_with(k)) && !NOT.contains(&w))
 }
 
 pub(super) fn label_for(last: &str) -> &'static str {
     let ends = |ks: &[&str]| ks.iter().any(|k| last.ends_with(k));
-    if ends(&["password", "passwd", "passphrase", "pwd", "pass"]) {
+    if ends(&["password", "passwd", "passphrase", "pwd", "pass", "pw"]) {
         "password"
     } else if ends(&["token", "pat"]) {
         "token"
@@ -926,4 +1331,322 @@ pub(super) fn line_is_config(text: &str, c: &Captures) -> bool {
     let line_end = tail.find('\n').unwrap_or(tail.len());
     let after = tail[..line_end].trim();
     lead_ok && (after.is_empty() || after.starts_with('#') || after.chars().all(|ch| ",}]".contains(ch)))
+}
+
+/// Words of prose, not of a passphrase: "the", "must", "your".
+pub(super) fn is_function_word(w: &str) -> bool {
+    const STOP: &[&str] = &[
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "but",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "must",
+        "should",
+        "will",
+        "would",
+        "can",
+        "could",
+        "may",
+        "might",
+        "to",
+        "of",
+        "for",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "from",
+        "as",
+        "your",
+        "my",
+        "our",
+        "their",
+        "his",
+        "her",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "not",
+        "no",
+        "please",
+        "enter",
+        "use",
+        "using",
+        "than",
+        "then",
+        "when",
+        "if",
+        "see",
+        "required",
+        "optional",
+        "minimum",
+        "maximum",
+        "least",
+        "most",
+        "characters",
+        "chars",
+        "char",
+        "long",
+        "length",
+        "field",
+        "value",
+        "new",
+        "old",
+        "current",
+        "confirm",
+        "here",
+        "there",
+        "change",
+        "reset",
+        "update",
+        "only",
+        "also",
+        "just",
+        "same",
+        "too",
+        "now",
+        "still",
+        "needs",
+        "need",
+        "which",
+        "what",
+        "where",
+        "who",
+        "how",
+        "why",
+        "you",
+        "we",
+        "they",
+        "he",
+        "she",
+        "i",
+        "me",
+        "us",
+        "them",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+        "done",
+        "into",
+        "out",
+        "up",
+        "down",
+        "over",
+        "under",
+        "again",
+        "all",
+        "any",
+        "each",
+        "every",
+        "some",
+        "such",
+        "so",
+        "very",
+        "more",
+        "less",
+        "about",
+        "after",
+        "before",
+        "because",
+        "while",
+        "until",
+        "unless",
+        "via",
+        "per",
+        "like",
+        "unknown",
+        "known",
+        "given",
+        "provided",
+        "something",
+        "anything",
+        "nothing",
+        "whatever",
+        "default",
+        "file",
+        "string",
+        "type",
+        "none",
+        "null",
+        "true",
+        "false",
+        "yes",
+        "both",
+        "either",
+        "neither",
+        "whether",
+        "hidden",
+        "matching",
+        "match",
+        "matches",
+        "ok",
+        "okay",
+        "right",
+        "case",
+        "sensitive",
+        "protected",
+        "secret",
+        "password",
+        "token",
+        "key",
+        "one",
+        "two",
+        "three",
+        "four",
+        "eight",
+        "twelve",
+        "first",
+        "last",
+        "next",
+        "above",
+        "below",
+        "following",
+        "shown",
+        "listed",
+        "generated",
+        "changed",
+        "updated",
+    ];
+    STOP.contains(&w.to_ascii_lowercase().as_str())
+}
+
+/// Words that say something about a password rather than being one: "the password is
+/// incorrect", "is hashed", "is stored in the vault".
+pub(super) fn is_prose_word(w: &str) -> bool {
+    const ADJ: &[&str] = &[
+        "correct",
+        "incorrect",
+        "wrong",
+        "invalid",
+        "valid",
+        "expired",
+        "missing",
+        "weak",
+        "strong",
+        "secure",
+        "insecure",
+        "stored",
+        "saved",
+        "short",
+        "needed",
+        "login",
+        "user",
+        "username",
+        "account",
+        "admin",
+        "server",
+        "database",
+        "visible",
+        "unchanged",
+        "sent",
+        "set",
+        "ignored",
+        "accepted",
+        "rejected",
+        "plaintext",
+        "cleartext",
+        "readable",
+        "unsafe",
+        "safe",
+        "compromised",
+        "leaked",
+        "exposed",
+        "public",
+        "private",
+        "shared",
+        "personal",
+        "temporary",
+        "permanent",
+        "random",
+        "unique",
+        "different",
+        "blank",
+        "empty",
+        "good",
+        "bad",
+        "fine",
+        "wifi",
+    ];
+    let l = w.to_ascii_lowercase();
+    is_function_word(&l)
+        || ADJ.contains(&l.as_str())
+        || (l.len() > 4
+            && l.bytes().all(|b| b.is_ascii_lowercase())
+            && ["ed", "ing", "ly", "able", "ible", "tion", "ment"].iter().any(|s| l.ends_with(s)))
+}
+
+/// From `start` (a value after a strong key, outside a config line): the end of a run of 2 to 8
+/// plain words that runs to the line's end (or a sentence's), a passphrase, not a sentence.
+pub(super) fn passphrase_end(text: &str, start: usize) -> Option<usize> {
+    let line_end = text[start..].find(['\n', '\r']).map_or(text.len(), |i| start + i);
+    let rest = &text[start..line_end];
+    let body = rest.trim_end().trim_end_matches(['.', '!', '?']);
+    let words: Vec<&str> = body.split_whitespace().collect();
+    ((2..=8).contains(&words.len())
+        && body.len() <= 120
+        && words.iter().all(|w| w.len() >= 2 && w.bytes().all(|b| b.is_ascii_alphanumeric()) && !is_prose_word(w)))
+    .then(|| start + body.len())
+}
+
+/// Where an unquoted value of a strong key really ends: across `;`/`&` glued into it (not
+/// where they separate fields: `a=b;c=d`, a URL query), and on a config line (the key starts
+/// it) to the end of the line or a trailing comment when the rest is a passphrase.
+pub(super) fn extend_value(text: &str, c: &Captures, start: usize, end: usize) -> usize {
+    let b = text.as_bytes();
+    let key_start = c.name("key").or(c.name("key2")).map_or(start, |k| k.start());
+    let fielded = key_start > 0 && matches!(b[key_start - 1], b'?' | b'&' | b';');
+    let mut z = end;
+    while !fielded && z + 1 < b.len() && matches!(b[z], b';' | b'&') {
+        let seg_end = b[z + 1..]
+            .iter()
+            .position(|x| x.is_ascii_whitespace() || matches!(x, b';' | b'&' | b'"' | b'\'' | b'`'))
+            .map_or(b.len(), |p| z + 1 + p);
+        let seg = &b[z + 1..seg_end];
+        if seg.is_empty() || seg.contains(&b'=') || matches!(b[z + 1], b'$' | b'(' | b'&') {
+            break;
+        }
+        z = seg_end;
+    }
+    // A config line: `PASSWORD=correct horse battery staple`, `password: a b c  # comment`.
+    let line_start = text[..key_start].rfind('\n').map_or(0, |i| i + 1);
+    let lead = text[line_start..key_start].trim_start();
+    let lead = lead.strip_prefix("export ").unwrap_or(lead);
+    if lead.chars().all(|ch| ch.is_whitespace() || "-{,\"'".contains(ch)) {
+        let line_end = text[z..].find(['\n', '\r']).map_or(text.len(), |i| z + i);
+        let mut tail = &text[z..line_end];
+        if let Some(i) = tail.find(" #") {
+            tail = &tail[..i];
+        }
+        let tail = tail.trim_end();
+        let words: Vec<&str> = tail.split_whitespace().collect();
+        let first = &text[start..z];
+        if !words.is_empty()
+            && !credential_like(first)
+            && first.bytes().all(|b| b.is_ascii_alphabetic())
+            && tail.starts_with([' ', '\t'])
+            && words.len() <= 8
+            && words.iter().all(|w| {
+                !is_function_word(w) && w.bytes().all(|b| b.is_ascii_alphanumeric() || b"!@%^*+~_".contains(&b))
+            })
+        {
+            return z + tail.len();
+        }
+    }
+    z
 }

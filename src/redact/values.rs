@@ -57,16 +57,113 @@ pub(super) fn is_placeholder(v: &str) -> bool {
 }
 
 /// A reference to a secret kept elsewhere, not the secret: `$VAR`, `${VAR}`, `{{ secret }}`,
-/// `%(x)s`, `os.environ`, `process.env.X`, `config.password`.
+/// `%(x)s`, `os.environ`, `process.env.X`, `config.password`. The whole value must be one: a
+/// value that only starts like one (`$uperS3cret!`, `{{Zx9k`) is a secret.
 pub(super) fn is_reference(v: &str) -> bool {
     let v = v.trim();
-    if ["$", "{{", "%(", "%{", "<%", "#{", "!ref", "!secret", "secretref"].iter().any(|p| v.starts_with(p)) {
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+    };
+    let closed =
+        |open: &str, close: &str| v.len() > open.len() + close.len() && v.starts_with(open) && v.ends_with(close);
+    if let Some(r) = v.strip_prefix('$') {
+        if ident(r) || r.starts_with("{{") && r.ends_with("}}") || r.starts_with('(') && r.ends_with(')') {
+            return true;
+        }
+        // `${VAR}`, `${VAR:-default}`, `${VAR?}`, `${!VAR}`
+        return r.strip_prefix('{').and_then(|x| x.strip_suffix('}')).is_some_and(|inner| {
+            let name = inner.trim_start_matches('!');
+            let end = name.find([':', '-', '?', '=', '+']).unwrap_or(name.len());
+            ident(&name[..end]) && !inner.contains('}')
+        });
+    }
+    if closed("{{", "}}") || closed("<%", "%>") || closed("%{", "}") || closed("#{", "}") || closed("${{", "}}") {
         return true;
     }
-    let dotted = v.contains('.')
-        && v.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphabetic() || c == '_'))
-        && v.starts_with(|c: char| c.is_ascii_lowercase());
-    dotted || v.starts_with("process.env") || v.starts_with("os.environ") || v.starts_with("env.")
+    // `%(name)s`
+    if let Some(r) = v.strip_prefix("%(") {
+        if let Some(i) = r.find(')') {
+            if ident(&r[..i]) && r[i + 1..].len() <= 1 {
+                return true;
+            }
+        }
+        return false;
+    }
+    if ["!ref", "!secret", "secretref", "!vault", "!env"].iter().any(|p| v.starts_with(p)) {
+        return true;
+    }
+    // A dotted path of identifiers: `config.password`, `settings.db.password`, `process.env.X`.
+    // `os.environ[` / `settings.get(`: a lookup cut at its bracket.
+    let v = v.trim_end_matches(['[', '(']);
+    let parts: Vec<&str> = v.split('.').collect();
+    if parts.len() < 2 || !parts.iter().all(|p| ident(p)) {
+        return false;
+    }
+    const OWNERS: &[&str] = &[
+        "process",
+        "os",
+        "env",
+        "config",
+        "cfg",
+        "conf",
+        "settings",
+        "secrets",
+        "secret",
+        "vars",
+        "var",
+        "params",
+        "props",
+        "options",
+        "opts",
+        "args",
+        "self",
+        "this",
+        "app",
+        "ctx",
+        "context",
+        "request",
+        "req",
+        "values",
+        "inputs",
+        "input",
+        "data",
+        "credentials",
+        "creds",
+        "user",
+        "db",
+        "database",
+        "vault",
+        "environ",
+        "system",
+        "properties",
+        "spring",
+        "module",
+        "window",
+        "import",
+        "constants",
+        "local",
+        "locals",
+        "global",
+        "ansible",
+        "parameters",
+        "variables",
+        "keys",
+        "auth",
+        "security",
+        "state",
+        "store",
+    ];
+    let first = parts[0].to_ascii_lowercase();
+    let uniform = |p: &str| !(has_upper(p) && has_lower(p) && has_digit(p));
+    let secret_word = |p: &str| {
+        let l = p.to_ascii_lowercase();
+        ["pass", "pwd", "secret", "token", "key", "cred", "auth"].iter().any(|w| l.contains(w))
+    };
+    parts.iter().all(|p| uniform(p))
+        && (OWNERS.contains(&first.as_str())
+            || parts.iter().any(|p| p.contains('_') || secret_word(p) || has_upper(&p[1..]) && has_lower(p)))
 }
 
 /// A design word, not a secret: "the token is HMAC-SHA256 signed", "the secret is
