@@ -244,10 +244,7 @@ fn answer(env: &Env, cfg: &Config, adapter: &Adapter, event: &Event, deadline: D
         cfg,
         adapter,
         event,
-        busy: match event.kind {
-            Canonical::Prompt => PROMPT_WRITE_WAIT.min(deadline.mul_f32(0.8)),
-            _ => deadline.mul_f32(0.8),
-        },
+        busy: deadline.mul_f32(0.8),
         pending: p,
         ends: Instant::now() + deadline,
         link: std::cell::OnceCell::new(),
@@ -524,7 +521,8 @@ impl Ctx<'_> {
             crate::store::prefetch_question(&clean);
         }
         let bank = self.bank();
-        let store = self.open();
+        // Opened (and if need be created) within the full budget; its writes then wait briefly.
+        let store = self.open().map(|s| s.with_write_wait(PROMPT_WRITE_WAIT.min(self.busy)));
         if !clean.is_empty() {
             let item = Spooled::prompt(&bank, &self.event.harness, &self.event.session, &clean, self.at());
             set_pending(self.pending, Some(item.clone()));

@@ -405,6 +405,14 @@ impl Store {
         Ok(Self { conn: std::mem::ManuallyDrop::new(conn), skip_close: false, busy })
     }
 
+    /// Writes from here on wait at most `wait` for another process's lock (opening, and migrating,
+    /// waited the budget the store was opened with).
+    pub fn with_write_wait(mut self, wait: Duration) -> Self {
+        self.busy = wait;
+        let _ = self.conn.busy_timeout(wait);
+        self
+    }
+
     /// For a process about to exit: do not checkpoint on close (see `skip_close`). Instead the
     /// WAL is folded back into the database once it passes 256 KiB (a `stat` per hook, a
     /// checkpoint every few dozen writes). That bound matters on every hook: a process that opens
