@@ -109,11 +109,16 @@ pub fn bank(mode: BankMode, dir: &Path, harness: &str, session: &str, cache: &Pa
         BankMode::User => return Bank { key: "user".into(), carried: Vec::new() },
     };
     let id = identity_in(dir, cache);
-    let key = format!("{prefix}{}", id.key());
+    let named = format!("{prefix}{}", id.key());
+    // A bank's name is shown, logged and sent to servers: a secret in a directory's name is not.
+    let key = format!("{prefix}{}", scrub_segments(&id.key()));
     let mut carried = Vec::new();
+    if key != named {
+        carried.push(named);
+    }
     // Banks were named by the root's path before.
     let path = format!("{prefix}{}", id.root.display());
-    if path != key {
+    if path != key && !carried.contains(&path) {
         carried.push(path);
     }
     // A repository that had no remote when its bank was made: its root-commit bank, when this
@@ -235,6 +240,39 @@ pub fn migrate_bank(old: &str) -> String {
         }
     }
     old.to_string()
+}
+
+/// The name an older ovmem gave a bank, without what it kept of a remote's credentials or query
+/// (`project:github.com/a/b.git?private_token=…`, `project:bob/<password>@host/a/b` from a
+/// password holding a `/`) or any other secret it holds; `None` when the name holds none.
+/// Applied once to every bank of a store (schema step 18) and merged there.
+pub fn safe_bank_name(name: &str) -> Option<String> {
+    let (prefix, rest) = if let Some(rest) = name.strip_prefix("project:") {
+        ("project:".to_string(), rest)
+    } else if let Some((harness, rest)) = name.strip_prefix("agent:").and_then(|r| r.split_once(':')) {
+        (format!("agent:{harness}:"), rest)
+    } else {
+        (String::new(), name)
+    };
+    let remote = !prefix.is_empty() && !rest.starts_with('/') && !rest.starts_with("git-root:");
+    let mut fixed = rest.to_string();
+    if remote && rest.contains(['?', '#', '@']) {
+        let cut = rest.split(['?', '#']).next().unwrap_or_default();
+        let cut = cut.rsplit_once('@').map_or(cut, |(_, after)| after);
+        let mut cut = cut.trim_end_matches('/').to_string();
+        while let Some(p) = cut.strip_suffix(".git").or_else(|| cut.strip_suffix('/')) {
+            cut = p.to_string();
+        }
+        fixed = cut;
+    }
+    let fixed = format!("{prefix}{}", scrub_segments(&fixed));
+    (fixed != name).then_some(fixed)
+}
+
+/// A name with each `/`-separated part scrubbed on its own, so a secret in one directory's name
+/// takes no other part with it.
+fn scrub_segments(name: &str) -> String {
+    name.split('/').map(|part| crate::redact::scrub(part)).collect::<Vec<_>>().join("/")
 }
 
 /// The canonical form of `dir`: `realpath` when it exists; else its deepest existing ancestor's
@@ -417,15 +455,18 @@ fn remote_of(config: &str) -> Option<String> {
     normalise_remote(rewritten.as_deref().unwrap_or(url))
 }
 
-/// `host/owner/repo` for a git remote URL: lowercase host, no scheme, user, password or port,
-/// no `.git` suffix or trailing slash. `None` for local paths and `file://` URLs.
+/// `host/owner/repo` for a git remote URL: lowercase host, no scheme, user, password, port, query
+/// or fragment, no `.git` suffix or trailing slash. `None` for local paths, `file://` URLs and a
+/// remote whose name would still hold what looks like a secret (a token as a path segment): a
+/// bank's name is shown, logged and sent to servers, so such a project is named by its root
+/// commit instead.
 pub fn normalise_remote(url: &str) -> Option<String> {
     let url = url.trim();
     let (host_part, path) = if let Some((scheme, rest)) = url.split_once("://") {
         if scheme.eq_ignore_ascii_case("file") || scheme.is_empty() {
             return None;
         }
-        rest.split_once('/').unwrap_or((rest, ""))
+        authority_and_path(rest)
     } else {
         // scp-like `[user@]host:path`; a colon after a slash is a local path.
         let colon = url.find(':')?;
@@ -434,10 +475,12 @@ pub fn normalise_remote(url: &str) -> Option<String> {
         }
         (&url[..colon], &url[colon + 1..])
     };
+    // A token in the query (`?private_token=…`) or the fragment is no part of the name.
+    let path = path.split(['?', '#']).next().unwrap_or_default();
     let host = host_part.rsplit_once('@').map_or(host_part, |(_, h)| h);
     let host = match host.strip_prefix('[') {
         Some(v6) => v6.split(']').next().unwrap_or(v6).to_string(),
-        None => host.split(':').next().unwrap_or(host).to_string(),
+        None => host.split([':', '?', '#']).next().unwrap_or(host).to_string(),
     };
     let host = host.to_ascii_lowercase();
     let mut path = path.split('/').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("/");
@@ -447,7 +490,27 @@ pub fn normalise_remote(url: &str) -> Option<String> {
     if host.is_empty() {
         return None;
     }
-    Some(if path.is_empty() { host } else { format!("{host}/{path}") })
+    let name = if path.is_empty() { host } else { format!("{host}/{path}") };
+    (crate::redact::scrub(&name) == name).then_some(name)
+}
+
+/// A URL's authority (`[user[:password]@]host[:port]`) and the rest, after `scheme://`. A password
+/// may hold a `/` (git sends it as written): when the text before the first `/` is `user:` and
+/// something that is no port, and an `@` follows, the authority runs to the last `@` of that
+/// stretch's next segment.
+fn authority_and_path(rest: &str) -> (&str, &str) {
+    let (first, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let password_like = !first.contains('@')
+        && !first.starts_with('[')
+        && first.split_once(':').is_some_and(|(_, p)| !p.is_empty() && !p.bytes().all(|b| b.is_ascii_digit()));
+    if password_like {
+        // Up to the first `?` or `#`, the last `@` ends the credentials.
+        let head = &rest[..rest.find(['?', '#']).unwrap_or(rest.len())];
+        if let Some(at) = head.rfind('@') {
+            return rest[at + 1..].split_once('/').map_or((&rest[at + 1..], ""), |(h, p)| (h, p));
+        }
+    }
+    (first, path)
 }
 
 #[cfg(all(test, unix))]
@@ -591,12 +654,47 @@ mod tests {
             ("http://[::1]:3000/acme/w.git", Some("::1/acme/w")),
             ("git://git.kernel.org/pub/scm/git/git.git", Some("git.kernel.org/pub/scm/git/git")),
             ("git+ssh://git@bitbucket.org/acme/widgets.git", Some("bitbucket.org/acme/widgets")),
+            // Credentials and tokens are never part of the name.
+            ("https://h.example/acme/app.git?private_token=glpat-Qe4Rt7Yu1Io3Pa6Sd9Fg", Some("h.example/acme/app")),
+            ("https://h.example/acme/app#tok=abc", Some("h.example/acme/app")),
+            (
+                "https://bob:Xy7/Qw3Er5Ty8Ui2Op4As6Df9Gh1Jk@git.example.com/v1/repos/app",
+                Some("git.example.com/v1/repos/app"),
+            ),
+            ("https://bob:pa/ss/wd@git.example.com:8443/a/b.git", Some("git.example.com/a/b")),
+            ("https://git.example.com:8443/a/b@c", Some("git.example.com/a/b@c")),
+            ("https://h.example/acme/ghp_R8sV2nXq7LmZ4tWc9YbK1dPe6HfJ3gAu0oSi", None),
             ("/srv/git/widgets.git", None),
             ("file:///srv/git/widgets.git", None),
             ("./relative/repo", None),
             ("", None),
         ] {
             assert_eq!(normalise_remote(url).as_deref(), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn bank_names_an_older_ovmem_gave_lose_their_secrets() {
+        for (old, want) in [
+            (
+                "project:h.example/acme/app.git?private_token=glpat-xr4mk9pq2st7vw1yz3bn",
+                Some("project:h.example/acme/app"),
+            ),
+            (
+                "agent:codex:bob/7vl3wr8nt4by6ch1jf5gd0sa2eu7io9p@git.example.com/v1/repos/app",
+                Some("agent:codex:git.example.com/v1/repos/app"),
+            ),
+            (
+                "project:/home/u/proj-ghp_R8sV2nXq7LmZ4tWc9YbK1dPe6HfJ3gAu0oSi",
+                Some("project:/home/u/[REDACTED:github-token]"),
+            ),
+            ("project:github.com/acme/widgets", None),
+            ("project:/home/u/my app", None),
+            ("project:git-root:0123456789abcdef0123456789abcdef01234567", None),
+            ("user", None),
+            ("session:codex:abc", None),
+        ] {
+            assert_eq!(safe_bank_name(old).as_deref(), want, "{old}");
         }
     }
 

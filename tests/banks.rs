@@ -339,3 +339,71 @@ fn a_repository_config_cannot_make_git_run_a_program() {
     let left: Vec<_> = std::fs::read_dir(&marks).unwrap().flatten().map(|e| e.file_name()).collect();
     assert!(left.is_empty(), "a repository's command ran: {left:?}");
 }
+
+/// Every file under `dir` (the store, its WAL, logs, spool) that holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if std::fs::read(&p).is_ok_and(|b| {
+                let lower = String::from_utf8_lossy(&b).to_lowercase();
+                lower.contains(&needle.to_lowercase())
+            }) {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+/// What names where a memory came from (the bank, from a git remote or a directory; a hook's
+/// session id; an import's bank, harness and session) keeps no secret: not in the store, its
+/// logs or the spool.
+#[test]
+fn no_secret_reaches_a_bank_name_or_a_session_id() {
+    let lab = Lab::new();
+    let query_token = "glpat-Qe4Rt7Yu1Io3Pa6Sd9FgHj";
+    let app = lab.repo("src/app", "app", Some(&format!("https://h.example/acme/app.git?private_token={query_token}")));
+    lab.ok(&app, &["memory", "add", FACT]);
+    assert_eq!(lab.bank_of(&app), "project:h.example/acme/app");
+    let password = "Xy7Qw3Er5Ty8Ui2/Op4As6Df9Gh1Jk";
+    let tool = lab.repo("src/tool", "tool", Some(&format!("https://bob:{password}@git.example.com/v1/repos/tool")));
+    lab.ok(&tool, &["memory", "add", "the tool reads its settings from /etc/tool.toml"]);
+    assert_eq!(lab.bank_of(&tool), "project:git.example.com/v1/repos/tool");
+
+    // A directory outside git whose name holds a token, and a session id that is one.
+    let dir_token = "ghp_R8sV2nXq7LmZ4tWc9YbK1dPe6HfJ3gAu0oSi";
+    let session_token = "sk-proj-Zk7Qm2Xv9Rt4Lp8Wn3Bc6Hd1Jf5Gs0AyTqUe";
+    let odd = lab.base().join(format!("scratch-{dir_token}"));
+    std::fs::create_dir_all(&odd).unwrap();
+    for (event, body) in [
+        ("UserPromptSubmit", json!({"prompt": "remember that the cache ttl is 90 seconds"})),
+        ("Stop", json!({"last_assistant_message": "Noted: the cache ttl is 90 seconds."})),
+    ] {
+        let mut stdin = json!({"session_id": format!("sess-{session_token}"), "cwd": odd, "hook_event_name": event});
+        stdin.as_object_mut().unwrap().extend(body.as_object().unwrap().clone());
+        let out = lab.ovmem(&odd, &["hook", "claude-code", event], stdin.to_string().as_bytes());
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let listed: Vec<Value> = serde_json::from_str(&lab.ok(&odd, &["memory", "list", "--json"])).unwrap();
+    assert!(listed.iter().any(|m| m["reply"].as_str().unwrap_or_default().contains("90 seconds")), "{listed:?}");
+    let session = listed[0]["session"].as_str().unwrap().to_string();
+    assert!(session.starts_with("s-"), "{session}");
+
+    // An import names its bank, harness and session itself.
+    let import_token = "ghp_Pq2Wr4Es6Td8Yf1Ug3Ih5Oj7Kl9Zx0Cv2Bn4";
+    let line = json!({"bank": format!("project:/work/{import_token}"), "kind": "fact", "prompt": "imported fact",
+        "reply": "", "harness": "password=Harn2024xQ", "session": import_token, "created_at": 1_700_000_000});
+    std::fs::write(lab.base().join("in.jsonl"), format!("{line}\n")).unwrap();
+    lab.ok(&lab.base(), &["memory", "import", lab.base().join("in.jsonl").to_str().unwrap()]);
+
+    for secret in [query_token, password, "Op4As6Df9Gh1Jk", dir_token, session_token, import_token, "Harn2024xQ"] {
+        assert_eq!(files_holding(&lab.home(), secret), Vec::<PathBuf>::new(), "{secret}");
+    }
+    let banks = lab.banks();
+    assert_eq!(banks.len(), 4, "{banks:?}");
+}

@@ -595,7 +595,7 @@ impl Ctx<'_> {
                     Some(h) => PathBuf::from(h),
                     None => self.env.home.join(".kimi-code"),
                 };
-                item.transcript = capture::kimi_wire(&home, &ev.session);
+                item.transcript = capture::kimi_wire(&home, ev.native_session.as_deref().unwrap_or(&ev.session));
                 item.transcript_format = item.transcript.as_ref().map(|_| crate::harness::TranscriptLocator::KimiWire);
             }
         }

@@ -24,8 +24,11 @@ pub struct Event {
     pub kind: Canonical,
     pub harness: String,
     pub native: String,
-    /// Sanitised session id (safe in file names and queries).
+    /// Sanitised session id (safe in file names and queries), as stored, sent and logged: a
+    /// digest when the harness's id holds what looks like a secret.
     pub session: String,
+    /// The harness's own id, sanitised (not stored): what its files are found by.
+    pub native_session: Option<String>,
     /// The harness named the session (else `session` was made up from the directory, and is
     /// shared by every session there).
     pub session_named: bool,
@@ -177,16 +180,19 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
     let cwd = first_string(&v, &f.cwd).map(PathBuf::from).filter(|p| p.is_absolute());
     let named = first_string(&v, &f.session);
     let session_named = named.is_some();
-    let session = named.map(|s| sanitise_session(&s)).unwrap_or_else(|| match &cwd {
-        Some(c) => format!("cwd-{}", &crate::fsx::sha256_hex(c.to_string_lossy().as_bytes())[..16]),
-        None => "unknown".into(),
-    });
+    let native_session = named.as_deref().map(sanitise_session);
+    let session =
+        native_session.as_deref().map(|s| crate::store::private_id(s).into_owned()).unwrap_or_else(|| match &cwd {
+            Some(c) => format!("cwd-{}", &crate::fsx::sha256_hex(c.to_string_lossy().as_bytes())[..16]),
+            None => "unknown".into(),
+        });
     let tool = first_string(&v, &f.tool).or_else(|| adapter.tool_by_event.get(native).cloned());
     Ok(Event {
         kind,
         harness: adapter.harness.clone(),
         native: native.to_string(),
         session,
+        native_session,
         session_named,
         cwd,
         prompt: first_string(&v, &f.prompt),

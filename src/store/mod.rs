@@ -57,7 +57,24 @@ const STEPS: &[Step] = &[
     (15, index::step_15),
     (16, index::empty_banks_current),
     (17, index::empty_banks_current),
+    (18, safe_bank_names),
 ];
+
+/// Step 18: a bank an older ovmem named with a remote's credentials or query, or a secret in a
+/// directory's name, is renamed (merged into the bank of its safe name when that exists).
+fn safe_bank_names(c: &Connection) -> Result<()> {
+    let names: Vec<String> = {
+        let mut stmt = c.prepare("SELECT name FROM banks")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    for name in names {
+        if let Some(safe) = crate::project::safe_bank_name(&name) {
+            Store::merge_in(c, &name, &safe)?;
+        }
+    }
+    Ok(())
+}
 
 /// The schema version of a store that has run every step.
 const VERSION: i64 = {
@@ -320,6 +337,17 @@ impl Writes {
 /// Secrets and `<private>` spans never reach the database, whoever writes.
 fn scrub(s: &str) -> std::borrow::Cow<'_, str> {
     crate::redact::scrub(s)
+}
+
+/// A session id as stored, sent and logged: itself, unless it holds what looks like a secret;
+/// then a digest of it (the same for every hook of that session, so its turns stay together).
+pub fn private_id(id: &str) -> std::borrow::Cow<'_, str> {
+    // Most ids are UUIDs or short: nothing a secret rule would take.
+    let uuid = id.len() == 36 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    if id.len() < 16 || uuid || scrub(id) == id {
+        return std::borrow::Cow::Borrowed(id);
+    }
+    std::borrow::Cow::Owned(format!("s-{}", &crate::fsx::sha256_hex(id.as_bytes())[..24]))
 }
 
 /// Whitespace-folded, lowercased: what counts as "the same text" for deduplication.
@@ -600,6 +628,16 @@ impl Store {
                                 if let std::borrow::Cow::Owned(s) = scrub(field) {
                                     *field = s;
                                 }
+                            }
+                            // What names where a memory came from is kept as safely as its text.
+                            if let Some(safe) = crate::project::safe_bank_name(&m.bank) {
+                                m.bank = safe;
+                            }
+                            if let Some(std::borrow::Cow::Owned(s)) = m.harness.as_deref().map(scrub) {
+                                m.harness = Some(s);
+                            }
+                            if let Some(std::borrow::Cow::Owned(s)) = m.session.as_deref().map(private_id) {
+                                m.session = Some(s);
                             }
                             let terms = doc_terms(&m.prompt, &m.reply, &m.topic);
                             let hash = content_hash(m.kind, &m.prompt, &m.reply);
@@ -1011,6 +1049,7 @@ impl Store {
         c.execute("UPDATE session_prompts SET bank = ?2 WHERE bank = ?1", params![from, into])?;
         c.execute("UPDATE OR IGNORE sessions SET bank = ?2 WHERE bank = ?1", params![from, into])?;
         c.execute("DELETE FROM sessions WHERE bank = ?1", [from])?;
+        c.execute("UPDATE injections SET bank = ?2 WHERE bank = ?1", params![from, into])?;
         match Self::bank_id(c, into, false)? {
             // The usual first use: the bank only changes its name; its index stays valid.
             None => {
@@ -1996,5 +2035,23 @@ mod tests {
             stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
         };
         assert_eq!(marks, [("empty".to_string(), text::ANALYSIS), ("full".to_string(), 0)]);
+    }
+
+    /// Schema step 18 renames the banks an older ovmem named with a remote's token or a password
+    /// holding `/`, merging one into the bank of its safe name when that exists already.
+    #[test]
+    fn step_18_takes_secrets_out_of_bank_names() {
+        let s = Store::open_in_memory().unwrap();
+        let leaky = "project:h.example/acme/app.git?private_token=glpat-xr4mk9pq2st7vw1yz3bn";
+        s.add(&turn(leaky, "the invoices are sent at 6 am", "", 100)).unwrap();
+        s.add(&turn("project:h.example/acme/app", "the ledger closes at midnight", "", 200)).unwrap();
+        let slash = "project:bob/7vl3wr8nt4by6ch1jf5gd0sa2eu7io9p@git.example.com/v1/repos/tool";
+        s.add(&turn(slash, "the tool's config lives in /etc/tool", "", 300)).unwrap();
+        s.conn.execute_batch("PRAGMA user_version = 17;").unwrap();
+        s.migrate().unwrap();
+        let names: Vec<String> = s.banks().unwrap().into_iter().map(|(name, _)| name).collect();
+        assert_eq!(names, ["project:h.example/acme/app", "project:git.example.com/v1/repos/tool"]);
+        let hits = s.recall("project:h.example/acme/app", "when are the invoices sent", 5).unwrap();
+        assert!(hits.iter().any(|h| h.memory.prompt.contains("6 am")), "merged and indexed");
     }
 }
