@@ -266,7 +266,9 @@ fn who_may_ask_and_what_the_api_answers() {
     let host = v.host();
     let (status, _, body) = http(port, "GET", "/api/memories", &[("Host", &host)], "");
     assert_eq!(status, 401, "{body}");
-    assert_eq!(http(port, "GET", "/", &[("Host", &host)], "").0, 401);
+    let (status, _, boot) = http(port, "GET", "/", &[("Host", &host)], "");
+    assert_eq!(status, 200, "the page a reload gets, which asks again with the tab's token");
+    assert!(boot.contains("/boot.js") && !boot.contains("Jenkins"), "{boot}");
     let wrong = format!("/api/memories?token={}", "0".repeat(64));
     assert_eq!(http(port, "GET", &wrong, &[("Host", &host)], "").0, 401);
     let with_token = format!("/api/memories?token={}", v.token);
@@ -276,11 +278,13 @@ fn who_may_ask_and_what_the_api_answers() {
     }
     assert_eq!(http(port, "GET", &with_token, &[], "").0, 403, "no Host at all");
 
-    // With the token (query): every seeded memory, newest first, and the cookie for the page.
+    // With the token (query): every seeded memory, newest first, and no cookie (a browser would
+    // send it to every other port of 127.0.0.1).
     let (status, head, body) = http(port, "GET", &with_token, &[("Host", &host)], "");
     assert_eq!(status, 200, "{body}");
-    let cookie_line = head.lines().find(|l| l.to_ascii_lowercase().starts_with("set-cookie:")).expect("a cookie");
-    assert!(cookie_line.contains("HttpOnly") && cookie_line.contains("SameSite=Strict"), "{cookie_line}");
+    assert!(!head.to_ascii_lowercase().contains("set-cookie"), "{head}");
+    let (_, page_head, _) = http(port, "GET", &format!("/?token={}", v.token), &[("Host", &host)], "");
+    assert!(!page_head.to_ascii_lowercase().contains("set-cookie"), "{page_head}");
     let page: Value = serde_json::from_str(&body).unwrap();
     let ids: Vec<i64> = page["memories"].as_array().unwrap().iter().map(|m| m["id"].as_i64().unwrap()).collect();
     let expected: Vec<i64> = seeded.iter().map(|m| m["id"].as_i64().unwrap()).collect();
@@ -293,9 +297,14 @@ fn who_may_ask_and_what_the_api_answers() {
     assert!(secret.unwrap()["marks"].as_array().unwrap().contains(&json!("redacted")), "{secret:?}");
     assert!(!body.contains("sk_live_4eC39"), "the secret was redacted before it was stored");
 
-    // The cookie alone lets the page read, and the Bearer header works without either.
-    let cookie = cookie_line.split_once(':').unwrap().1.split(';').next().unwrap().trim().to_string();
-    assert_eq!(http(port, "GET", "/api/banks", &[("Host", &host), ("Cookie", &cookie)], "").0, 200);
+    // A cookie holding the token is no proof; the Bearer header works without the query.
+    let cookie = format!("ovmem_ui_{port}={}", v.token);
+    assert_eq!(http(port, "GET", "/api/banks", &[("Host", &host), ("Cookie", &cookie)], "").0, 401);
+    // What a reload gets without the token holds no data and no token.
+    let (_, _, boot) = http(port, "GET", "/", &[("Host", &host), ("Cookie", &cookie)], "");
+    assert!(boot.contains("/boot.js") && !boot.contains(&v.token) && !boot.contains("Jenkins"), "{boot}");
+    assert_eq!(http(port, "GET", "/boot.js", &[("Host", &host)], "").0, 200);
+    assert_eq!(http(port, "GET", "/boot.js", &[("Host", "evil.example")], "").0, 403);
     let (status, banks) = v.api("GET", "/api/banks", "");
     assert_eq!(status, 200);
     assert_eq!(banks["total"], json!(seeded.len()));
@@ -325,7 +334,7 @@ fn who_may_ask_and_what_the_api_answers() {
     // Changes: a cookie or ?token= is not enough, a foreign Origin is refused.
     let jenkins = id_of(&seeded, "Jenkins");
     let path = format!("/api/memories/{jenkins}");
-    assert_eq!(http(port, "DELETE", &path, &[("Host", &host), ("Cookie", &cookie)], "").0, 403);
+    assert_eq!(http(port, "DELETE", &path, &[("Host", &host), ("Cookie", &cookie)], "").0, 401);
     let query_path = format!("{path}?token={}", v.token);
     assert_eq!(http(port, "DELETE", &query_path, &[("Host", &host)], "").0, 403);
     let bearer = v.bearer();
@@ -348,7 +357,7 @@ fn who_may_ask_and_what_the_api_answers() {
     assert_eq!((gone["forgotten"].clone(), gone["missing"].clone()), (json!([other_bank]), json!([99_999])));
     assert!(listed(&home, true).iter().all(|m| m["id"] != json!(other_bank)));
     assert_eq!(v.api("POST", "/api/forget", "{\"ids\": []}").0, 400);
-    assert_eq!(http(port, "POST", "/api/forget", &[("Host", &host), ("Cookie", &cookie)], &body).0, 403);
+    assert_eq!(http(port, "POST", "/api/forget", &[("Host", &host), ("Cookie", &cookie)], &body).0, 401);
     assert!(listed(&home, false).iter().any(|m| m["id"] == json!(keys)), "only what was named went");
 
     // Pin: first in every recall of the bank, even one it does not match.
@@ -390,6 +399,7 @@ fn who_may_ask_and_what_the_api_answers() {
     let secret_id = id_of(&seeded, "direnv");
     record(&home, &seeded, 6900, vec![new_id, jenkins, secret_id], 812);
     let (status, session) = v.api("GET", "/api/sessions/sess-alpha-1", "");
+    assert_eq!(v.api("GET", "/api/sessions?id=sess-alpha-1", "").1, session, "by query too");
     assert_eq!(status, 200, "{session}");
     assert_eq!(session["turns"].as_array().unwrap().len(), 1, "the Jenkins turn was forgotten: {session}");
     let inj = &session["injections"][0];
@@ -431,6 +441,54 @@ fn who_may_ask_and_what_the_api_answers() {
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("stopped"), "{err}");
     assert!(listeners(port).is_empty());
+}
+
+/// The browser opener's arguments are readable by every local user: it gets a one-time code,
+/// never the token, and the code opens the page once.
+#[test]
+fn the_browser_is_handed_a_one_time_address() {
+    let home = Home::new();
+    seed(&home);
+    let bin = home.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let seen = home.path().join("opened");
+    let opener = bin.join(if cfg!(target_os = "macos") { "open" } else { "xdg-open" });
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}.tmp' && mv '{0}.tmp' '{0}'\n", seen.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut child = home
+        .cmd(&["ui", "--idle", "20s"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let token = line.trim().split_once("?token=").unwrap().1.to_string();
+    let started = Instant::now();
+    while !seen.exists() {
+        assert!(started.elapsed() < Duration::from_secs(10), "the opener never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let opened = std::fs::read_to_string(&seen).unwrap();
+    assert!(!opened.contains(&token), "{opened}");
+    let rest = opened.strip_prefix("http://127.0.0.1:").unwrap();
+    let (port, path) = rest.split_once('/').unwrap();
+    let (port, path) = (port.parse::<u16>().unwrap(), format!("/{path}"));
+    assert!(path.starts_with("/?once="), "{path}");
+    let host = [("Host", format!("127.0.0.1:{port}"))];
+    let host: Vec<(&str, &str)> = host.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _, page) = http(port, "GET", &path, &host, "");
+    assert_eq!(status, 200);
+    assert!(page.contains(&token) && page.contains("Jenkins"), "the page, with the token for its script");
+    let (_, _, again) = http(port, "GET", &path, &host, "");
+    assert!(again.contains("/boot.js") && !again.contains(&token), "the code is used up: {again}");
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 #[test]
@@ -763,8 +821,8 @@ fn headless_dump_dom_shows_the_memories() {
             assert!(dom.contains(needle), "{extra:?}: the page lacks {needle:?}:\n{dom}");
         }
     }
-    let (status, _, _) = http(v.port, "GET", "/", &[("Host", &v.host())], "");
-    assert_eq!(status, 401, "the page itself needs the token");
+    let (_, _, page) = http(v.port, "GET", "/", &[("Host", &v.host())], "");
+    assert!(!page.contains("Jenkins") && !page.contains(&v.token), "the page's data needs the token: {page}");
 }
 
 fn cards(d: &Driver) -> Vec<i64> {
@@ -831,7 +889,7 @@ fn in_a_real_browser() {
 
     // The session view: what each prompt was given, in order, with its size.
     d.go(&format!("http://127.0.0.1:{}/", v.port));
-    d.until("the list again (by cookie)", "return document.querySelectorAll('#list .card').length > 0");
+    d.until("the list again (by the token the tab kept)", "return document.querySelectorAll('#list .card').length > 0");
     d.click("#list .card button.link[title='Open session sess-alpha-1']");
     d.until("the session", "return !document.getElementById('session').hidden");
     if std::env::var("OVMEM_UI_SCREENSHOT").is_ok_and(|v| v == "1") {

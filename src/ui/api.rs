@@ -101,6 +101,8 @@ impl Api<'_> {
                 }
                 None => not_found(),
             },
+            // By query too: a browser reads a session named `.` or `..` in a path as a step up.
+            ("GET", ["api", "sessions"]) if r.query.contains_key("id") => self.session(&r.query["id"])?,
             ("GET", ["api", "sessions"]) => {
                 let bank = r.query.get("bank").filter(|b| !b.is_empty()).map(String::as_str);
                 Reply::ok(json!({ "sessions": self.store.sessions(bank, limit(&r.query))? }))

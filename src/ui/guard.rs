@@ -1,8 +1,11 @@
 //! Who may talk to the viewer: a request must name a loopback `Host` (no DNS rebinding), carry
-//! the per-run token (`?token=`, the cookie the first page load sets, or `Authorization:
-//! Bearer`), and a change (DELETE, POST, PUT) must carry the token as a Bearer header, which a
-//! cross-site page cannot send, with a loopback `Origin` when the browser sends one.
+//! the per-run token (`?token=` or `Authorization: Bearer`; never a cookie, which a browser sends
+//! to every port of 127.0.0.1), and a change (DELETE, POST, PUT) must carry the token as a Bearer
+//! header, which a cross-site page cannot send, with a loopback `Origin` when the browser sends
+//! one. The address handed to the browser opener (whose arguments every local user can read)
+//! carries a one-time code instead of the token.
 
+use std::cell::RefCell;
 use std::io::Read;
 
 /// Why a request is refused, with the status it gets.
@@ -31,7 +34,8 @@ impl Refused {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proof {
     Query,
-    Cookie,
+    /// The one-time code of the address given to the browser opener.
+    Once,
     Bearer,
 }
 
@@ -41,34 +45,34 @@ pub struct Seen<'a> {
     pub host: Option<&'a str>,
     pub origin: Option<&'a str>,
     pub authorization: Option<&'a str>,
-    pub cookie: Option<&'a str>,
     /// The `token` query parameter, decoded.
     pub query_token: Option<&'a str>,
+    /// The `once` query parameter, decoded.
+    pub query_once: Option<&'a str>,
 }
 
 /// The per-run secret and the port it guards.
 pub struct Guard {
     token: String,
     port: u16,
+    /// The one-time code, until it is used.
+    once: RefCell<Option<String>>,
 }
 
 impl Guard {
     pub fn new(token: String, port: u16) -> Self {
-        Self { token, port }
+        Self { token, port, once: RefCell::new(None) }
+    }
+
+    /// Makes the one-time code (replacing any unused one) for the browser opener's address.
+    pub fn once(&self) -> std::io::Result<String> {
+        let code = new_token()?;
+        *self.once.borrow_mut() = Some(code.clone());
+        Ok(code)
     }
 
     pub fn token(&self) -> &str {
         &self.token
-    }
-
-    /// The cookie's name: one per port, so two viewers do not overwrite each other's.
-    pub fn cookie_name(&self) -> String {
-        format!("ovmem_ui_{}", self.port)
-    }
-
-    /// The `Set-Cookie` value the first page load gets.
-    pub fn set_cookie(&self) -> String {
-        format!("{}={}; HttpOnly; SameSite=Strict; Path=/", self.cookie_name(), self.token)
     }
 
     fn loopback(&self, authority: &str) -> bool {
@@ -78,9 +82,7 @@ impl Guard {
     }
 
     fn same(&self, candidate: &str) -> bool {
-        // Constant time in the candidate's bytes: no early exit on the first difference.
-        let (a, b) = (candidate.as_bytes(), self.token.as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+        same(candidate, &self.token)
     }
 
     /// Lets the request through (saying how it proved the token) or says why not.
@@ -89,16 +91,12 @@ impl Guard {
             return Err(Refused::Host(self.port));
         }
         let bearer = r.authorization.and_then(|a| a.trim().strip_prefix("Bearer ")).map(str::trim);
-        let cookie = r.cookie.and_then(|c| {
-            let name = self.cookie_name();
-            c.split(';').filter_map(|kv| kv.trim().split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| v)
-        });
         let proof = if bearer.is_some_and(|t| self.same(t)) {
             Proof::Bearer
         } else if r.query_token.is_some_and(|t| self.same(t)) {
             Proof::Query
-        } else if cookie.is_some_and(|t| self.same(t)) {
-            Proof::Cookie
+        } else if matches!(r.method, "GET" | "HEAD") && self.take_once(r.query_once) {
+            Proof::Once
         } else {
             return Err(Refused::Token);
         };
@@ -117,6 +115,24 @@ impl Guard {
     }
 }
 
+impl Guard {
+    /// Whether `candidate` is the one-time code; it is used up when it is.
+    fn take_once(&self, candidate: Option<&str>) -> bool {
+        let mut once = self.once.borrow_mut();
+        let ok = matches!((candidate, once.as_deref()), (Some(c), Some(code)) if same(c, code));
+        if ok {
+            *once = None;
+        }
+        ok
+    }
+}
+
+/// Constant time in the candidate's bytes: no early exit on the first difference.
+fn same(candidate: &str, secret: &str) -> bool {
+    let (a, b) = (candidate.as_bytes(), secret.as_bytes());
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// A new random token: 32 bytes of the kernel's randomness, as hex.
 pub fn new_token() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
@@ -129,7 +145,7 @@ mod tests {
     use super::*;
 
     fn seen<'a>(method: &'a str, host: &'a str) -> Seen<'a> {
-        Seen { method, host: Some(host), origin: None, authorization: None, cookie: None, query_token: None }
+        Seen { method, host: Some(host), origin: None, authorization: None, query_token: None, query_once: None }
     }
 
     #[test]
@@ -146,15 +162,14 @@ mod tests {
         assert_eq!(g.check(&seen("GET", ok_host)), Err(Refused::Token));
         assert_eq!(g.check(&Seen { query_token: Some("abc124"), ..seen("GET", ok_host) }), Err(Refused::Token));
         assert_eq!(g.check(&Seen { query_token: Some("abc12"), ..seen("GET", ok_host) }), Err(Refused::Token));
-        let cookie = "a=b; ovmem_ui_4100=abc123";
-        assert_eq!(g.check(&Seen { cookie: Some(cookie), ..seen("GET", ok_host) }), Ok(Proof::Cookie));
-        assert_eq!(
-            g.check(&Seen { cookie: Some("ovmem_ui_4999=abc123"), ..seen("GET", ok_host) }),
-            Err(Refused::Token),
-            "another viewer's cookie"
-        );
+        // The one-time code: once, for reading, and never the token.
+        let code = g.once().unwrap();
+        assert_eq!(g.check(&Seen { query_once: Some("abc123"), ..seen("GET", ok_host) }), Err(Refused::Token));
+        assert_eq!(g.check(&Seen { query_once: Some(&code), ..seen("DELETE", ok_host) }), Err(Refused::Token));
+        assert_eq!(g.check(&Seen { query_once: Some(&code), ..seen("GET", ok_host) }), Ok(Proof::Once));
+        assert_eq!(g.check(&Seen { query_once: Some(&code), ..seen("GET", ok_host) }), Err(Refused::Token), "used up");
+        assert_eq!(g.check(&Seen { query_once: Some(""), ..seen("GET", ok_host) }), Err(Refused::Token));
         // Changes: Bearer only, and a loopback Origin when one is sent.
-        assert_eq!(g.check(&Seen { cookie: Some(cookie), ..seen("DELETE", ok_host) }), Err(Refused::Bearer));
         assert_eq!(g.check(&Seen { query_token: Some("abc123"), ..seen("POST", ok_host) }), Err(Refused::Bearer));
         let bearer = Some("Bearer abc123");
         assert_eq!(g.check(&Seen { authorization: bearer, ..seen("DELETE", ok_host) }), Ok(Proof::Bearer));

@@ -1,31 +1,31 @@
 //! `ovmem ui`: a local web viewer of what the agents remember, started on demand (no daemon).
-//! One small HTTP server on 127.0.0.1 only, with a random token per run (`guard`), the page's
+//! One small HTTP server on 127.0.0.1 only, with limits (`http`), a random token per run (`guard`), the page's
 //! assets embedded in the binary (`page`; no build step, no CDN, works offline), the JSON API
 //! (`api`) and live updates (`events`). It stops on Ctrl-C and after an idle time.
 
 pub mod api;
 pub mod events;
 pub mod guard;
+pub mod http;
 pub mod page;
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use percent_encoding::percent_decode_str;
-use tiny_http::{Header, Response, Server};
 
 use crate::env::Env;
 use crate::store::Store;
-use guard::{Guard, Proof, Seen};
+use guard::{Guard, Seen};
 
 const SCRIPT: &str = include_str!("assets/app.js");
 const STYLE: &str = include_str!("assets/app.css");
 const ICON: &str = include_str!("assets/icon.svg");
-
-/// The largest request body read (an edited memory).
-const MAX_BODY: u64 = 1 << 20;
+/// What a reload gets: the page asks again with the token its tab kept (`boot.js`).
+const BOOT: &str = include_str!("assets/boot.html");
+const BOOT_SCRIPT: &str = include_str!("assets/boot.js");
 
 /// Every answer forbids framing, sniffing, referrers (the URL holds the token) and caching, and
 /// lets the page load nothing but its own files.
@@ -55,13 +55,11 @@ pub struct Options {
 pub fn serve(opts: Options, env: &Env) -> Result<i32> {
     let db = env.ovmem_home().join("memory.db");
     let store = Store::open(&db, Duration::from_secs(5))?;
-    // Every client holds two descriptors until it closes: a few hundred idle connections must not
-    // use up the default 1,024 (tiny_http's accept thread ends on that error).
+    // A few hundred idle connections must not use up the default 1,024 descriptors.
     crate::sys::raise_open_files_limit();
-    let server = Server::http(("127.0.0.1", opts.port))
-        .map_err(|e| anyhow::anyhow!("{e}"))
+    let server = http::Server::bind(opts.port)
         .with_context(|| format!("could not listen on 127.0.0.1:{}; choose another --port", opts.port))?;
-    let port = server.server_addr().to_ip().map(|a| a.port()).context("the server has no TCP address")?;
+    let port = server.port();
     let guard = Guard::new(guard::new_token().context("could not read /dev/urandom for the token")?, port);
     let url = format!("http://127.0.0.1:{port}/?token={}", guard.token());
     println!("{url}");
@@ -72,7 +70,11 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
         human(opts.idle)
     );
     if opts.open {
-        open_browser(&url);
+        // The opener's arguments are readable by every local user: it gets a one-time code.
+        match guard.once() {
+            Ok(code) => open_browser(&format!("http://127.0.0.1:{port}/?once={code}")),
+            Err(_) => eprintln!("ovmem ui: could not make a one-time address; open the URL above in a browser"),
+        }
     }
     crate::interrupt::arm();
     let viewer = Viewer { api: api::Api { store: &store, env, default_bank: opts.default_bank }, guard };
@@ -84,16 +86,14 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
         if last.elapsed() >= opts.idle {
             break format!("stopped after {} idle", human(opts.idle));
         }
-        match server.recv_timeout(Duration::from_millis(200)) {
-            Ok(Some(request)) => {
-                // Only a request that passed the guard keeps the viewer up: a stranger's refused
-                // ones do not.
-                if viewer.handle(request) {
-                    last = Instant::now();
-                }
+        if let Some(incoming) = server.recv_timeout(Duration::from_millis(200)) {
+            // Only a request that passed the guard keeps the viewer up: a stranger's refused
+            // ones do not.
+            let (response, passed) = viewer.handle(&incoming.request);
+            incoming.respond(response);
+            if passed {
+                last = Instant::now();
             }
-            Ok(None) => {}
-            Err(e) => break format!("stopped: the server failed ({e})"),
         }
     };
     eprintln!("ovmem ui: {why}");
@@ -103,14 +103,6 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
 struct Viewer<'a> {
     api: api::Api<'a>,
     guard: Guard,
-}
-
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
-}
-
-fn find<'r>(r: &'r tiny_http::Request, name: &'static str) -> Option<&'r str> {
-    r.headers().iter().find(|h| h.field.equiv(name)).map(|h| h.value.as_str())
 }
 
 /// `a=1&b=x%20y` as a map (`+` is a space, as forms send it).
@@ -126,36 +118,44 @@ pub fn parse_query(q: &str) -> HashMap<String, String> {
 }
 
 impl Viewer<'_> {
-    /// Answers `request`; whether it passed the guard.
-    fn handle(&self, mut request: tiny_http::Request) -> bool {
-        let url = request.url().to_string();
-        let (path, query) = url.split_once('?').unwrap_or((&url, ""));
+    /// The answer to `request`, and whether it passed the guard.
+    fn handle(&self, request: &http::Request) -> (http::Response, bool) {
+        let (path, query) = request.target.split_once('?').unwrap_or((&request.target, ""));
         let query = parse_query(query);
-        let method = request.method().as_str().to_ascii_uppercase();
+        let method = request.method.as_str();
         let seen = Seen {
-            method: &method,
-            host: find(&request, "Host"),
-            origin: find(&request, "Origin"),
-            authorization: find(&request, "Authorization"),
-            cookie: find(&request, "Cookie"),
+            method,
+            host: request.header("Host"),
+            origin: request.header("Origin"),
+            authorization: request.header("Authorization"),
             query_token: query.get("token").map(String::as_str),
+            query_once: query.get("once").map(String::as_str),
         };
-        let proof = match self.guard.check(&seen) {
-            Ok(p) => p,
-            Err(e) => {
-                let body = serde_json::json!({ "error": e.to_string() }).to_string();
-                self.send(request, e.status(), "application/json", body.into_bytes(), None);
-                return false;
-            }
-        };
-        let cookie = (proof == Proof::Query).then(|| self.guard.set_cookie());
+        if let Err(e) = self.guard.check(&seen) {
+            // A reload (the token is no longer in the address) gets a page with no data that
+            // asks again with the token its tab kept. The page's own files hold no data either
+            // and load without the token (a browser sends it with none of them).
+            let reading = matches!(method, "GET" | "HEAD") && e == guard::Refused::Token;
+            let open = match path {
+                "/" | "/index.html" => Some((200, "text/html; charset=utf-8", BOOT)),
+                "/boot.js" => Some((200, "text/javascript; charset=utf-8", BOOT_SCRIPT)),
+                "/app.js" => Some((200, "text/javascript; charset=utf-8", SCRIPT)),
+                "/app.css" => Some((200, "text/css; charset=utf-8", STYLE)),
+                "/favicon.ico" | "/icon.svg" => Some((200, "image/svg+xml", ICON)),
+                _ => None,
+            };
+            return match open.filter(|_| reading) {
+                Some((status, kind, body)) => (answer(status, kind, body.as_bytes().to_vec()), false),
+                None => (answer(e.status(), "application/json", error(e)), false),
+            };
+        }
         let segments: Vec<String> = path
             .split('/')
             .filter(|s| !s.is_empty())
             .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
             .collect();
         let asset = |body: &str, kind: &str| (kind.to_string(), body.as_bytes().to_vec());
-        let found = match (method.as_str(), path) {
+        let found = match (method, path) {
             ("GET" | "HEAD", "/" | "/index.html") => {
                 let store = self.api.store;
                 let first = store.page(None, None, page::FIRST).and_then(|m| Ok((m, store.pinned_ids()?)));
@@ -166,42 +166,31 @@ impl Viewer<'_> {
             ("GET" | "HEAD", "/app.js") => Some(asset(SCRIPT, "text/javascript; charset=utf-8")),
             ("GET" | "HEAD", "/app.css") => Some(asset(STYLE, "text/css; charset=utf-8")),
             ("GET" | "HEAD", "/favicon.ico" | "/icon.svg") => Some(asset(ICON, "image/svg+xml")),
+            ("GET" | "HEAD", "/boot.js") => Some(asset(BOOT_SCRIPT, "text/javascript; charset=utf-8")),
             ("GET", "/api/events") => match events::body(self.api.store) {
                 Ok(body) => Some(("text/event-stream; charset=utf-8".into(), body.into_bytes())),
-                Err(e) => {
-                    let body = serde_json::json!({ "error": format!("{e:#}") }).to_string();
-                    self.send(request, 500, "application/json", body.into_bytes(), None);
-                    return true;
-                }
+                Err(e) => return (answer(500, "application/json", error(format!("{e:#}"))), true),
             },
             _ => None,
         };
         if let Some((kind, body)) = found {
-            self.send(request, 200, &kind, body, cookie);
-            return true;
+            return (answer(200, &kind, body), true);
         }
-        let mut body = Vec::new();
-        if let Err(e) = request.as_reader().take(MAX_BODY).read_to_end(&mut body) {
-            let body = serde_json::json!({ "error": format!("could not read the request body: {e}") }).to_string();
-            self.send(request, 400, "application/json", body.into_bytes(), cookie);
-            return true;
-        }
-        let reply = self.api.handle(&api::Request { method: &method, segments, query, body: &body });
+        let reply = self.api.handle(&api::Request { method, segments, query, body: &request.body });
         let body = serde_json::to_vec(&reply.body).unwrap_or_default();
-        self.send(request, reply.status, "application/json", body, cookie);
-        true
+        (answer(reply.status, "application/json", body), true)
     }
+}
 
-    fn send(&self, request: tiny_http::Request, status: u16, kind: &str, body: Vec<u8>, cookie: Option<String>) {
-        let mut response = Response::from_data(body).with_status_code(status).with_header(header("Content-Type", kind));
-        for (k, v) in SECURITY {
-            response.add_header(header(k, v));
-        }
-        if let Some(c) = cookie {
-            response.add_header(header("Set-Cookie", &c));
-        }
-        let _ = request.respond(response);
-    }
+/// `{"error": why}`.
+fn error(why: impl std::fmt::Display) -> Vec<u8> {
+    serde_json::json!({ "error": why.to_string() }).to_string().into_bytes()
+}
+
+fn answer(status: u16, kind: &str, body: Vec<u8>) -> http::Response {
+    let mut headers = vec![("Content-Type".to_string(), kind.to_string())];
+    headers.extend(SECURITY.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    http::Response { status, headers, body }
 }
 
 /// `30 minutes`, `90 s`.

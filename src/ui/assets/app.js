@@ -3,8 +3,10 @@
 "use strict";
 
 const TOKEN = document.querySelector('meta[name="ovmem-token"]').content;
+// Kept for a reload of this tab (boot.js), where no other port's page can read it.
+sessionStorage.setItem("ovmem-token", TOKEN);
 // The token stays out of the address bar (and out of bookmarks and screenshots).
-if (location.search.includes("token=")) history.replaceState(null, "", location.pathname + location.hash);
+if (/[?&](token|once)=/.test(location.search)) history.replaceState(null, "", location.pathname + location.hash);
 
 const $ = (id) => document.getElementById(id);
 const state = { bank: "", query: "", next: null, loading: false, items: [], session: null, mark: null, banks: [], default: null };
@@ -288,7 +290,7 @@ async function openSession(id) {
   state.session = id;
   const sec = $("session");
   try {
-    const d = await api("GET", "/api/sessions/" + encodeURIComponent(id));
+    const d = await api("GET", "/api/sessions?id=" + encodeURIComponent(id));
     const events = [
       ...d.turns.map((m) => ({ at: m.created_at, turn: m })),
       ...d.injections.map((i) => ({ at: i.at, inject: i })),
