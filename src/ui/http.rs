@@ -246,6 +246,11 @@ fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<(Request, b
         return Err(Framing::Refuse(413, "the request body is too large"));
     }
     buf.drain(..head_len);
+    // A client that asks first (curl does for a large body) is told to go on.
+    let expects = request.header("Expect").is_some_and(|e| e.trim().eq_ignore_ascii_case("100-continue"));
+    if expects && buf.len() < declared {
+        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
     while buf.len() < declared {
         fill(stream, buf, deadline, declared)?;
     }
@@ -373,6 +378,8 @@ mod tests {
         flood.extend(std::iter::repeat_n(b'a', 1 << 20));
         assert!(exchange(port, &flood).contains(" 431 "));
         assert!(exchange(port, b"\x16\x03\x01 not http\r\n\r\n").contains(" 400 "));
+        let asks = b"POST /big HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n";
+        assert!(exchange(port, asks).contains(" 100 "), "told to go on");
     }
 
     /// Clients that send nothing, or declare a body and never send it, hold only their own
