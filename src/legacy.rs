@@ -4,8 +4,9 @@
 //! [`scan`] turns that into findings (for `ovmem check`), and [`plan_removal`] derives the exact
 //! edits and moves that take them out (for `ovmem migrate` and `ovmem uninstall --legacy`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,7 @@ use crate::env::Env;
 use crate::fsx;
 use crate::harness::{self, Harness, InstallKind, Scope};
 use crate::install::editor::{Edit, Editor};
+use crate::install::found::{self, Parsed};
 use crate::install::marker::{self, Owner};
 use crate::install::script_dir::script_runtime;
 use crate::install::{Refused, Target};
@@ -141,25 +143,39 @@ pub fn catalog() -> Vec<Integration> {
     harness::LEGACY_FILES
         .iter()
         .map(|(name, text)| {
-            toml::from_str(text).unwrap_or_else(|e| panic!("manifests/legacy/{name} does not parse: {e}"))
+            let mut i: Integration =
+                toml::from_str(text).unwrap_or_else(|e| panic!("manifests/legacy/{name} does not parse: {e}"));
+            for r in i.hooks.iter_mut().filter(|r| r.ignore_case) {
+                r.groups.iter_mut().flatten().for_each(|m| *m = m.to_lowercase());
+            }
+            i
         })
         .collect()
 }
 
-/// Whether every marker of one of `groups` occurs in `text`, as an agent would read it: runs of
-/// `/` and `/./` taken as one `/` (a path says the same either way), and blanks around a `.` left
-/// out (`lib . hooks_impl` is Python's `lib.hooks_impl`).
-fn matches(text: &str, groups: &Groups, ignore_case: bool) -> bool {
-    static SLASHES: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"/(?:\.?/)+").expect("a valid regex"));
-    static DOTS: std::sync::LazyLock<regex::Regex> =
-        std::sync::LazyLock::new(|| regex::Regex::new(r"[ \t]*\.[ \t]*").expect("a valid regex"));
-    let text = DOTS.replace_all(&SLASHES.replace_all(text, "/"), ".").into_owned();
-    let text = if ignore_case { text.to_lowercase() } else { text };
-    groups.iter().any(|g| {
-        !g.is_empty()
-            && g.iter().all(|s| if ignore_case { text.contains(&s.to_lowercase()) } else { text.contains(s.as_str()) })
-    })
+/// A text as an agent reads it, for markers to be found in: runs of `/` and `/./` taken as one
+/// `/` (a path says the same either way), and blanks around a `.` left out (`lib . hooks_impl`
+/// is Python's `lib.hooks_impl`); its lowercase too, made once on first use.
+struct Normal {
+    text: String,
+    lower: std::cell::OnceCell<String>,
+}
+
+impl Normal {
+    fn new(text: &str) -> Self {
+        static SLASHES: std::sync::LazyLock<regex::Regex> =
+            std::sync::LazyLock::new(|| regex::Regex::new(r"/(?:\.?/)+").expect("a valid regex"));
+        static DOTS: std::sync::LazyLock<regex::Regex> =
+            std::sync::LazyLock::new(|| regex::Regex::new(r"[ \t]*\.[ \t]*").expect("a valid regex"));
+        Normal { text: DOTS.replace_all(&SLASHES.replace_all(text, "/"), ".").into_owned(), lower: Default::default() }
+    }
+}
+
+/// Whether every marker of one of `groups` occurs in `text`. The markers of an `ignore_case`
+/// rule are lowercase already ([`catalog`]).
+fn matches(text: &Normal, groups: &Groups, ignore_case: bool) -> bool {
+    let text = if ignore_case { text.lower.get_or_init(|| text.text.to_lowercase()) } else { &text.text };
+    groups.iter().any(|g| !g.is_empty() && g.iter().all(|s| text.contains(s.as_str())))
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, PartialOrd, Ord)]
@@ -264,25 +280,43 @@ impl Scan<'_> {
 }
 
 /// The files one scan has read and parsed: many rules name the same file, and each is read and
-/// parsed once (a large hostile config costs one parse, not one per rule).
+/// parsed once (a large hostile config costs one parse, not one per rule), and so is each
+/// entry's text as markers are matched against it ([`Normal`]).
 #[derive(Default)]
 struct Files {
-    texts: std::collections::HashMap<PathBuf, Option<std::rc::Rc<str>>>,
-    docs: std::collections::HashMap<PathBuf, Option<std::rc::Rc<Document>>>,
+    texts: HashMap<PathBuf, Option<Rc<str>>>,
+    docs: HashMap<PathBuf, Option<Result<Rc<Document>, String>>>,
+    normal: HashMap<(PathBuf, usize, usize), Rc<Normal>>,
 }
 
 impl Files {
-    fn text(&mut self, s: &Scan, path: &Path, errors: &mut Vec<ScanError>) -> Option<std::rc::Rc<str>> {
+    fn text(&mut self, s: &Scan, path: &Path, errors: &mut Vec<ScanError>) -> Option<Rc<str>> {
         self.texts.entry(path.to_path_buf()).or_insert_with(|| read(s, path, errors).map(Into::into)).clone()
     }
 
-    fn json(&mut self, s: &Scan, path: &Path, errors: &mut Vec<ScanError>) -> Option<std::rc::Rc<Document>> {
-        if let Some(d) = self.docs.get(path) {
-            return d.clone();
+    /// The parsed document at `path`; one that does not parse is an error in `errors` unless
+    /// `quiet` (ovmem's own hook files: a harness config that does not parse holds no hook of
+    /// ovmem's that runs).
+    fn json(&mut self, s: &Scan, path: &Path, errors: &mut Vec<ScanError>, quiet: bool) -> Option<Rc<Document>> {
+        if !self.docs.contains_key(path) {
+            let doc = self.text(s, path, errors).map(|t| Document::parse(&t).map(Rc::new).map_err(|e| e.to_string()));
+            self.docs.insert(path.to_path_buf(), doc);
         }
-        let doc = self.text(s, path, errors).and_then(|t| parse_json(path, &t, errors)).map(std::rc::Rc::new);
-        self.docs.insert(path.to_path_buf(), doc.clone());
-        doc
+        match self.docs.get(path)?.as_ref()? {
+            Ok(d) => Some(d.clone()),
+            Err(e) => {
+                if !quiet {
+                    errors.push(ScanError { file: path.into(), error: format!("does not parse ({e})") });
+                }
+                None
+            }
+        }
+    }
+
+    /// A node's text as markers are matched against it, worked out once per scan.
+    fn normal(&mut self, path: &Path, doc: &Document, node: &Node) -> Rc<Normal> {
+        let key = (path.to_path_buf(), node.start, node.end);
+        self.normal.entry(key).or_insert_with(|| Rc::new(Normal::new(&decoded(doc, node)))).clone()
     }
 }
 
@@ -299,16 +333,6 @@ fn read(s: &Scan, path: &Path, errors: &mut Vec<ScanError>) -> Option<String> {
         Ok(None) => None,
         Err(e) => {
             errors.push(ScanError { file: path.into(), error: format!("{e:#}") });
-            None
-        }
-    }
-}
-
-fn parse_json(path: &Path, text: &str, errors: &mut Vec<ScanError>) -> Option<Document> {
-    match Document::parse(text) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            errors.push(ScanError { file: path.into(), error: format!("does not parse ({e})") });
             None
         }
     }
@@ -375,12 +399,12 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         };
         for rule in &integ.hooks {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(doc) = files.json(s, &file, &mut r.errors) else { continue };
+                let Some(doc) = files.json(s, &file, &mut r.errors, false) else { continue };
                 let key = dotted(&rule.events_key);
                 let Some(events) = doc.node_at(&key) else { continue };
                 for m in events.members() {
                     for (i, el) in m.value.elements().iter().enumerate() {
-                        if matches(&decoded(&doc, el), &rule.groups, rule.ignore_case) {
+                        if matches(&files.normal(&file, &doc, el), &rule.groups, rule.ignore_case) {
                             push(
                                 &mut r,
                                 &file,
@@ -395,7 +419,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
         for rule in &integ.json_keys {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(doc) = files.json(s, &file, &mut r.errors) else { continue };
+                let Some(doc) = files.json(s, &file, &mut r.errors, false) else { continue };
                 for (name, node) in json_key_hits(&doc, rule) {
                     push(&mut r, &file, Some(line_of(doc.text(), node.start)), format!("{}.{name}", rule.object));
                 }
@@ -444,9 +468,6 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         }
     }
     let all: Vec<&'static Harness> = harness::all().iter().collect();
-    // ovmem's own entries are found in the text by `install::found`: the parsed documents go
-    // first, so a large file is never held parsed twice.
-    files.docs.clear();
     ovmem_findings(s, with_trust, &mut r, &mut per_event, &mut files, &all);
     for ((file, event), ids) in per_event {
         let runs: usize = ids.values().sum();
@@ -462,18 +483,26 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
                     list.join(", ")
                 )
             };
-            // Exact copies of ovmem's entry go with a reinstall; others with a migration.
-            let fix = if ovmem_only { "ovmem install" } else { "ovmem migrate" };
+            // Exact copies of ovmem's entry go with a reinstall (edited ones by hand); others with
+            // a migration.
+            let project = s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default();
+            let fix = if ovmem_only {
+                format!("ovmem install{project} (drops exact copies of ovmem's entry; delete edited ones by hand)")
+            } else {
+                format!("ovmem migrate{project}")
+            };
+            // Each integration as many times as it runs here (`ovmem+ovmem`: two of ovmem's).
+            let each: Vec<&str> = ids.iter().flat_map(|(id, n)| std::iter::repeat_n(id.as_str(), *n)).collect();
             r.findings.push(Finding {
                 file,
                 line: None,
                 entry: event.clone(),
-                integration: list.join("+"),
+                integration: each.join("+"),
                 vendor: "several".into(),
                 kind: Kind::Duplicate,
                 severity: Severity::Error,
                 message,
-                fix: fix.to_string() + &s.project.map(|p| format!(" --project {}", p.display())).unwrap_or_default(),
+                fix,
                 harnesses: Vec::new(),
             });
         }
@@ -534,7 +563,7 @@ fn json_key_hits<'d>(doc: &'d Document, rule: &JsonKeyRule) -> Vec<(String, &'d 
     obj.members()
         .iter()
         .filter(|m| rule.names.contains(&m.key) || rule.name_prefixes.iter().any(|p| m.key.starts_with(p.as_str())))
-        .filter(|m| rule.groups.is_empty() || matches(&decoded(doc, &m.value), &rule.groups, false))
+        .filter(|m| rule.groups.is_empty() || matches(&Normal::new(&decoded(doc, &m.value)), &rule.groups, false))
         .map(|m| (m.key.clone(), &m.value))
         .collect()
 }
@@ -553,7 +582,7 @@ fn toml_hits(doc: &toml_edit::DocumentMut, rule: &TomlRule) -> Vec<String> {
         .filter(|(k, _)| {
             rule.names.iter().any(|n| n == k) || rule.name_prefixes.iter().any(|p| k.starts_with(p.as_str()))
         })
-        .filter(|(_, v)| rule.groups.is_empty() || matches(&toml_text(v), &rule.groups, false))
+        .filter(|(_, v)| rule.groups.is_empty() || matches(&Normal::new(&toml_text(v)), &rule.groups, false))
         .map(|(k, _)| k.to_string())
         .collect()
 }
@@ -571,7 +600,7 @@ fn script_hits(s: &Scan, rule: &ScriptRule, errors: &mut Vec<ScanError>) -> Vec<
                 continue;
             }
             match s.read_bytes(&p) {
-                Ok(Some(b)) if matches(&String::from_utf8_lossy(&b), &rule.groups, false) => {
+                Ok(Some(b)) if matches(&Normal::new(&String::from_utf8_lossy(&b)), &rule.groups, false) => {
                     out.push((dir.clone(), name.clone(), p))
                 }
                 Ok(_) => {}
@@ -653,15 +682,41 @@ fn ovmem_findings(
                     if s.kind_of(&file).is_none() {
                         continue;
                     }
-                    let Some(text) = files.text(s, &file, &mut r.errors) else { continue };
-                    for f in crate::install::found::in_file(&target, &text) {
-                        installed = true;
-                        // Each of ovmem's entries counts: two on one event run twice.
+                    // Each file parsed once per scan: the legacy rules above have read most.
+                    let (doc, text);
+                    let parsed = if h.manifest.kind == InstallKind::JsonHooks {
+                        let Some(d) = files.json(s, &file, &mut r.errors, true) else { continue };
+                        doc = d;
+                        Parsed::Json(&doc)
+                    } else {
+                        let Some(t) = files.text(s, &file, &mut r.errors) else { continue };
+                        text = t;
+                        Parsed::Toml(&text)
+                    };
+                    for f in found::running_in_file(&target, parsed) {
+                        // Each of ovmem's entries counts, edited ones too: two on one event run twice.
                         *per_event
                             .entry((file.clone(), f.event.clone()))
                             .or_default()
                             .entry("ovmem".into())
                             .or_default() += 1;
+                        if !f.exact {
+                            let message = format!(
+                                "ovmem's {} hook was edited by hand (`{}`) and still runs ovmem; this ovmem no \
+                                 longer knows it as its own, so install puts another beside it and uninstall leaves it",
+                                f.event, f.command
+                            );
+                            let fix = format!(
+                                "put back ovmem's command `{}`, or delete the entry and run `ovmem install --harness \
+                                 {}{project_flag}`",
+                                marker::command(&bin, h.id(), &f.event),
+                                h.id()
+                            );
+                            let (line, kind) = (Some(f.line), Kind::OvmemDrift);
+                            r.findings.push(finding(&file, line, f.entry, kind, Severity::Warning, message, fix));
+                            continue;
+                        }
+                        installed = true;
                         let current = desired.get(&f.event).and_then(|d| match h.manifest.kind {
                             InstallKind::TomlHooks => crate::install::toml_hooks::body_value(d).ok(),
                             _ => serde_json::from_str::<serde_json::Value>(d).ok(),
@@ -788,7 +843,7 @@ fn strip_rule(path: &Path, text: &str, rule: &Rule) -> Result<String> {
                     .elements()
                     .iter()
                     .enumerate()
-                    .filter(|(_, e)| matches(&decoded(&doc, e), &rule.groups, rule.ignore_case))
+                    .filter(|(_, e)| matches(&Normal::new(&decoded(&doc, e)), &rule.groups, rule.ignore_case))
                     .map(|(i, _)| i)
                     .collect();
                 for i in hits.iter().rev() {
@@ -1005,8 +1060,9 @@ mod tests {
     #[test]
     fn markers_need_every_string_of_a_group() {
         let g: Groups = vec![vec!["openviking".into(), "auto-recall.mjs".into()]];
-        assert!(matches("node /x/openviking/scripts/auto-recall.mjs", &g, false));
-        assert!(!matches("node /x/scripts/auto-recall.mjs", &g, false));
-        assert!(matches("NODE /OPENVIKING/AUTO-RECALL.MJS", &g, true));
+        assert!(matches(&Normal::new("node /x/openviking/scripts/auto-recall.mjs"), &g, false));
+        assert!(!matches(&Normal::new("node /x/scripts/auto-recall.mjs"), &g, false));
+        assert!(matches(&Normal::new("NODE /OPENVIKING/AUTO-RECALL.MJS"), &g, true));
+        assert!(matches(&Normal::new("node //x/./openviking/scripts/auto-recall . mjs"), &g, false));
     }
 }

@@ -237,11 +237,24 @@ fn duplicates_and_drift_are_problems() {
         let group = v["hooks"]["Stop"][0].clone();
         v["hooks"]["Stop"].as_array_mut().unwrap().push(group);
         v["hooks"]["SessionEnd"][0]["hooks"][0]["command"] = "/gone/.ovmem/bin/ovmem hook codex SessionEnd".into();
+        // A copy written with other blanks and quotes: the shell runs it all the same.
+        let mut edited = v["hooks"]["UserPromptSubmit"][0].clone();
+        let cmd = edited["hooks"][0]["command"].as_str().unwrap().to_string();
+        let (bin, rest) = cmd.split_once(' ').unwrap();
+        edited["hooks"][0]["command"] = format!("'{bin}'   {rest} # mine").into();
+        v["hooks"]["UserPromptSubmit"].as_array_mut().unwrap().push(edited);
     });
     let (code, v) = doctor(&home, &[]);
     assert_eq!(code, 1, "{v:#}");
     let dup = v["duplicates"].as_array().unwrap();
-    assert!(dup.iter().any(|d| d["event"] == "Stop" && d["integrations"].as_array().unwrap().len() == 2), "{v:#}");
+    // Each duplicate once (check's count, not a second one of the doctor's own).
+    let on = |e: &str| dup.iter().filter(|d| d["event"] == e).collect::<Vec<_>>();
+    assert_eq!(on("Stop").len(), 1, "{v:#}");
+    assert_eq!(on("Stop")[0]["integrations"].as_array().unwrap().len(), 2, "{v:#}");
+    assert_eq!(on("UserPromptSubmit").len(), 1, "{v:#}");
+    assert_eq!(on("UserPromptSubmit")[0]["integrations"].as_array().unwrap().len(), 2, "{v:#}");
+    let prompts: Vec<Value> = hooks(&v, "codex").into_iter().filter(|h| h["event"] == "UserPromptSubmit").collect();
+    assert_eq!(prompts.iter().filter(|h| h["owner"] == "edited").count(), 1, "{prompts:#?}");
     let end = hook(&v, "codex", "SessionEnd");
     assert_eq!(end["owner"], "other-runtime", "{end:#}");
     assert_eq!(end["exit_code"], 127, "{end:#}");

@@ -355,6 +355,60 @@ fn entries_from_an_older_template_are_drift_until_reinstalled() {
     assert_eq!(run(&["check"]).status.code(), Some(0));
 }
 
+/// ovmem's entry written another way the shell reads alike (blanks, quotes, a comment) still
+/// runs ovmem: a second one on an event is a duplicate, and one alone is drift. A user's hook
+/// that only names ovmem in an argument is neither.
+#[test]
+fn an_ovmem_entry_edited_by_hand_is_still_counted_and_reported() {
+    let home = Home::empty();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(repo.path().join(".git")).unwrap();
+    let p = repo.path().to_str().unwrap();
+    assert!(home.run(&["install", "--harness", "codex", "--project", p]).status.success());
+    let path = repo.path().join(".codex/hooks.json");
+    let installed: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let cmd = installed["hooks"]["Stop"][0]["hooks"][0]["command"].as_str().unwrap().to_string();
+    let (bin, rest) = cmd.split_once(' ').unwrap();
+    let check = |stop: &[&str]| {
+        let mut v = installed.clone();
+        let group = v["hooks"]["Stop"][0].clone();
+        v["hooks"]["Stop"] = stop
+            .iter()
+            .map(|c| {
+                let mut g = group.clone();
+                g["hooks"][0]["command"] = (*c).into();
+                g
+            })
+            .collect();
+        std::fs::write(&path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+        let out = home.run(&["check", "--project", p, "--format", "json"]);
+        (out.status.code(), json(&out))
+    };
+    let kinds = |v: &serde_json::Value| -> Vec<(String, String)> {
+        let f = v["findings"].as_array().unwrap();
+        f.iter().map(|f| (f["kind"].as_str().unwrap().into(), f["entry"].as_str().unwrap().into())).collect()
+    };
+    assert_eq!(check(&[&cmd]).0, Some(0));
+    for edited in
+        [format!("{bin}  {rest}"), format!("\"{bin}\" {rest}"), format!("{cmd} # mine"), format!("X=1 {cmd}; true")]
+    {
+        let (code, v) = check(&[&cmd, &edited]);
+        assert_eq!(code, Some(1), "{edited}: {v}");
+        let dup = v["findings"].as_array().unwrap().iter().find(|f| f["kind"] == "duplicate").expect("a duplicate");
+        assert!(dup["message"].as_str().unwrap().contains("2 ovmem hooks run on Stop"), "{edited}: {dup}");
+        assert_eq!(dup["integration"], "ovmem+ovmem", "{dup}");
+        // Alone, it is drift: not the entry this ovmem installs.
+        let (code, v) = check(&[&edited]);
+        assert_eq!(code, Some(1), "{edited}: {v}");
+        assert_eq!(kinds(&v), [("ovmem-drift".to_string(), "hooks.Stop[0].hooks[0]".to_string())], "{edited}: {v}");
+    }
+    // A hook of the user's that only mentions ovmem's command runs something else.
+    for theirs in [format!("echo {cmd} >> /tmp/log"), format!("notify-send '{cmd}'"), format!("true # {cmd}")] {
+        let (code, v) = check(&[&cmd, &theirs]);
+        assert_eq!(code, Some(0), "{theirs}: {v}");
+    }
+}
+
 /// Taking a legacy table out of a CRLF config with a byte-order mark keeps both, and every
 /// other line, byte for byte.
 #[test]

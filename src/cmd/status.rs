@@ -566,7 +566,7 @@ fn entry_states(t: &Target, location: &Path, rec: Option<&receipt::Receipt>) -> 
                 }
             }
             for file in files {
-                let found = read(&file).map(|text| found::in_file(t, &text)).unwrap_or_default();
+                let found = read(&file).map(|text| found::in_text(t, &text)).unwrap_or_default();
                 let recorded: Vec<receipt::Entry> = rec
                     .and_then(|r| r.file(&file))
                     .map(|f| {

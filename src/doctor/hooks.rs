@@ -71,14 +71,6 @@ pub struct Found {
     pub errors: Vec<(PathBuf, String)>,
 }
 
-/// Whether `cmd` still runs ovmem's hook runtime for `harness`: one of its simple commands is
-/// `…/ovmem hook <harness> …`.
-fn runs_ovmem_hook(cmd: &str, harness: &str) -> bool {
-    crate::shell::commands(cmd, true).iter().any(|w| {
-        w.len() >= 3 && Path::new(&w[0]).file_name().is_some_and(|n| n == "ovmem") && w[1] == "hook" && w[2] == harness
-    })
-}
-
 /// The timeout the harness applies to a handler: its own field, else the harness default, else
 /// what ovmem installs, within the harness's cap.
 fn timeout_of(h: &Harness, event: &str, handler: Option<&Value>) -> Duration {
@@ -140,13 +132,12 @@ fn missing(h: &Harness, file: &Path, receipt: Option<&Receipt>, f: &mut Found) {
 }
 
 /// A JSON or TOML hooks file: ovmem's exact entries (by marker, in any form the harness runs),
-/// and JSON entries edited by hand that still run ovmem's hook.
+/// and entries edited by hand that still run ovmem's hook.
 fn in_hook_file(t: &Target, file: &Path, receipt: Option<&Receipt>, f: &mut Found) {
     let h = t.harness;
     let ours = t.env.runtime_bin();
     let Some(text) = read(t, file, &mut f.errors) else { return missing(h, file, receipt, f) };
-    let json = h.manifest.kind == InstallKind::JsonHooks;
-    let parsed = if json {
+    let parsed = if h.manifest.kind == InstallKind::JsonHooks {
         Document::parse(&text).map(Some).map_err(|e| e.to_string())
     } else {
         crate::edit::toml::parse(&text).map(|_| None).map_err(|e| format!("{e:#}"))
@@ -155,53 +146,25 @@ fn in_hook_file(t: &Target, file: &Path, receipt: Option<&Receipt>, f: &mut Foun
         Ok(d) => d,
         Err(e) => return f.errors.push((file.to_path_buf(), format!("does not parse ({e})"))),
     };
+    let parsed = doc.as_ref().map_or(found::Parsed::Toml(&text), found::Parsed::Json);
     let wanted = |event: &str| h.manifest.hooks.iter().any(|x| x.event == event);
-    for x in found::in_file(t, &text).into_iter().filter(|x| wanted(&x.event)) {
+    for x in found::running_in_file(t, parsed).into_iter().filter(|x| wanted(&x.event)) {
         let run = match x.handler.get("args").and_then(Value::as_array) {
-            Some(args) => How::Argv(
+            Some(args) if x.exact => How::Argv(
                 std::iter::once(x.runtime.to_string_lossy().into_owned())
                     .chain(args.iter().filter_map(|a| a.as_str().map(String::from)))
                     .collect(),
             ),
-            None => How::Shell(x.command.clone()),
+            _ => How::Shell(x.command.clone()),
         };
         f.hooks.push(Hook {
             timeout: timeout_of(h, &x.event, Some(&x.handler)),
+            kind: if x.exact { kind_of(&x.runtime, &ours) } else { Kind::Edited },
             event: x.event,
             file: file.to_path_buf(),
             entry: x.entry,
             run,
-            kind: kind_of(&x.runtime, &ours),
         });
-    }
-    if let (Some(doc), Ok(events)) = (doc, t.events_key()) {
-        let base = crate::install::json_hooks::split_path(&events);
-        let members = doc.node_at(&base).filter(|n| n.is_object()).map(|n| n.members().to_vec()).unwrap_or_default();
-        for m in members.iter().filter(|m| wanted(&m.key)) {
-            for (i, el) in m.value.elements().iter().enumerate() {
-                let Some(entry) = doc.value(el) else { continue };
-                for (slot, handler) in marker::handlers(&entry) {
-                    let Some(cmd) = handler.get("command").and_then(Value::as_str) else { continue };
-                    if marker::handler_runtime(handler, h.id(), Some(&m.key)).is_some() || !runs_ovmem_hook(cmd, h.id())
-                    {
-                        continue;
-                    }
-                    let at = if events.is_empty() { m.key.clone() } else { format!("{events}.{}", m.key) };
-                    let entry = match &slot {
-                        Some((k, j)) => format!("{at}[{i}].{k}[{j}]"),
-                        None => format!("{at}[{i}]"),
-                    };
-                    f.hooks.push(Hook {
-                        event: m.key.clone(),
-                        file: file.to_path_buf(),
-                        entry,
-                        run: How::Shell(cmd.to_string()),
-                        kind: Kind::Edited,
-                        timeout: timeout_of(h, &m.key, Some(handler)),
-                    });
-                }
-            }
-        }
     }
     missing(h, file, receipt, f);
 }
@@ -230,7 +193,7 @@ fn in_script_dir(t: &Target, receipt: Option<&Receipt>, f: &mut Found) {
                     k => k,
                 },
                 // The file ovmem wrote there, edited since: still what the harness runs.
-                None if rec || runs_ovmem_hook(&text, h.id()) => Kind::Edited,
+                None if rec || marker::runs_hook(&text, h.id()).is_some() => Kind::Edited,
                 None => continue,
             };
             f.hooks.push(Hook {
@@ -277,19 +240,5 @@ fn in_plugin(t: &Target, receipt: Option<&Receipt>, f: &mut Found) {
             kind: kind.clone(),
             timeout: timeout_of(h, &hook.event, None),
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_edited_command_that_still_runs_ovmem_is_found() {
-        assert!(runs_ovmem_hook("/h/.ovmem/bin/ovmem hook codex Stop; echo garbage", "codex"));
-        assert!(runs_ovmem_hook("sleep 5 && '/a b/bin/ovmem' hook codex Stop", "codex"));
-        assert!(!runs_ovmem_hook("/usr/bin/other hook codex Stop", "codex"));
-        assert!(!runs_ovmem_hook("/h/.ovmem/bin/ovmem hook cursor stop", "codex"));
-        assert!(!runs_ovmem_hook("echo ovmem hook codex", "codex"));
     }
 }

@@ -14,7 +14,6 @@ pub mod mcp_probe;
 pub mod sandbox;
 pub mod shape;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -285,7 +284,7 @@ pub fn run(env: &Env, opts: &Options) -> Result<Report> {
             continue;
         };
         let t = Target { env, harness: h, scope: r.scope, project: r.project.clone() };
-        let checked = check_target(&t, r, &sandbox, &mut report.errors, &mut report.duplicates);
+        let checked = check_target(&t, r, &sandbox, &mut report.errors);
         report.targets.push(checked);
         if !projects.contains(&r.project) {
             projects.push(r.project.clone());
@@ -314,13 +313,7 @@ pub fn run(env: &Env, opts: &Options) -> Result<Report> {
 }
 
 /// Every check of one installed target.
-fn check_target(
-    t: &Target,
-    r: &Receipt,
-    sb: &sandbox::Sandbox,
-    errors: &mut Vec<FileError>,
-    dups: &mut Vec<Duplicate>,
-) -> TargetReport {
+fn check_target(t: &Target, r: &Receipt, sb: &sandbox::Sandbox, errors: &mut Vec<FileError>) -> TargetReport {
     let h = t.harness;
     let mut out = TargetReport {
         harness: h.id().into(),
@@ -361,9 +354,7 @@ fn check_target(
     }
     let mut list = found.hooks;
     list.sort_by_key(|x| order(adapter.events.get(&x.event).copied()));
-    let mut seen: BTreeMap<(PathBuf, String), usize> = BTreeMap::new();
     for hook in &list {
-        *seen.entry((hook.file.clone(), hook.event.clone())).or_default() += 1;
         if t.scope == Scope::Project && hook.kind != Kind::Ours {
             // A project's files are untrusted input (a pull can change them): only ovmem's own
             // exact hooks are run there.
@@ -489,20 +480,6 @@ fn check_target(
             problem: Some("not in the file any more".into()),
             ..HookReport::default()
         });
-    }
-    for ((file, event), n) in seen {
-        if n > 1 {
-            dups.push(Duplicate {
-                message: format!(
-                    "{n} ovmem hooks on {event}: memory is recalled and stored {n} times; keep one (`ovmem install \
-                     --harness {}` drops exact copies)",
-                    h.id()
-                ),
-                file,
-                event,
-                integrations: vec!["ovmem".into(); n],
-            });
-        }
     }
     out.mcp = mcp_state(t, r, sb, &cwd, &mut out.problems);
     out
@@ -782,7 +759,8 @@ fn mcp_exact(t: &Target, value: &serde_json::Value) -> bool {
     }
 }
 
-/// Duplicates and legacy integrations, from the legacy scan of each scanned scope.
+/// Duplicates and legacy integrations, from the legacy scan of each scanned scope: `check`'s own
+/// count of the memory integrations on each event (ovmem's entries one by one, edited ones too).
 fn duplicates(env: &Env, projects: &[Option<PathBuf>], installed: &[(String, Option<PathBuf>)], report: &mut Report) {
     for p in projects {
         let scan = crate::legacy::scan(&crate::legacy::Scan { env, project: p.as_deref() }, false);

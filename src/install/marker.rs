@@ -65,6 +65,34 @@ pub fn hook_runtime(cmd: &str, harness: &str, event: Option<&str>) -> Option<Pat
     (is_runtime_path(&runtime) && cmd == command(&runtime, harness, &w[3]) && staged(&runtime)).then_some(runtime)
 }
 
+/// The program of the first simple command in `cmd` that runs ovmem's hook runtime for
+/// `harness` (`<…>/ovmem hook <harness> …`), the command read as the shell reads it: quotes,
+/// blanks, comments, variable assignments before it and other commands around it do not hide it.
+/// A command that only names ovmem in an argument (`echo …/ovmem hook …`) does not run it. This
+/// is how `check` and `doctor` find ovmem's entries edited by hand, which the harness runs all
+/// the same; which entries are ovmem's own to edit stays the exact marker ([`hook_runtime`]).
+pub fn runs_hook(cmd: &str, harness: &str) -> Option<String> {
+    let assignment = |w: &str| {
+        w.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
+    use crate::shell::Part;
+    crate::shell::parse(cmd).iter().flatten().find_map(|c| {
+        let mut w = c.words.iter().skip_while(|w| w.literal().is_some_and(|w| assignment(&w)));
+        // The program may be reached through a variable (`$HOME/.ovmem/bin/ovmem`): its name is
+        // the end of its last literal part.
+        let program = w.next()?;
+        let Some(Part::Lit(tail)) = program.parts.last() else { return None };
+        let ovmem = matches!(tail.rsplit(['/', '\\']).next(), Some("ovmem" | "ovmem.exe"));
+        let hook = w.next()?.literal().is_some_and(|x| x == "hook");
+        let ours = w.next()?.literal().is_some_and(|x| x == harness);
+        (ovmem && hook && ours).then(|| program.literal().unwrap_or_else(|| format!("…{tail}")))
+    })
+}
+
 /// The command line and runtime of an ovmem handler object: its `command` is ovmem's command
 /// line, or (the argv form a harness runs without a shell, ZCode's `type: "process"`) its
 /// `command` is the runtime itself and its `args` exactly `["hook", harness, event]`.
@@ -178,6 +206,36 @@ mod tests {
             "/x/bin/ovmem  hook codex Stop",
         ] {
             assert_eq!(hook_runtime(not, "codex", None), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn an_edited_command_that_still_runs_ovmem_s_hook_is_read_as_the_shell_reads_it() {
+        let bin = Some("/h/.ovmem/bin/ovmem".to_string());
+        for edited in [
+            "/h/.ovmem/bin/ovmem  hook codex Stop",
+            "\"/h/.ovmem/bin/ovmem\" hook codex Stop",
+            "'/h/.ovmem/bin/ovmem' hook codex Stop",
+            "/h/.ovmem/bin/ovmem hook codex Stop # keep",
+            "/h/.ovmem/bin/ovmem hook codex Stop; true",
+            "X=1 /h/.ovmem/bin/ovmem hook codex Stop",
+            "sleep 5 && /h/.ovmem/bin/ovmem hook codex Stop",
+            "/h/.ovmem/bin/ovmem hook codex Stop --extra",
+        ] {
+            assert_eq!(runs_hook(edited, "codex"), bin, "{edited}");
+        }
+        let through_a_variable = runs_hook("$HOME/.ovmem/bin/ovmem hook codex Stop", "codex");
+        assert_eq!(through_a_variable.as_deref(), Some("…/.ovmem/bin/ovmem"));
+        for not in [
+            "echo /h/.ovmem/bin/ovmem hook codex Stop",
+            "notify-send 'ovmem hook codex Stop'",
+            "logger \"$(date) ran /h/.ovmem/bin/ovmem hook codex Stop\"",
+            "true # /h/.ovmem/bin/ovmem hook codex Stop",
+            "/usr/bin/not-ovmem hook codex Stop",
+            "/h/.ovmem/bin/ovmem hook cursor stop",
+            "/h/.ovmem/bin/ovmem mcp",
+        ] {
+            assert_eq!(runs_hook(not, "codex"), None, "{not}");
         }
     }
 
