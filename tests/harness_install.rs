@@ -203,6 +203,18 @@ fn kiro_hooks_go_into_every_agent_file_and_no_agent_is_ever_created() {
     assert!(std::fs::read_to_string(&agent).unwrap().contains("hook kiro-cli agentSpawn"));
     home.ok(&["uninstall", "--harness", "kiro-cli", "--yes"]);
     assert_eq!(std::fs::read(&agent).unwrap(), b"{\"name\": \"x\"}\n");
+
+    // An agent file renamed since install: the keys ovmem created there go as they do from a
+    // file that kept its name, and a key the user had before (even empty) stays.
+    for before in [&b"{\"name\":\"b\"}"[..], b"{\"name\":\"c\",\"hooks\":{\"stop\":[]}}\n"] {
+        let home = Home::new();
+        let old = home.put(".kiro/agents/b.json", before);
+        home.ok(&["install", "--harness", "kiro-cli"]);
+        let new = old.with_file_name("b2.json");
+        std::fs::rename(&old, &new).unwrap();
+        home.ok(&["uninstall", "--harness", "kiro-cli", "--yes"]);
+        assert_eq!(String::from_utf8(std::fs::read(&new).unwrap()).unwrap(), String::from_utf8_lossy(before));
+    }
 }
 
 #[test]

@@ -22,12 +22,17 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
     let desired = if install { t.desired()? } else { Vec::new() };
     let events = t.events_key()?;
     let mut paths = t.hook_files()?;
+    let hooks = |f: &FileRecord| f.format == "json" && f.entries.iter().any(|e| e.event != "mcp");
+    // The records of files that are gone (an agent file renamed since): a file the receipt does
+    // not name may be one of them under its new name.
+    let mut gone: Vec<FileRecord> = Vec::new();
     if !install {
         // Files the receipt names that no longer match (an agent file renamed since) still get
         // ovmem's entries taken out.
-        let hooks = |f: &FileRecord| f.format == "json" && f.entries.iter().any(|e| e.event != "mcp");
         let more = p.recorded(hooks, &paths);
         paths.extend(more);
+        let records = p.base.iter().flat_map(|r| r.files.iter()).filter(|f| hooks(f));
+        gone = records.filter(|f| std::fs::symlink_metadata(&f.path).is_err()).cloned().collect();
     }
     if paths.is_empty() {
         if let Some(note) = t.harness.scope(t.scope)?.files_glob_none.clone() {
@@ -53,6 +58,7 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
                 harness: t.harness,
                 path: path.clone(),
                 events: events.clone(),
+                renamed: if record.is_none() { gone.clone() } else { Vec::new() },
                 record,
                 force: opts.force,
                 ours: ours.clone(),
@@ -484,17 +490,60 @@ pub struct Uninstall {
     pub path: PathBuf,
     pub events: String,
     pub record: Option<FileRecord>,
+    /// For a file the receipt does not name: the records of files that are gone since install,
+    /// one of which this file may be under a new name.
+    pub renamed: Vec<FileRecord>,
     pub force: bool,
     pub ours: PathBuf,
+}
+
+impl Uninstall {
+    /// The record of the file this one was before it was renamed: the gone files' records that
+    /// hold an entry of ovmem's hash for every event ovmem has one on here. When several could
+    /// be, only what all of them say: a key counts as ovmem's only when every one created it.
+    /// The renamed file itself is never deleted (ovmem did not create it under this name).
+    fn renamed_from(&self, doc: &Document, base: &[&str]) -> Option<FileRecord> {
+        let mut here: Vec<(String, String, Vec<String>)> = Vec::new();
+        for m in doc.node_at(base).map(Node::members).unwrap_or_default() {
+            for el in m.value.elements() {
+                let Some(v) = doc.value(el) else { continue };
+                let (found, _) = ours_in(&v, self.harness.id(), &m.key, &self.ours);
+                if !found.is_empty() {
+                    let handlers = found.iter().map(|f| receipt::hash_value(&f.value)).collect();
+                    here.push((m.key.clone(), receipt::hash_value(&v), handlers));
+                }
+            }
+        }
+        let fits = |r: &&FileRecord| {
+            here.iter().all(|(event, whole, handlers)| {
+                r.entries.iter().any(|e| {
+                    &e.event == event
+                        && (&e.sha256 == whole || e.handler.as_ref().is_some_and(|h| handlers.contains(h)))
+                })
+            })
+        };
+        let mut fit = self.renamed.iter().filter(fits);
+        let mut rec = fit.next().filter(|_| !here.is_empty())?.clone();
+        for other in fit {
+            rec.created_keys.retain(|k| other.created_keys.contains(k));
+            rec.empty.retain(|e| other.empty.contains(e));
+            rec.replaced.retain(|x| other.replaced.contains(x));
+        }
+        rec.path = self.path.clone();
+        rec.created = false;
+        rec.created_dirs.clear();
+        Some(rec)
+    }
 }
 
 impl Editor for Uninstall {
     fn edit(&self, text: Option<&str>) -> Result<Edit> {
         let Some(text) = text else { return Ok(Edit::keep(None)) };
         let h = self.harness;
-        let record = self.record.as_ref();
         let mut doc = parse(&self.path, text)?;
         let base = split_path(&self.events);
+        let renamed = if self.record.is_none() { self.renamed_from(&doc, &base) } else { None };
+        let record = self.record.as_ref().or(renamed.as_ref());
         let mut notes = Vec::new();
         let mut warnings = Vec::new();
         let mut emptied = Vec::new();
