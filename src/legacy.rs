@@ -280,13 +280,11 @@ impl Scan<'_> {
 }
 
 /// The files one scan has read and parsed: many rules name the same file, and each is read and
-/// parsed once (a large hostile config costs one parse, not one per rule), and so is each
-/// entry's text as markers are matched against it ([`Normal`]).
+/// parsed once (a large hostile config costs one parse, not one per rule).
 #[derive(Default)]
 struct Files {
     texts: HashMap<PathBuf, Option<Rc<str>>>,
     docs: HashMap<PathBuf, Option<Result<Rc<Document>, String>>>,
-    normal: HashMap<(PathBuf, usize, usize), Rc<Normal>>,
 }
 
 impl Files {
@@ -311,12 +309,6 @@ impl Files {
                 None
             }
         }
-    }
-
-    /// A node's text as markers are matched against it, worked out once per scan.
-    fn normal(&mut self, path: &Path, doc: &Document, node: &Node) -> Rc<Normal> {
-        let key = (path.to_path_buf(), node.start, node.end);
-        self.normal.entry(key).or_insert_with(|| Rc::new(Normal::new(&decoded(doc, node)))).clone()
     }
 }
 
@@ -372,56 +364,64 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
     // (file, event) -> memory integrations hooked there, for duplicate detection.
     let mut per_event: PerEvent = BTreeMap::new();
     let mut files = Files::default();
-    for integ in catalog() {
-        let (deprecated, replacement) = deprecation(s.env, &integ);
-        let kind = if deprecated { Kind::Deprecated } else { Kind::Legacy };
-        let severity = if deprecated { Severity::Error } else { Severity::Warning };
-        let what = format!(
-            "{} ({}){}{}",
-            integ.name,
-            integ.vendor,
-            if deprecated { " is deprecated" } else { " is a legacy memory integration" },
-            replacement.as_deref().map(|r| format!("; replaced by {r}")).unwrap_or_default()
-        );
-        let push = |r: &mut Report, file: &Path, line: Option<usize>, entry: String| {
-            r.findings.push(Finding {
-                file: file.to_path_buf(),
-                line,
-                entry,
+    let integrations = catalog();
+    // Each integration's finding, but for where it is.
+    let found: Vec<Finding> = integrations
+        .iter()
+        .map(|integ| {
+            let (deprecated, replacement) = deprecation(s.env, integ);
+            Finding {
+                file: PathBuf::new(),
+                line: None,
+                entry: String::new(),
                 integration: integ.id.clone(),
                 vendor: integ.vendor.clone(),
-                kind,
-                severity,
-                message: what.clone(),
-                fix: s.fix(&integ),
+                kind: if deprecated { Kind::Deprecated } else { Kind::Legacy },
+                severity: if deprecated { Severity::Error } else { Severity::Warning },
+                message: format!(
+                    "{} ({}){}{}",
+                    integ.name,
+                    integ.vendor,
+                    if deprecated { " is deprecated" } else { " is a legacy memory integration" },
+                    replacement.as_deref().map(|r| format!("; replaced by {r}")).unwrap_or_default()
+                ),
+                fix: s.fix(integ),
                 harnesses: integ.harnesses.clone(),
-            });
-        };
+            }
+        })
+        .collect();
+    let push = |r: &mut Report, n: usize, file: &Path, line: Option<usize>, entry: String| {
+        r.findings.push(Finding { file: file.to_path_buf(), line, entry, ..found[n].clone() });
+    };
+    // Hook rules by file and events object: each entry's text is normalised once, for every rule.
+    let mut hook_rules: BTreeMap<(PathBuf, &str), Vec<(usize, &HookRule)>> = BTreeMap::new();
+    for (n, integ) in integrations.iter().enumerate() {
         for rule in &integ.hooks {
             for file in s.paths(&rule.files, &rule.project_files) {
-                let Some(doc) = files.json(s, &file, &mut r.errors, false) else { continue };
-                let key = dotted(&rule.events_key);
-                let Some(events) = doc.node_at(&key) else { continue };
-                for m in events.members() {
-                    for (i, el) in m.value.elements().iter().enumerate() {
-                        if matches(&files.normal(&file, &doc, el), &rule.groups, rule.ignore_case) {
-                            push(
-                                &mut r,
-                                &file,
-                                Some(line_of(doc.text(), el.start)),
-                                format!("{}.{}[{i}]", rule.events_key, m.key),
-                            );
-                            per_event.entry((file.clone(), m.key.clone())).or_default().insert(integ.id.clone(), 1);
-                        }
-                    }
+                hook_rules.entry((file, rule.events_key.as_str())).or_default().push((n, rule));
+            }
+        }
+    }
+    for ((file, events_key), rules) in &hook_rules {
+        let Some(doc) = files.json(s, file, &mut r.errors, false) else { continue };
+        let Some(events) = doc.node_at(&dotted(events_key)) else { continue };
+        for m in events.members() {
+            for (i, el) in m.value.elements().iter().enumerate() {
+                let text = Normal::new(&decoded(&doc, el));
+                for (n, _) in rules.iter().filter(|(_, rule)| matches(&text, &rule.groups, rule.ignore_case)) {
+                    push(&mut r, *n, file, Some(line_of(doc.text(), el.start)), format!("{events_key}.{}[{i}]", m.key));
+                    let ids = per_event.entry((file.clone(), m.key.clone())).or_default();
+                    ids.insert(integrations[*n].id.clone(), 1);
                 }
             }
         }
+    }
+    for (n, integ) in integrations.iter().enumerate() {
         for rule in &integ.json_keys {
             for file in s.paths(&rule.files, &rule.project_files) {
                 let Some(doc) = files.json(s, &file, &mut r.errors, false) else { continue };
                 for (name, node) in json_key_hits(&doc, rule) {
-                    push(&mut r, &file, Some(line_of(doc.text(), node.start)), format!("{}.{name}", rule.object));
+                    push(&mut r, n, &file, Some(line_of(doc.text(), node.start)), format!("{}.{name}", rule.object));
                 }
             }
         }
@@ -438,7 +438,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
                 for name in toml_hits(&doc, rule) {
                     let line =
                         text.lines().position(|l| l.trim_start().starts_with('[') && l.contains(&name)).map(|i| i + 1);
-                    push(&mut r, &file, line, format!("[{}.\"{name}\"]", rule.parent));
+                    push(&mut r, n, &file, line, format!("[{}.\"{name}\"]", rule.parent));
                 }
             }
         }
@@ -446,13 +446,13 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
             for file in s.paths(&rule.files, &rule.project_files) {
                 let Some(text) = files.text(s, &file, &mut r.errors) else { continue };
                 if let Some(i) = text.lines().position(|l| l.trim_end() == rule.begin) {
-                    push(&mut r, &file, Some(i + 1), format!("block `{}`", rule.begin));
+                    push(&mut r, n, &file, Some(i + 1), format!("block `{}`", rule.begin));
                 }
             }
         }
         for rule in &integ.scripts {
             for (_, name, path) in script_hits(s, rule, &mut r.errors) {
-                push(&mut r, &path, Some(1), name.clone());
+                push(&mut r, n, &path, Some(1), name.clone());
                 per_event
                     .entry((path.parent().unwrap_or(Path::new("/")).to_path_buf(), name))
                     .or_default()
@@ -462,7 +462,7 @@ pub fn scan(s: &Scan, with_trust: bool) -> Report {
         for rule in &integ.dirs {
             for dir in s.paths(&rule.paths, &rule.project_paths) {
                 if s.is_dir(&dir) {
-                    push(&mut r, &dir, None, "runtime directory".into());
+                    push(&mut r, n, &dir, None, "runtime directory".into());
                 }
             }
         }
