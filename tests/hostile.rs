@@ -160,6 +160,30 @@ fn check_on_a_project_reads_only_regular_files_and_never_hangs() {
     assert_eq!(std::fs::metadata(proj.join(".codex/hooks.json")).unwrap().len(), 200 << 20);
 }
 
+/// A config of millions of tiny values (`[0,0,…]`, cheap to commit) is refused as one that does
+/// not parse (exit 2, the file named and untouched), not read into a tree gigabytes large: each
+/// value costs a node, so the parse stops at `MAX_VALUES`.
+#[test]
+fn a_config_of_millions_of_tiny_values_is_refused_not_read_whole() {
+    let home = Home::new();
+    let proj = repo(&home);
+    mkdirs(&proj.join(".claude"));
+    let n = ovmem::edit::json::MAX_VALUES;
+    let text = format!("{{\"hooks\":{{\"Stop\":[{}0]}}}}", "0,".repeat(n));
+    let path = proj.join(".claude/settings.json");
+    std::fs::write(&path, &text).unwrap();
+    for args in [
+        vec!["check", "--project", proj.to_str().unwrap()],
+        vec!["install", "--harness", "claude-code", "--project", proj.to_str().unwrap()],
+    ] {
+        let out = home.run(&args);
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(".claude/settings.json") && said.contains("4 million JSON values"), "{args:?}: {said}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "untouched");
+    }
+}
+
 #[test]
 fn nothing_on_an_empty_or_relative_path_element_is_ever_run() {
     let home = Home::new();

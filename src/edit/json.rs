@@ -95,7 +95,7 @@ impl Document {
             None => (false, input),
         };
         let crlf = body.contains("\r\n") && !body.replace("\r\n", "").contains('\n');
-        let root = Parser { s: body.as_bytes(), i: 0 }.document()?;
+        let root = Parser { s: body.as_bytes(), i: 0, values: 0 }.document()?;
         Ok(Self { text: body.to_string(), bom, crlf, root })
     }
 
@@ -346,9 +346,18 @@ impl Document {
     }
 }
 
+/// The most values one document may hold. Each costs its node in the tree (48 bytes), so this
+/// is what bounds a parse's memory, whatever the text: 4 million values are about 200 MB, where a
+/// 63 MiB `[0,0,…]` (two bytes a value, under the 64 MiB read cap) took 1.7 GB. No agent config
+/// comes near it: at the read cap it allows a value per 16 bytes, and real configs average more
+/// than that (Claude Code's `~/.claude.json` reaches tens of MB, mostly text).
+pub const MAX_VALUES: usize = 4_000_000;
+
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
+    /// Values read so far (see [`MAX_VALUES`]).
+    values: usize,
 }
 
 impl Parser<'_> {
@@ -409,6 +418,14 @@ impl Parser<'_> {
     fn value(&mut self, depth: usize) -> Result<Node, ParseError> {
         if depth > 256 {
             return Err(self.err("nesting is too deep"));
+        }
+        self.values += 1;
+        if self.values > MAX_VALUES {
+            return Err(self.err(&format!(
+                "it holds more than {} million JSON values, more than any agent config; ovmem does not read \
+                 it whole",
+                MAX_VALUES / 1_000_000
+            )));
         }
         let start = self.i;
         let kind = match self.s.get(self.i) {
@@ -546,6 +563,15 @@ mod tests {
         d.remove_child(path, idx).unwrap();
         assert_eq!(d.finish(), src, "remove must invert insert");
         inserted
+    }
+
+    #[test]
+    fn a_document_holds_at_most_max_values() {
+        // The root object and its array are two values; the zeros fill the rest.
+        let doc = |zeros: usize| format!("{{\"a\":[{}]}}", vec!["0"; zeros].join(","));
+        assert!(Document::parse(&doc(MAX_VALUES - 2)).is_ok());
+        let e = Document::parse(&doc(MAX_VALUES - 1)).unwrap_err();
+        assert!(e.message.contains("more than 4 million JSON values"), "{e}");
     }
 
     #[test]
