@@ -210,7 +210,7 @@ pub(super) static RULES: &[Rule] = &[
             let m = c.get(1).expect("group 1");
             let s = gi(t, c, 1);
             let (before, after) = around(t, m.start(), m.end(), 512);
-            let token_start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            let token_start = after_last(before, char::is_whitespace);
             let token_end = after.find(char::is_whitespace).unwrap_or(after.len());
             let in_url = before[token_start..].contains("://") || after[..token_end].contains("://");
             verdict(
@@ -877,8 +877,7 @@ pub(super) static RULES: &[Rule] = &[
             // The `=` of a comparison (`polars>=1.25`), not of an assignment: a version pin.
             let (value_at, value_end) =
                 Group::First(&["dq", "sq", "bq", "val"]).get(c).map_or((0, 0), |m| (m.start(), m.end()));
-            let word_at =
-                t[..value_at].rfind(|ch: char| ch.is_whitespace() || "`\"'".contains(ch)).map_or(0, |i| i + 1);
+            let word_at = after_last(&t[..value_at], |ch: char| ch.is_whitespace() || "`\"'".contains(ch));
             if !quoted && !strong && is_version_spec(&t[word_at..value_end]) {
                 return Verdict::Keep;
             }
@@ -947,7 +946,7 @@ pub(super) static RULES: &[Rule] = &[
                 return Verdict::Keep;
             }
             // Not inside a URL, a path, an e-mail, a data URI or a certificate's body.
-            let token_start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            let token_start = after_last(before, char::is_whitespace);
             let token_end = after.find(char::is_whitespace).unwrap_or(after.len());
             let tok_before = &before[token_start..];
             let tok_after = &after[..token_end];
@@ -1649,4 +1648,32 @@ pub(super) fn extend_value(text: &str, c: &Captures, start: usize, end: usize) -
         }
     }
     z
+}
+
+/// Where the text after the last character of `s` that `is` holds starts (0 when none does): past
+/// all of that character, which may take more than one byte (an ideographic space, U+2000).
+fn after_last(s: &str, is: impl Fn(char) -> bool) -> usize {
+    s.char_indices().rev().find(|&(_, c)| is(c)).map_or(0, |(i, c)| i + c.len_utf8())
+}
+
+#[cfg(test)]
+mod wide_space_tests {
+    /// A space of more than one byte (ideographic, en quad, no-break) before a key or a value is
+    /// stepped over whole: found by a property test as a panic on `数据库\u{2000}token=Größe`.
+    #[test]
+    fn spaces_of_several_bytes_before_a_key_or_value() {
+        for space in ['\u{2000}', '\u{3000}', '\u{a0}', '\u{2028}', '\u{205f}'] {
+            for text in [
+                format!("数据库{space}token=Größe数据库数据库数据库"),
+                format!("x{space}password = Zq8vLm2Rt6Wp{space}done"),
+                format!("{space}api_key: \"Kx7Qm2Pw9Rz4Lt8Vn3Bc6Hd1Jf5Gs0A\""),
+                format!("pin{space}polars>=1.25,<2"),
+            ] {
+                let _ = super::super::scrub(&text);
+            }
+            let text = format!("db{space}password = Zq8vLm2Rt6Wp");
+            let out = super::super::scrub(&text);
+            assert!(!out.contains("Zq8vLm2Rt6Wp"), "{out}");
+        }
+    }
 }
