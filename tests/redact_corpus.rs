@@ -225,6 +225,26 @@ fn password(rng: &mut Rng, n: usize) -> String {
     }
 }
 
+/// The crypt alphabet of password hashes (`$6$`, bcrypt, yescrypt).
+const CRYPT64: &[u8] = b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// Words of the BIP39 list (3 to 8 letters), for seed phrases.
+const SEED_WORDS: &[&str] = &[
+    "abandon", "amber", "anchor", "arctic", "bamboo", "blanket", "bonus", "cactus", "candle", "clay", "cousin",
+    "crater", "dolphin", "eager", "elite", "fabric", "falcon", "gadget", "garlic", "grain", "harbor", "hover",
+    "invest", "jaguar", "kettle", "ladder", "lunar", "mercy", "mimic", "noodle", "orbit", "oyster", "pistol", "quote",
+    "rescue", "ripple", "salmon", "sudden", "tackle", "thrive", "umbrella", "velvet", "venue", "walnut", "yellow",
+    "zebra",
+];
+
+/// DER that starts with one of `heads`, then random bytes: `len` characters of base64 at least,
+/// in lines of 64.
+fn der(rng: &mut Rng, heads: &[&[u8]], len: usize) -> String {
+    let mut bytes = heads[rng.below(heads.len() as u64) as usize].to_vec();
+    bytes.extend(random_bytes(rng, (len * 3 / 4).saturating_sub(bytes.len()).max(24)));
+    wrap(&base64(&bytes, B64, true), 64)
+}
+
 /// `s` cut into lines of `n` characters, as `base64` prints it.
 fn wrap(s: &str, n: usize) -> String {
     s.as_bytes().chunks(n).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join("\n")
@@ -309,6 +329,29 @@ fn generate(rng: &mut Rng, kind: &str, len: usize) -> String {
             s
         }
         "word" => prose(rng, len).replace(' ', ""),
+        "crypt64" => pick(rng, CRYPT64, len),
+        "mnemonic" => {
+            let words: Vec<&str> = (0..len).map(|_| SEED_WORDS[rng.below(SEED_WORDS.len() as u64) as usize]).collect();
+            words.join(" ")
+        }
+        "derkey" => {
+            // A private key's DER (PKCS#1 RSA, PKCS#8, SEC1 EC, PKCS#8 Ed25519), base64 in lines of 64.
+            const HEADS: &[&[u8]] = &[
+                &[0x30, 0x82, 0x04, 0xa3, 0x02, 0x01, 0x00, 0x02, 0x82, 0x01, 0x01, 0x00],
+                &[0x30, 0x82, 0x04, 0xbd, 0x02, 0x01, 0x00, 0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7],
+                &[0x30, 0x77, 0x02, 0x01, 0x01, 0x04, 0x20],
+                &[0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20],
+            ];
+            der(rng, HEADS, len)
+        }
+        "derpublic" => {
+            // What is not a private key: a certificate, a public key (SPKI), base64 in lines of 64.
+            const HEADS: &[&[u8]] = &[
+                &[0x30, 0x82, 0x03, 0x77, 0x30, 0x82, 0x02, 0x5f, 0xa0, 0x03, 0x02, 0x01, 0x02],
+                &[0x30, 0x82, 0x01, 0x22, 0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01],
+            ];
+            der(rng, HEADS, len)
+        }
         other => panic!("unknown generator kind `{other}`"),
     }
 }

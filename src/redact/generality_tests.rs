@@ -172,3 +172,76 @@ fn code_paths_and_version_pins_stay() {
     // A token in dotted parts with many digits is still a token.
     gone("bot {} online", &k(&["MTE2NjQ0MTk1NzQ5", "MjU3NjMxNw", ".GZ1x9k.", "Qm7Zx2Lp9Rt4Vn8Wb3Kc6Hd1Jf5Gs0AyEu7iO"]));
 }
+
+#[test]
+fn secrets_split_across_lines_or_literals() {
+    let jwt = k(&["ey", "JhbGciOiJFUzI1NiJ9.eyJ1aWQiOjQyLCJyb2xlIjoib3BzIn0.", "Vb3Nq8Xw2Lm5Rt7Yp0Kc4Hd"]);
+    let jwt_tail = "9Jf6Gs1AzQe3Ui";
+    gone(&format!("session: {jwt}\n{{}}\nthat is all"), jwt_tail);
+    let pat = k(&["gl", "pat-", "Hq7Zx2Lp"]);
+    gone(&format!("GITLAB={pat}\n    {{}}\n"), "9Rt4Vn8Wb3Kc");
+    gone("export DEPLOY_TOKEN=Tq8Mv3Xc1Lz6Rk\\\n{}", "Wp2Nb7Hj4Fd9");
+    gone("const apiKey = 'Rv7Lq2Xz' +\n  '{}';", "Mk9Pw4Tn6Yb1");
+    gone("CLIENT_SECRET = (\n    \"Gh4Jk8Lm\"\n    \"{}\"\n)", "Qw2Er6Ty0Ui3");
+    gone("char *secret = \"Zp3Xc7Vb\"\n    \"{}\";", "Nm5Lk9Jh1Gf4");
+    gone("String password = \"Ab3Cd5\".concat(\"{}\");", "Ef7Gh9Ij2");
+    gone("$db_password = 'Kx81Qz' . '{}';", "Lw73Rm55");
+    gone("pass := \"Ts9Uv2\" +\n\t\"{}\"", "Wx4Yz6Ab8");
+    gone("smtp:\n  password:\n      {}\n  port: 587", "MailNext77x");
+    gone("  api_token:\n    {}\n", "Tk55Lm22Qp");
+    // Ordinary pieces stay as they were.
+    kept("greeting = \"Hello, \" +\n    \"world\"\nprint(msg + \"!\")");
+    kept("label = (\n    \"A long sentence that \"\n    \"goes on to the next line\"\n)");
+    kept("fixed in 9fceb02d0ae598e95dc970b74767f19372d61af8\nThanks for the review.");
+    kept("dotnet user-secrets list\nls -la \\\n  --color=auto");
+    kept("See src/features/authentication/LoginForm2Container.tsx\nREADME.md");
+}
+
+#[test]
+fn key_material_without_a_pem_header() {
+    let rsa = k(&["MIIEpAIBAAKCAQEAx3Vq9Lr2Tz7Wk", "P0mS8nJf4Hb6Gd1Ce5Ya3Ru7Io2Pa9KlQzx"]);
+    let rsa2 = "Xn4Bv8Mq1Wz5Rt3Yu7Io9Pa2Sd6Fg0Hj4Kl8Zx1Cv5Bn3Mq7We9Rt2Yu6Io0Pa4A";
+    gone(&format!("here is the key:\n{rsa}\n{rsa2}\n{{}}\nthanks"), "Sd8Fg1Hj5Kl=");
+    gone("{}", &k(&["MC4CAQAw", "BQYDK2VwBCIEIF3xQ9vL2mR7tW4yZ8bN6cH1jK5gD0sA3eU7iO9pQm2X"]));
+    gone("key blob {} end", &k(&["b3BlbnNzaC1rZXktdjEAAAAA", "BG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"]));
+    let ppk = "PuTTY-User-Key-File-3: ecdsa-sha2-nistp256\nEncryption: none\nComment: deploy\nPublic-Lines: 1\n\
+               AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABB\nPrivate-Lines: 1\n{}\nPrivate-MAC: ";
+    gone(
+        &format!("{ppk}{}", "3c9f0a7e5b1d2c4e6f8a0b2d4c6e8f0a1b3d5c7e9f0a2b4c6d8e0f1a3b5c7d9e"),
+        "AAAAIQDq7Wm3Zr9Tx2Lk5Vb8Nc1Hf4",
+    );
+    assert!(!r(&ppk.replace("{}", "AAAAIQDq7Wm3Zr9Tx2Lk5Vb8Nc1Hf4")).contains("3c9f0a7e5b1d2c4e6f8a"), "the MAC");
+    gone("deployer wallet:\n  0x{}", "9b1c3e5a7d2f4b6c8e0a1d3f5b7c9e2a4d6f8b0c1e3a5d7f9b2c4e6a8d0f1b3c");
+    gone(
+        "0x{} <- the hardhat account's private key",
+        "7e2d4f6a8c0b1d3e5f7a9c2b4d6e8f0a1c3e5b7d9f2a4c6e8b0d1f3a5c7e9b2d",
+    );
+    gone(
+        "Secret Recovery Phrase: {}",
+        "orbit velvet candle harbor mimic quote anchor lunar pistol rescue blanket thrive",
+    );
+    gone("MNEMONIC=\"{}\"", "grain tackle venue oyster ripple clay sudden mercy hover elite bonus ladder");
+    gone(
+        "alice:{}:19700:0:99999:7:::",
+        &k(&[
+            "$6$",
+            "Vq2mLx$",
+            "Xn4Bv8Mq1Wz5Rt3Yu7Io9Pa2Sd6Fg0Hj4Kl8Zx1Cv5Bn3Mq7We9Rt2Yu6Io0Pa4Sd8Fg1Hj5Kl7Zx3Cv9Bn2Mq6",
+        ]),
+    );
+    gone("hashed: {}", &k(&["$2a$", "10$", "R3ko9vLPjdlhy3ANSApNzfJkBhdgm8q03meHybe79MKAeM28miXzu"]));
+    gone(
+        "PASSWORD_HASH='{}'",
+        &k(&["$argon2i$", "v=19$m=4096,t=3,p=1$", "b3JjaGFyZHNhbHQ$", "Tq8Mv3Xc1Lz6RkWp2Nb7Hj4Fd9Gs5Ua"]),
+    );
+    gone("labels: basicauth.users=ops:{}", &k(&["$$apr1$$", "Lq2Vx9Wz$$", "Ke7Np3Rt5Yb1Mc8Hd4Jf6G"]));
+    gone(
+        "bob:{}:19800::::::",
+        &k(&["$y$", "j9T$", "Rq3Lm8Xv2Nb6Tc1Hf5Jd9.$", "Pw4Kz7Ys2Ua6Gb0Ie3Oc8Mx1Vn5Rl9Qt2Sh7Dj4Fk"]),
+    );
+    // What only looks like them stays.
+    kept("sent, tx 0x5c7e9b2d1f3a5c7e9b2d7e2d4f6a8c0b1d3e5f7a9c2b4d6e8f0a1c3e5b7d9f2a mined in block 19000000");
+    kept("seed phrase: write the twelve words on paper and keep it offline, never in a file");
+    kept("Hardhat's test mnemonic is test test test test test test test test test test test junk");
+    kept("the hash looks like $2b$12$<salt><hash>; awk '{print $1$2}' and echo \"$1$HOME\"");
+}

@@ -4,6 +4,7 @@
 
 use regex::bytes::Captures;
 
+use super::keys;
 use super::values::*;
 use super::{around, g, gi, span};
 use crate::cut::ceil_char;
@@ -73,6 +74,66 @@ pub(super) static RULES: &[Rule] = &[
         fold: false,
         group: Group::At(0),
         check: always,
+    },
+    Rule {
+        id: "private-key",
+        keywords: &[],
+        pre: Some(|t| has_random_run(t, 40)),
+        // A private key's body pasted without its header: DER (`MIIEow…`, `MHcC…`; a SEQUENCE
+        // starts `M` and a letter up to `I`) or OpenSSH's format. The check reads its first bytes.
+        pattern: r"(?:^|[^A-Za-z0-9+/=])((?:M[A-I]|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{38,}={0,2})",
+        fold: false,
+        group: Group::At(1),
+        check: keys::bare_key_body,
+    },
+    Rule {
+        id: "private-key",
+        keywords: &["private-lines", "private-mac", "private-hash"],
+        pre: None,
+        // A PuTTY `.ppk`: the base64 lines after `Private-Lines: N`, and the MAC.
+        pattern: r"(?m)^[ \t]*Private-Lines:[ \t]*\d+[ \t]*\r?\n((?:[ \t]*[A-Za-z0-9+/=]+[ \t]*(?:\r?\n|\z))+)|^[ \t]*Private-(?:MAC|Hash):[ \t]*([0-9a-fA-F]{32,})",
+        fold: false,
+        group: Group::AnyOf(&[1, 2]),
+        check: keys::putty_private,
+    },
+    Rule {
+        id: "seed-phrase",
+        keywords: &["mnemonic", "seed", "phrase", "recovery"],
+        pre: None,
+        // A wallet's seed phrase after its label and `:`, `=` or `is` (`mnemonic:`, `seed phrase
+        // is`, `SEED_WORDS=`, `Secret Recovery Phrase:`), on the same line or the next.
+        pattern: r#"(?i:mnemonic(?:[ _-]?(?:phrase|words?))?|seed(?:[ _-]?(?:phrase|words?))?|(?:secret[ _-]?)?(?:recovery|backup|secret|wallet)[ _-]?(?:phrase|words|seed))["'`]?\]?[ \t]*(?::=|=>|=|:|[ \t]is|[ \t]was)[ \t]*(?:\r?\n[ \t]*)?[\[(]?[ \t]*["'`]?([a-z]{3,8}(?:[ \t]+[a-z]{3,8}){11,23})"#,
+        fold: false,
+        group: Group::At(1),
+        check: keys::seed_phrase,
+    },
+    Rule {
+        id: "password-hash",
+        keywords: &[
+            "$1",
+            "$2",
+            "$5",
+            "$6",
+            "$7",
+            "$y",
+            "$gy",
+            "$apr1",
+            "$argon2",
+            "$pbkdf2",
+            "$scrypt",
+            "pbkdf2_",
+            "bcrypt_sha",
+        ],
+        pre: None,
+        // Password hashes in crypt formats: `$1$` MD5, bcrypt `$2b$12$…`, `$5$`/`$6$` SHA-crypt
+        // (`/etc/shadow`), `$y$` yescrypt, `$7$` scrypt, `$apr1$` (htpasswd), `$argon2id$…`,
+        // passlib `$pbkdf2-sha256$`, Django's `pbkdf2_sha256$…`; with `$` escaped as `\$` (a shell
+        // string) or `$$` (a compose file). Salt and hash go together: either is of use to a
+        // cracker only with the other.
+        pattern: r"(?:^|[^A-Za-z0-9_$\\])((?:(?:pbkdf2_sha(?:1|256|512)|bcrypt_sha256|argon2)\$|\\?\$\$?(?:1|2[abxy]|5|6|7|y|gy|apr1|argon2(?:id|i|d)|pbkdf2(?:-sha(?:1|256|512))?|scrypt)\\?\$\$?)(?:[A-Za-z0-9./+=,-]*\\?\$\$?){1,5}[A-Za-z0-9./+]{16,}={0,2})",
+        fold: false,
+        group: Group::At(1),
+        check: keys::password_hash,
     },
     Rule {
         id: "anthropic-key",
@@ -996,63 +1057,81 @@ pub(super) static RULES: &[Rule] = &[
             {
                 return Verdict::Keep;
             }
-            let (before, _) = around(t, m.start(), m.end(), 48);
-            let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
-            let words = key_words(line);
-            let near = words.iter().rev().take(5).any(|w| {
-                matches!(
-                    w.as_str(),
-                    "key"
-                        | "secret"
-                        | "token"
-                        | "private"
-                        | "wallet"
-                        | "signing"
-                        | "seed"
-                        | "password"
-                        | "credential"
-                        | "credentials"
-                        | "webhook"
-                        | "master"
-                        | "hmac"
-                        | "apikey"
-                        | "privkey"
-                )
-            });
-            let hash = words.iter().any(|w| {
-                matches!(
-                    w.as_str(),
-                    "commit"
-                        | "sha"
-                        | "sha1"
-                        | "sha256"
-                        | "sha512"
-                        | "md5"
-                        | "hash"
-                        | "digest"
-                        | "checksum"
-                        | "rev"
-                        | "revision"
-                        | "tree"
-                        | "parent"
-                        | "head"
-                        | "blob"
-                        | "etag"
-                        | "fingerprint"
-                        | "id"
-                        | "public"
-                        | "pubkey"
-                        | "address"
-                        | "tx"
-                        | "txid"
-                        | "block"
-                        | "integrity"
-                )
-            });
+            let (before, after) = around(t, m.start(), m.end(), 48);
+            let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+            let mut words = key_words(&before[line_start..]);
+            words.retain(|w| w != "0x");
+            // A value on a line of its own is named on the line before (`Private key:⏎0x…`).
+            if words.is_empty() && line_start > 0 {
+                let prev = &before[..line_start - 1];
+                words = key_words(&prev[prev.rfind('\n').map_or(0, |i| i + 1)..]);
+            }
+            // A wallet's `0x…` key may be named after it (`0x… is the deployer's private key`).
+            let after: Vec<String> = if before.ends_with("0x") {
+                key_words(&after[..after.find('\n').unwrap_or(after.len())]).into_iter().take(6).collect()
+            } else {
+                Vec::new()
+            };
+            let near = words.iter().rev().take(5).chain(&after).any(|w| is_secret_word(w));
+            let hash = words.iter().chain(&after).any(|w| is_hash_word(w));
             verdict(near && !hash)
         },
     },
 ];
+
+/// Words that name a secret near a hex value: "the signing key 4c08…", "wallet 0x…".
+fn is_secret_word(w: &str) -> bool {
+    matches!(
+        w,
+        "key"
+            | "secret"
+            | "token"
+            | "private"
+            | "wallet"
+            | "signing"
+            | "seed"
+            | "password"
+            | "credential"
+            | "credentials"
+            | "webhook"
+            | "master"
+            | "hmac"
+            | "apikey"
+            | "privkey"
+    )
+}
+
+/// Words that name a hash or an identifier near a hex value: "commit 9fce…", "tx 0x…".
+fn is_hash_word(w: &str) -> bool {
+    matches!(
+        w,
+        "commit"
+            | "sha"
+            | "sha1"
+            | "sha256"
+            | "sha512"
+            | "md5"
+            | "hash"
+            | "digest"
+            | "checksum"
+            | "rev"
+            | "revision"
+            | "tree"
+            | "parent"
+            | "head"
+            | "blob"
+            | "etag"
+            | "fingerprint"
+            | "id"
+            | "public"
+            | "pubkey"
+            | "address"
+            | "tx"
+            | "txid"
+            | "block"
+            | "integrity"
+    )
+}
 
 impl Verdict {
     /// A redaction of `start..end` instead of the rule's group, if any.

@@ -5,7 +5,8 @@
 //! characters, JSON escapes (`\/`, `\u0067`) and percent-encoding (`%3A%2F%2F`). The shadow
 //! writes each of these as its ASCII equivalent (a label as `password`), puts a space between a
 //! CJK character and an ASCII one (a value ends where the sentence goes on), and drops what
-//! means nothing. One pass, linear in the text.
+//! means nothing, and joins the pieces of a value split across lines or string literals
+//! (`joins`). One pass, linear in the text.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -126,9 +127,11 @@ impl<'t> Shadow<'t> {
         let b = text.as_bytes();
         let special = |c: &u8| matches!(c, b'*' | b'\\' | b'%' | b'_' | b'`') || *c >= 0x80;
         let label_hit = labels().find(text);
-        if !b.iter().any(special) && label_hit.is_none() {
+        let gaps = super::joins::gaps(text);
+        if !b.iter().any(special) && label_hit.is_none() && gaps.is_empty() {
             return Shadow { text: Cow::Borrowed(text), from: Vec::new() };
         }
+        let mut gaps = gaps.into_iter().peekable();
         let mut out = String::with_capacity(text.len() + 16);
         let mut from: Vec<(u32, u32)> = Vec::with_capacity(text.len() + 16);
         let mut hits = labels().find_iter(text).peekable();
@@ -140,6 +143,15 @@ impl<'t> Shadow<'t> {
         let mut last_cjk = false;
         let mut i = 0;
         while i < text.len() {
+            // The gap between two pieces of one value: dropped, nothing written.
+            while gaps.peek().is_some_and(|g| g.0 < i) {
+                gaps.next(); // begun inside a character or escape already written
+            }
+            if let Some(&(_, z)) = gaps.peek().filter(|g| g.0 == i) {
+                gaps.next();
+                i = z;
+                continue;
+            }
             // A label in another language, whole-word for alphabetic scripts.
             while hits.peek().is_some_and(|m| m.start() < i) {
                 hits.next();
