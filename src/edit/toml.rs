@@ -15,13 +15,40 @@ pub fn strip_bom(text: &str) -> (&str, bool) {
     }
 }
 
+/// The most values a TOML document may hold before it is parsed, counted from above by the
+/// bytes that can start one (`=`, `,`, `[`, `{`, a line break). A parsed value costs a few hundred
+/// bytes, so 60 MB of `x = [0,0,…]` took 6.5 GB to check and 15 GB to install into; no agent's
+/// TOML config holds more than a few thousand.
+pub const MAX_VALUES: usize = 500_000;
+
+/// Why a TOML text is not read.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    #[error(transparent)]
+    Toml(#[from] toml_edit::TomlError),
+    #[error("it holds more than {} TOML values, more than any agent config; ovmem does not read it whole", MAX_VALUES)]
+    TooLarge,
+}
+
+/// Whether `text` may hold more than [`MAX_VALUES`] values.
+pub fn too_large(text: &str) -> bool {
+    text.len() > MAX_VALUES
+        && text.bytes().filter(|b| matches!(b, b'=' | b',' | b'[' | b'{' | b'\n')).count() > MAX_VALUES
+}
+
 /// Parses a TOML text, BOM or not.
-pub fn parse(text: &str) -> Result<DocumentMut, toml_edit::TomlError> {
-    strip_bom(text).0.parse()
+pub fn parse(text: &str) -> Result<DocumentMut, Unreadable> {
+    if too_large(text) {
+        return Err(Unreadable::TooLarge);
+    }
+    Ok(strip_bom(text).0.parse()?)
 }
 
 /// The values of a TOML text (BOM or not), for comparing two texts by meaning.
 pub fn values(text: &str) -> Option<toml::Table> {
+    if too_large(text) {
+        return None;
+    }
     strip_bom(text).0.parse::<toml::Table>().ok()
 }
 

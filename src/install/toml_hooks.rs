@@ -68,6 +68,9 @@ fn unparseable(path: &Path, detail: impl Into<String>) -> anyhow::Error {
 
 /// The file's values (a BOM is not TOML).
 pub fn parse(path: &Path, text: &str) -> Result<toml::Table> {
+    if crate::edit::toml::too_large(text) {
+        return Err(unparseable(path, crate::edit::toml::Unreadable::TooLarge.to_string()));
+    }
     text.trim_start_matches('\u{feff}').parse::<toml::Table>().map_err(|e| {
         let detail = e.to_string().lines().next().unwrap_or("invalid TOML").trim().to_string();
         unparseable(path, format!("not valid TOML: {detail}"))
@@ -97,7 +100,7 @@ pub fn tables(text: &str, key: &str) -> Vec<Table> {
     let mut pos = 0;
     let close = |o: Open, out: &mut Vec<Table>| {
         let body = &text[o.body_start..o.last_end.max(o.body_start)];
-        if let Ok(t) = body.parse::<toml::Table>() {
+        if let Some(Ok(t)) = (!crate::edit::toml::too_large(body)).then(|| body.parse::<toml::Table>()) {
             if let Ok(value) = serde_json::to_value(&t) {
                 out.push(Table { start: o.start, end: o.last_end.max(o.body_start), line: o.line, value });
             }

@@ -201,7 +201,7 @@ pub fn status(env: &Env, t: &Target, binary: &Path, receipt: &Receipt) -> Result
 }
 
 fn parse_toml(path: &Path, text: &str) -> Result<toml_edit::DocumentMut> {
-    layout::parse(text).map_err(|e: toml_edit::TomlError| {
+    layout::parse(text).map_err(|e: layout::Unreadable| {
         Refused::Unparseable { path: path.to_path_buf(), detail: e.to_string().trim().to_string() }.into()
     })
 }
