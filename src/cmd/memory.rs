@@ -361,11 +361,12 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                         refused_ref.lock().unwrap_or_else(|e| e.into_inner()).push((i + 1, why));
                         return Ok(None);
                     }
-                    // The limit the hooks store a prompt or a reply with.
+                    // The limit the hooks store a prompt or a reply with; scrubbed before it is
+                    // cut, so a secret across the cut does not leave its first part.
                     let mut was_cut = false;
                     for field in [&mut m.prompt, &mut m.reply, &mut m.topic] {
                         if field.chars().count() > max {
-                            *field = crate::runtime::capture::clip(field, max);
+                            *field = crate::runtime::capture::scrub_and_clip(field, max);
                             was_cut = true;
                         }
                     }

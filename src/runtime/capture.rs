@@ -161,12 +161,17 @@ pub fn kimi_wire(kimi_home: &Path, session: &str) -> Option<std::path::PathBuf> 
 /// A stored field: whole, unless it passes `max` characters (a pasted log or dump), then cut
 /// with a note of how much was left out.
 pub fn clip(s: &str, max: usize) -> String {
-    let n = s.chars().count();
+    // A text clipped before (by `scrub_and_clip`) keeps one note, counting all that was left out.
+    let (body, before) = match s.strip_suffix(" more characters not stored]").and_then(|h| h.rsplit_once("… [")) {
+        Some((body, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => (body, n.parse().unwrap_or(0)),
+        _ => (s, 0usize),
+    };
+    let n = body.chars().count();
     if n <= max {
         return s.to_string();
     }
-    let mut out: String = s.chars().take(max).collect();
-    out.push_str(&format!("… [{} more characters not stored]", n - max));
+    let mut out: String = body.chars().take(max).collect();
+    out.push_str(&format!("… [{} more characters not stored]", n - max + before));
     out
 }
 
@@ -174,7 +179,25 @@ pub fn clip(s: &str, max: usize) -> String {
 /// spans scrubbed (before anything is cut, so a cut never leaves half a secret to slip through),
 /// then clipped to `max` characters.
 pub fn clean(text: &str, max: usize) -> String {
-    clip(crate::redact::scrub(&strip_injected(text)).trim(), max)
+    scrub_and_clip(&strip_injected(text), max)
+}
+
+/// Characters read past the cut of a text too long to keep: a secret across the cut is still
+/// scrubbed whole (a private key's block is a few thousand characters).
+const SCRUB_MARGIN: usize = 16 << 10;
+
+/// `text` scrubbed, then clipped to `max` characters. Only what can be kept, and a margin past it,
+/// is scrubbed: what is cut away is never stored, and scrubbing megabytes of text no one keeps
+/// could take a hook past its deadline (and the turn with it).
+pub fn scrub_and_clip(text: &str, max: usize) -> String {
+    let read = max.saturating_add(SCRUB_MARGIN);
+    let Some((end, _)) = text.char_indices().nth(read) else {
+        return clip(crate::redact::scrub(text).trim(), max);
+    };
+    let total = text[end..].chars().count() + read;
+    let head = crate::redact::scrub(&text[..end]);
+    let kept: String = head.trim_start().chars().take(max).collect();
+    format!("{kept}… [{} more characters not stored]", total.saturating_sub(max))
 }
 
 #[cfg(test)]
@@ -268,6 +291,16 @@ mod tests {
     #[test]
     fn clip_keeps_whole_texts_and_marks_cuts() {
         assert_eq!(clip("short", 10), "short");
+        // A secret across the cut is scrubbed whole; what is past the margin is never read.
+        let key = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+        let long = format!("{}{key} and {}", "a ".repeat(50), "b ".repeat(40_000));
+        let kept = scrub_and_clip(&long, 110);
+        assert!(!kept.contains("sk_live_4eC39H") && kept.contains("REDACTED"), "{kept}");
+        assert!(kept.ends_with(&format!("[{} more characters not stored]", long.chars().count() - 110)), "{kept}");
+        assert_eq!(scrub_and_clip("short", 10), "short");
+        assert_eq!(clip(&kept, 110), kept, "clipped once");
+        let twice = clip(&kept, 100);
+        assert!(twice.ends_with(&format!("[{} more characters not stored]", long.chars().count() - 100)), "{twice}");
         let c = clip(&"é".repeat(50), 20);
         assert!(c.starts_with(&"é".repeat(20)) && c.ends_with("[30 more characters not stored]"), "{c}");
         assert_eq!(truncate("abcdef", 4), "abc…");

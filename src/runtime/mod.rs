@@ -586,8 +586,15 @@ impl Ctx<'_> {
                 return Ok((Outcome::default(), Some("this reply was captured already in this session".into())));
             }
         }
-        let mut item =
-            Spooled::turn(&bank, &ev.harness, &ev.session, ev.prompt.as_deref(), ev.reply.as_deref(), self.at());
+        let mut item = Spooled::turn(
+            &bank,
+            &ev.harness,
+            &ev.session,
+            ev.prompt.as_deref(),
+            ev.reply.as_deref(),
+            self.at(),
+            self.cfg.max_memory_chars,
+        );
         item.transcript = ev.transcript.clone().filter(|_| ev.reply.is_none());
         if ev.reply.is_none() && item.transcript.is_none() {
             if let Some(crate::harness::TranscriptLocator::KimiWire) = self.adapter.transcript_locator {
@@ -609,7 +616,7 @@ impl Ctx<'_> {
         // From here on the turn is ours: if the deadline passes, the main thread spools it.
         set_pending(self.pending, Some(item.clone()));
         // Its text, read now (a spooled copy then holds the text itself).
-        item.resolve_transcript();
+        item.resolve_transcript(self.cfg.max_memory_chars);
         set_pending(self.pending, Some(item.clone()));
         let stored = (|| -> Result<(String, Store)> {
             let store = self.open()?;

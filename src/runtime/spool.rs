@@ -81,16 +81,16 @@ impl Spooled {
 
     /// Reads the turn from its transcript now, as it stands at the captured position, and keeps
     /// the text: what is stored later is this turn, whatever the session writes meanwhile.
-    pub fn resolve_transcript(&mut self) {
+    pub fn resolve_transcript(&mut self, max: usize) {
         if self.reply.is_some() {
             return;
         }
         let Some(path) = self.transcript.clone() else { return };
         let (prompt, reply) = read_turn(&path, self.transcript_format, self.transcript_len);
         if let Some(r) = reply {
-            self.reply = Some(crate::redact::scrub(&r).into_owned());
+            self.reply = Some(capture::scrub_and_clip(&r, max));
             if self.prompt.is_none() {
-                self.prompt = prompt.map(|p| crate::redact::scrub(&p).into_owned());
+                self.prompt = prompt.map(|p| capture::scrub_and_clip(&p, max));
             }
             self.transcript = None;
             self.transcript_format = None;
@@ -119,7 +119,17 @@ impl Spooled {
         }
     }
 
-    pub fn turn(bank: &str, harness: &str, session: &str, prompt: Option<&str>, reply: Option<&str>, at: i64) -> Self {
+    /// A turn, its text scrubbed and kept to `max` characters (the rest is never read: scrubbing
+    /// megabytes no one keeps could take the hook past its deadline).
+    pub fn turn(
+        bank: &str,
+        harness: &str,
+        session: &str,
+        prompt: Option<&str>,
+        reply: Option<&str>,
+        at: i64,
+        max: usize,
+    ) -> Self {
         let now_ms = store::now_ms();
         Self {
             kind: SpoolKind::Turn,
@@ -128,8 +138,8 @@ impl Spooled {
             harness: harness.into(),
             session: session.into(),
             // Nothing secret reaches the disk, even in the spool.
-            prompt: prompt.map(|p| crate::redact::scrub(p).into_owned()),
-            reply: reply.map(|r| crate::redact::scrub(r).into_owned()),
+            prompt: prompt.map(|p| capture::scrub_and_clip(p, max)),
+            reply: reply.map(|r| capture::scrub_and_clip(r, max)),
             transcript: None,
             transcript_format: None,
             at,
@@ -158,6 +168,8 @@ impl Spooled {
             (!prompts.is_empty()).then(|| prompts.join("\n")).as_deref(),
             v["reply"].as_str(),
             at,
+            // Kept whole: what `store_turn` stores is clipped there.
+            usize::MAX,
         );
         s.taken_at = at;
         s.taken_ms = None;
@@ -307,9 +319,9 @@ mod tests {
         };
         let items = [
             at(10, Spooled::prompt("b", "cursor", "s", "which port does a1 use?", second), "p1p1p1p1p1p1p1p1p1p1"),
-            at(20, Spooled::turn("b", "cursor", "s", None, Some("a1 uses 7011"), second), "ffffffffffffffffffff"),
+            at(20, Spooled::turn("b", "cursor", "s", None, Some("a1 uses 7011"), second, 100), "ffffffffffffffffffff"),
             at(30, Spooled::prompt("b", "cursor", "s", "which port does a2 use?", second), "p2p2p2p2p2p2p2p2p2p2"),
-            at(40, Spooled::turn("b", "cursor", "s", None, Some("a2 uses 7021"), second), "00000000000000000000"),
+            at(40, Spooled::turn("b", "cursor", "s", None, Some("a2 uses 7021"), second, 100), "00000000000000000000"),
         ];
         for item in &items {
             write(&env, item).unwrap();
