@@ -2,10 +2,8 @@
 //! the per-run token (`?token=` or `Authorization: Bearer`; never a cookie, which a browser sends
 //! to every port of 127.0.0.1), and a change (DELETE, POST, PUT) must carry the token as a Bearer
 //! header, which a cross-site page cannot send, with a loopback `Origin` when the browser sends
-//! one. The address handed to the browser opener (whose arguments every local user can read)
-//! carries a one-time code instead of the token.
+//! one.
 
-use std::cell::RefCell;
 use std::io::Read;
 
 /// Why a request is refused, with the status it gets.
@@ -34,8 +32,6 @@ impl Refused {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Proof {
     Query,
-    /// The one-time code of the address given to the browser opener.
-    Once,
     Bearer,
 }
 
@@ -47,28 +43,17 @@ pub struct Seen<'a> {
     pub authorization: Option<&'a str>,
     /// The `token` query parameter, decoded.
     pub query_token: Option<&'a str>,
-    /// The `once` query parameter, decoded.
-    pub query_once: Option<&'a str>,
 }
 
 /// The per-run secret and the port it guards.
 pub struct Guard {
     token: String,
     port: u16,
-    /// The one-time code, until it is used.
-    once: RefCell<Option<String>>,
 }
 
 impl Guard {
     pub fn new(token: String, port: u16) -> Self {
-        Self { token, port, once: RefCell::new(None) }
-    }
-
-    /// Makes the one-time code (replacing any unused one) for the browser opener's address.
-    pub fn once(&self) -> std::io::Result<String> {
-        let code = new_token()?;
-        *self.once.borrow_mut() = Some(code.clone());
-        Ok(code)
+        Self { token, port }
     }
 
     pub fn token(&self) -> &str {
@@ -95,8 +80,6 @@ impl Guard {
             Proof::Bearer
         } else if r.query_token.is_some_and(|t| self.same(t)) {
             Proof::Query
-        } else if matches!(r.method, "GET" | "HEAD") && self.take_once(r.query_once) {
-            Proof::Once
         } else {
             return Err(Refused::Token);
         };
@@ -112,18 +95,6 @@ impl Guard {
             }
         }
         Ok(proof)
-    }
-}
-
-impl Guard {
-    /// Whether `candidate` is the one-time code; it is used up when it is.
-    fn take_once(&self, candidate: Option<&str>) -> bool {
-        let mut once = self.once.borrow_mut();
-        let ok = matches!((candidate, once.as_deref()), (Some(c), Some(code)) if same(c, code));
-        if ok {
-            *once = None;
-        }
-        ok
     }
 }
 
@@ -145,7 +116,7 @@ mod tests {
     use super::*;
 
     fn seen<'a>(method: &'a str, host: &'a str) -> Seen<'a> {
-        Seen { method, host: Some(host), origin: None, authorization: None, query_token: None, query_once: None }
+        Seen { method, host: Some(host), origin: None, authorization: None, query_token: None }
     }
 
     #[test]
@@ -162,13 +133,6 @@ mod tests {
         assert_eq!(g.check(&seen("GET", ok_host)), Err(Refused::Token));
         assert_eq!(g.check(&Seen { query_token: Some("abc124"), ..seen("GET", ok_host) }), Err(Refused::Token));
         assert_eq!(g.check(&Seen { query_token: Some("abc12"), ..seen("GET", ok_host) }), Err(Refused::Token));
-        // The one-time code: once, for reading, and never the token.
-        let code = g.once().unwrap();
-        assert_eq!(g.check(&Seen { query_once: Some("abc123"), ..seen("GET", ok_host) }), Err(Refused::Token));
-        assert_eq!(g.check(&Seen { query_once: Some(&code), ..seen("DELETE", ok_host) }), Err(Refused::Token));
-        assert_eq!(g.check(&Seen { query_once: Some(&code), ..seen("GET", ok_host) }), Ok(Proof::Once));
-        assert_eq!(g.check(&Seen { query_once: Some(&code), ..seen("GET", ok_host) }), Err(Refused::Token), "used up");
-        assert_eq!(g.check(&Seen { query_once: Some(""), ..seen("GET", ok_host) }), Err(Refused::Token));
         // Changes: Bearer only, and a loopback Origin when one is sent.
         assert_eq!(g.check(&Seen { query_token: Some("abc123"), ..seen("POST", ok_host) }), Err(Refused::Bearer));
         let bearer = Some("Bearer abc123");

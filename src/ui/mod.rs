@@ -69,12 +69,15 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
         db.display(),
         human(opts.idle)
     );
-    if opts.open {
-        // The opener's arguments are readable by every local user: it gets a one-time code.
-        match guard.once() {
-            Ok(code) => open_browser(&format!("http://127.0.0.1:{port}/?once={code}")),
-            Err(_) => eprintln!("ovmem ui: could not make a one-time address; open the URL above in a browser"),
+    // The opener's arguments can be read by every user of the machine: it is given a file only
+    // this user can read, which sends the browser on to the URL.
+    let launcher = opts.open.then(|| launcher(env, port, &url));
+    match &launcher {
+        Some(Ok(file)) => open_browser(&format!("file://{}", file.display())),
+        Some(Err(e)) => {
+            eprintln!("ovmem ui: could not write the page that opens the viewer ({e:#}); open the URL above")
         }
+        None => {}
     }
     crate::interrupt::arm();
     let viewer = Viewer { api: api::Api { store: &store, env, default_bank: opts.default_bank }, guard };
@@ -97,7 +100,25 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
         }
     };
     eprintln!("ovmem ui: {why}");
+    if let Some(Ok(file)) = launcher {
+        let _ = std::fs::remove_file(file);
+    }
     Ok(0)
+}
+
+/// `$OVMEM_HOME/ui/open-<port>.html` (0600), a page that sends the browser on to `url`.
+fn launcher(env: &Env, port: u16, url: &str) -> Result<std::path::PathBuf> {
+    let dir = env.ovmem_home().join("ui");
+    std::fs::create_dir_all(&dir).with_context(|| format!("could not create `{}`", dir.display()))?;
+    crate::sys::set_mode(&dir, 0o700).with_context(|| format!("could not make `{}` private", dir.display()))?;
+    let file = dir.join(format!("open-{port}.html"));
+    let url = page::escape(url);
+    let html = format!(
+        "<!doctype html>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"refresh\" content=\"0;url={url}\">\n\
+         <title>ovmem</title>\n<p><a href=\"{url}\">Open the ovmem viewer</a></p>\n"
+    );
+    crate::fsx::write_atomic(&file, html.as_bytes(), Some(0o600))?;
+    Ok(file)
 }
 
 struct Viewer<'a> {
@@ -129,7 +150,6 @@ impl Viewer<'_> {
             origin: request.header("Origin"),
             authorization: request.header("Authorization"),
             query_token: query.get("token").map(String::as_str),
-            query_once: query.get("once").map(String::as_str),
         };
         if let Err(e) = self.guard.check(&seen) {
             // A reload (the token is no longer in the address) gets a page with no data that
