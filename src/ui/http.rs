@@ -3,20 +3,22 @@
 //! head of at most [`MAX_HEAD`] bytes and a declared body of at most [`MAX_BODY`], and hands it to
 //! the one thread that owns the store. A client that is slow, sends nothing, declares a huge body
 //! or floods headers costs its own thread a bounded time and memory, never the viewer: the store's
-//! thread only ever sees whole requests, and never writes to a socket.
+//! thread only ever sees whole requests that passed the screen (the guard), and never writes to a
+//! socket. A connection whose requests never passed the screen is the first to go when the
+//! connections run out, so strangers holding connections cannot lock the page out.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The largest request line and headers.
 pub const MAX_HEAD: usize = 16 << 10;
 /// The largest request body (an edited memory).
 pub const MAX_BODY: usize = 1 << 20;
-/// Connections served at once; one more is closed as soon as it is accepted.
+/// Connections served at once (see [`accept`] for who goes when there are more).
 pub const MAX_CONNECTIONS: usize = 48;
 /// Headers a request may carry.
 const MAX_HEADERS: usize = 64;
@@ -71,20 +73,32 @@ impl Incoming {
     }
 }
 
-/// The listening server; requests arrive through [`Server::recv_timeout`].
+/// What a connection's thread answers itself, before the store's thread sees a request: `Some`
+/// for a request refused (or one that needs nothing of the store), `None` for one that passed.
+pub type Screen = Arc<dyn Fn(&Request) -> Option<Response> + Send + Sync>;
+
+/// The listening server; requests arrive through [`Server::recv_timeout`] once it has started.
 pub struct Server {
     port: u16,
-    requests: Receiver<Incoming>,
+    listener: Option<TcpListener>,
+    requests: Option<Receiver<Incoming>>,
 }
 
 impl Server {
-    /// Listens on 127.0.0.1:`port` (0: any free port).
+    /// Listens on 127.0.0.1:`port` (0: any free port); nothing is accepted until [`Server::start`].
     pub fn bind(port: u16) -> io::Result<Server> {
         let listener = TcpListener::bind(("127.0.0.1", port))?;
         let port = listener.local_addr()?.port();
+        Ok(Server { port, listener: Some(listener), requests: None })
+    }
+
+    /// Starts accepting, each request first put to `screen`.
+    pub fn start(&mut self, screen: Screen) -> io::Result<()> {
+        let Some(listener) = self.listener.take() else { return Ok(()) };
         let (tx, requests) = mpsc::sync_channel(QUEUE);
-        std::thread::Builder::new().name("ui-accept".into()).spawn(move || accept(listener, tx))?;
-        Ok(Server { port, requests })
+        std::thread::Builder::new().name("ui-accept".into()).spawn(move || accept(listener, tx, screen))?;
+        self.requests = Some(requests);
+        Ok(())
     }
 
     pub fn port(&self) -> u16 {
@@ -93,14 +107,31 @@ impl Server {
 
     /// The next request, or `None` when none came within `wait`.
     pub fn recv_timeout(&self, wait: Duration) -> Option<Incoming> {
-        self.requests.recv_timeout(wait).ok()
+        match &self.requests {
+            Some(r) => r.recv_timeout(wait).ok(),
+            None => {
+                std::thread::sleep(wait);
+                None
+            }
+        }
     }
 }
 
+/// One open connection, as the accept thread sees it.
+struct Open {
+    id: u64,
+    stream: TcpStream,
+    /// One of its requests passed the screen.
+    trusted: Arc<AtomicBool>,
+}
+
 /// Accepts for as long as the viewer runs. An error (no descriptor left, a connection reset
-/// before it was taken) is waited out, never the end of the listener.
-fn accept(listener: TcpListener, requests: SyncSender<Incoming>) {
-    let open = Arc::new(AtomicUsize::new(0));
+/// before it was taken) is waited out, never the end of the listener. When [`MAX_CONNECTIONS`]
+/// are open, the oldest connection none of whose requests passed the screen is closed to make
+/// room; when every one has, the new one is.
+fn accept(listener: TcpListener, requests: SyncSender<Incoming>, screen: Screen) {
+    let open: Arc<Mutex<Vec<Open>>> = Arc::default();
+    let mut next = 0u64;
     loop {
         let stream = match listener.accept() {
             Ok((stream, _)) => stream,
@@ -109,18 +140,31 @@ fn accept(listener: TcpListener, requests: SyncSender<Incoming>) {
                 continue;
             }
         };
-        if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            open.fetch_sub(1, Ordering::SeqCst);
-            let _ = stream.shutdown(Shutdown::Both);
-            continue;
+        let Ok(mine) = stream.try_clone() else { continue };
+        let trusted = Arc::new(AtomicBool::new(false));
+        {
+            let mut all = open.lock().unwrap_or_else(|e| e.into_inner());
+            if all.len() >= MAX_CONNECTIONS {
+                match all.iter().position(|c| !c.trusted.load(Ordering::SeqCst)) {
+                    Some(i) => {
+                        let _ = all.remove(i).stream.shutdown(Shutdown::Both);
+                    }
+                    None => {
+                        let _ = stream.shutdown(Shutdown::Both);
+                        continue;
+                    }
+                }
+            }
+            next += 1;
+            all.push(Open { id: next, stream: mine, trusted: trusted.clone() });
         }
-        let (open2, requests) = (open.clone(), requests.clone());
+        let (id, open2, requests, screen) = (next, open.clone(), requests.clone(), screen.clone());
         let started = std::thread::Builder::new().name("ui-conn".into()).stack_size(256 << 10).spawn(move || {
-            serve(stream, &requests);
-            open2.fetch_sub(1, Ordering::SeqCst);
+            serve(stream, &requests, &*screen, &trusted);
+            open2.lock().unwrap_or_else(|e| e.into_inner()).retain(|c| c.id != id);
         });
         if started.is_err() {
-            open.fetch_sub(1, Ordering::SeqCst);
+            open.lock().unwrap_or_else(|e| e.into_inner()).retain(|c| c.id != id);
         }
     }
 }
@@ -134,7 +178,12 @@ enum Framing {
 }
 
 /// Serves one connection's requests, one at a time, until it closes, errs or idles.
-fn serve(mut stream: TcpStream, requests: &SyncSender<Incoming>) {
+fn serve(
+    mut stream: TcpStream,
+    requests: &SyncSender<Incoming>,
+    screen: &(dyn Fn(&Request) -> Option<Response> + Send + Sync),
+    trusted: &AtomicBool,
+) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_write_timeout(Some(WRITE_DEADLINE));
     let mut buf: Vec<u8> = Vec::new();
@@ -149,11 +198,17 @@ fn serve(mut stream: TcpStream, requests: &SyncSender<Incoming>) {
             }
         };
         let head_only = request.method == "HEAD";
-        let (reply, answer) = mpsc::sync_channel(1);
-        let response = match requests.try_send(Incoming { request, reply }) {
-            Ok(()) => answer.recv_timeout(ANSWER_DEADLINE).unwrap_or_else(|_| plain(503, "the viewer is busy")),
-            Err(TrySendError::Full(_)) => plain(503, "the viewer is busy; try again"),
-            Err(TrySendError::Disconnected(_)) => return,
+        let response = match screen(&request) {
+            Some(answered) => answered,
+            None => {
+                trusted.store(true, Ordering::SeqCst);
+                let (reply, answer) = mpsc::sync_channel(1);
+                match requests.try_send(Incoming { request, reply }) {
+                    Ok(()) => answer.recv_timeout(ANSWER_DEADLINE).unwrap_or_else(|_| plain(503, "the viewer is busy")),
+                    Err(TrySendError::Full(_)) => plain(503, "the viewer is busy; try again"),
+                    Err(TrySendError::Disconnected(_)) => return,
+                }
+            }
         };
         if write_response(&mut stream, &response, head_only, keep).is_err() || !keep {
             let _ = stream.shutdown(Shutdown::Both);
@@ -331,8 +386,13 @@ mod tests {
 
     /// A server whose store thread answers every request with its method, target and body size.
     fn echo() -> u16 {
-        let server = Server::bind(0).unwrap();
+        let mut server = Server::bind(0).unwrap();
         let port = server.port();
+        // Requests for `/stranger…` are refused by the screen, as the guard refuses a stranger's.
+        let screen: Screen = Arc::new(|r: &Request| {
+            r.target.starts_with("/stranger").then(|| Response { status: 401, headers: vec![], body: b"no".to_vec() })
+        });
+        server.start(screen).unwrap();
         std::thread::spawn(move || loop {
             if let Some(i) = server.recv_timeout(Duration::from_millis(100)) {
                 let r = &i.request;
@@ -396,14 +456,45 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     }
 
-    /// Past the connection cap, a new connection is closed at once; once the others go, the
-    /// server serves again (the listener never stops).
+    /// Past the connection cap, the oldest connection that never passed the screen makes room;
+    /// when every one has, a new connection is closed at once. Strangers holding every connection
+    /// cannot lock out a client that has the token.
+    #[test]
+    fn strangers_holding_every_connection_make_room_for_the_page() {
+        let port = echo();
+        let mut strangers: Vec<TcpStream> =
+            (0..MAX_CONNECTIONS).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+        for s in strangers.iter_mut().take(5) {
+            s.write_all(b"GET /stranger HTTP/1.1\r\n\r\n").unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let mut page = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        page.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut answers = Vec::new();
+        for i in 0..3 {
+            page.write_all(format!("GET /page{i} HTTP/1.1\r\n\r\n").as_bytes()).unwrap();
+            let mut chunk = [0u8; 4096];
+            let n = page.read(&mut chunk).unwrap();
+            answers.push(String::from_utf8_lossy(&chunk[..n]).into_owned());
+            // More strangers keep coming; the page's connection stays.
+            strangers.push(TcpStream::connect(("127.0.0.1", port)).unwrap());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for (i, a) in answers.iter().enumerate() {
+            assert!(a.contains(" 200 ") && a.contains(&format!("GET /page{i} 0")), "{answers:?}");
+        }
+    }
+
+    /// With every connection trusted, a new one is closed unanswered; the listener goes on.
     #[test]
     fn the_connection_cap_sheds_and_recovers() {
         let port = echo();
-        let held: Vec<TcpStream> =
+        let mut held: Vec<TcpStream> =
             (0..MAX_CONNECTIONS).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
-        std::thread::sleep(Duration::from_millis(200));
+        for h in &mut held {
+            h.write_all(b"GET /trusted HTTP/1.1\r\n\r\n").unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(300));
         assert_eq!(exchange(port, b"GET /over HTTP/1.1\r\n\r\n"), "", "closed unanswered");
         drop(held);
         let started = Instant::now();

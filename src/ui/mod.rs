@@ -11,6 +11,7 @@ pub mod page;
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -57,10 +58,12 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
     let store = Store::open(&db, Duration::from_secs(5))?;
     // A few hundred idle connections must not use up the default 1,024 descriptors.
     crate::sys::raise_open_files_limit();
-    let server = http::Server::bind(opts.port)
+    let mut server = http::Server::bind(opts.port)
         .with_context(|| format!("could not listen on 127.0.0.1:{}; choose another --port", opts.port))?;
     let port = server.port();
-    let guard = Guard::new(guard::new_token().context("could not read /dev/urandom for the token")?, port);
+    let guard = Arc::new(Guard::new(guard::new_token().context("could not read /dev/urandom for the token")?, port));
+    let screening = guard.clone();
+    server.start(Arc::new(move |r: &http::Request| screen(&screening, r))).context("could not start the server")?;
     let url = format!("http://127.0.0.1:{port}/?token={}", guard.token());
     println!("{url}");
     let _ = std::io::stdout().flush();
@@ -123,7 +126,7 @@ fn launcher(env: &Env, port: u16, url: &str) -> Result<std::path::PathBuf> {
 
 struct Viewer<'a> {
     api: api::Api<'a>,
-    guard: Guard,
+    guard: Arc<Guard>,
 }
 
 /// `a=1&b=x%20y` as a map (`+` is a space, as forms send it).
@@ -141,34 +144,13 @@ pub fn parse_query(q: &str) -> HashMap<String, String> {
 impl Viewer<'_> {
     /// The answer to `request`, and whether it passed the guard.
     fn handle(&self, request: &http::Request) -> (http::Response, bool) {
+        // Connections' threads screen every request first; asked again here, where the store is.
+        if let Some(refused) = screen(&self.guard, request) {
+            return (refused, false);
+        }
         let (path, query) = request.target.split_once('?').unwrap_or((&request.target, ""));
         let query = parse_query(query);
         let method = request.method.as_str();
-        let seen = Seen {
-            method,
-            host: request.header("Host"),
-            origin: request.header("Origin"),
-            authorization: request.header("Authorization"),
-            query_token: query.get("token").map(String::as_str),
-        };
-        if let Err(e) = self.guard.check(&seen) {
-            // A reload (the token is no longer in the address) gets a page with no data that
-            // asks again with the token its tab kept. The page's own files hold no data either
-            // and load without the token (a browser sends it with none of them).
-            let reading = matches!(method, "GET" | "HEAD") && e == guard::Refused::Token;
-            let open = match path {
-                "/" | "/index.html" => Some((200, "text/html; charset=utf-8", BOOT)),
-                "/boot.js" => Some((200, "text/javascript; charset=utf-8", BOOT_SCRIPT)),
-                "/app.js" => Some((200, "text/javascript; charset=utf-8", SCRIPT)),
-                "/app.css" => Some((200, "text/css; charset=utf-8", STYLE)),
-                "/favicon.ico" | "/icon.svg" => Some((200, "image/svg+xml", ICON)),
-                _ => None,
-            };
-            return match open.filter(|_| reading) {
-                Some((status, kind, body)) => (answer(status, kind, body.as_bytes().to_vec()), false),
-                None => (answer(e.status(), "application/json", error(e)), false),
-            };
-        }
         let segments: Vec<String> = path
             .split('/')
             .filter(|s| !s.is_empty())
@@ -200,6 +182,37 @@ impl Viewer<'_> {
         let body = serde_json::to_vec(&reply.body).unwrap_or_default();
         (answer(reply.status, "application/json", body), true)
     }
+}
+
+/// The answer to a request that does not pass the guard (`None` for one that does), given on the
+/// connection's own thread. A reload (the token is no longer in the address) gets a page with no
+/// data that asks again with the token its tab kept; the page's own files hold no data either and
+/// load without the token (a browser sends it with none of them).
+fn screen(guard: &Guard, request: &http::Request) -> Option<http::Response> {
+    let (path, query) = request.target.split_once('?').unwrap_or((&request.target, ""));
+    let query = parse_query(query);
+    let method = request.method.as_str();
+    let seen = Seen {
+        method,
+        host: request.header("Host"),
+        origin: request.header("Origin"),
+        authorization: request.header("Authorization"),
+        query_token: query.get("token").map(String::as_str),
+    };
+    let e = guard.check(&seen).err()?;
+    let reading = matches!(method, "GET" | "HEAD") && e == guard::Refused::Token;
+    let open = match path {
+        "/" | "/index.html" => Some((200, "text/html; charset=utf-8", BOOT)),
+        "/boot.js" => Some((200, "text/javascript; charset=utf-8", BOOT_SCRIPT)),
+        "/app.js" => Some((200, "text/javascript; charset=utf-8", SCRIPT)),
+        "/app.css" => Some((200, "text/css; charset=utf-8", STYLE)),
+        "/favicon.ico" | "/icon.svg" => Some((200, "image/svg+xml", ICON)),
+        _ => None,
+    };
+    Some(match open.filter(|_| reading) {
+        Some((status, kind, body)) => answer(status, kind, body.as_bytes().to_vec()),
+        None => answer(e.status(), "application/json", error(e)),
+    })
 }
 
 /// `{"error": why}`.
