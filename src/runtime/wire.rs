@@ -181,11 +181,19 @@ pub fn parse(adapter: &Adapter, native: &str, bytes: &[u8]) -> Result<Event, Wir
     let named = first_string(&v, &f.session);
     let session_named = named.is_some();
     let native_session = named.as_deref().map(sanitise_session);
-    let session =
-        native_session.as_deref().map(|s| crate::store::private_id(s).into_owned()).unwrap_or_else(|| match &cwd {
+    // Asked of the id as the harness sent it (sanitising `password=…` to `password-…` hides it),
+    // and of the sanitised one.
+    let private = |raw: &str, clean: &str| match crate::store::private_id(raw) {
+        std::borrow::Cow::Owned(digest) => digest,
+        std::borrow::Cow::Borrowed(_) => crate::store::private_id(clean).into_owned(),
+    };
+    let session = match (&named, &native_session) {
+        (Some(raw), Some(clean)) => private(raw, clean),
+        _ => match &cwd {
             Some(c) => format!("cwd-{}", &crate::fsx::sha256_hex(c.to_string_lossy().as_bytes())[..16]),
             None => "unknown".into(),
-        });
+        },
+    };
     let tool = first_string(&v, &f.tool).or_else(|| adapter.tool_by_event.get(native).cloned());
     Ok(Event {
         kind,
@@ -318,6 +326,16 @@ mod tests {
         assert_eq!(sanitise_session("../../etc/passwd"), "-..-etc-passwd");
         assert_eq!(sanitise_session("a b;rm -rf /"), "a-b-rm--rf--");
         assert_eq!(sanitise_session("..."), "unknown");
+        // An id that holds a secret is stored as a digest, asked before it is sanitised.
+        for raw in ["password=Zq8vLm2Rt6WpX", "sess-sk-proj-Zk7Qm2Xv9Rt4Lp8Wn3Bc6Hd1Jf5Gs0AyTqUe"] {
+            let stdin = serde_json::json!({ "session_id": raw, "cwd": "/p" }).to_string();
+            let e = parse(&adapter("codex"), "Stop", stdin.as_bytes()).unwrap();
+            assert!(
+                e.session.starts_with("s-") && !e.session.contains("Zq8vLm2") && !e.session.contains("Zk7Qm2X"),
+                "{}",
+                e.session
+            );
+        }
         assert_eq!(sanitise_session(&"x".repeat(500)).len(), 128);
         let e = parse(&adapter("codex"), "Stop", br#"{"session_id":"../x","cwd":"relative/dir"}"#).unwrap();
         assert_eq!(e.session, "-x");
