@@ -7,7 +7,7 @@ use regex::bytes::Captures;
 use super::keys;
 use super::values::*;
 use super::{around, g, gi, span};
-use crate::cut::ceil_char;
+use crate::cut::{ceil_char, floor_char};
 
 /// What a rule's check says about one match.
 pub(super) enum Verdict {
@@ -659,6 +659,10 @@ pub(super) static RULES: &[Rule] = &[
                     "bearer" | "basic" | "digest" | "header" | "headers" | "scheme" | "value" | "token" | "field"
                 ) || is_placeholder(v)
                     || is_reference(v)
+                    // Code: `Authorization::Ignore`, `req.headers().get(AUTHORIZATION)`.
+                    || v.starts_with(':')
+                    || v.contains("().")
+                    || is_code_value(v, "")
             };
             let tok = c.name("tok").expect("tok");
             match c.name("scheme") {
@@ -786,11 +790,25 @@ pub(super) static RULES: &[Rule] = &[
         pre: None,
         // SQL that sets a password: `CREATE USER u WITH PASSWORD 'p'`, `ALTER ROLE u PASSWORD 'p'`,
         // `IDENTIFIED BY 'p'`, `IDENTIFIED WITH plugin BY 'p'`, `SET PASSWORD = PASSWORD('p')`.
-        pattern: r#"\b(?:(?:encrypted\s+|unencrypted\s+)?password\s*\(?\s*'(?P<sq>[^'\n]+)'|identified\s+(?:with\s+[a-z0-9_]+\s+)?by\s+(?:password\s+)?(?:'(?P<sq2>[^'\n]+)'|"(?P<dq>[^"\n]+)"|(?P<val>[^\s;'"]+)))"#,
+        pattern: r#"\b(?:(?:encrypted\s+|unencrypted\s+)?password(?:\s*\(\s*|\s+)'(?P<sq>[^'\n]+)'|identified\s+(?:with\s+[a-z0-9_]+\s+)?by\s+(?:password\s+)?(?:'(?P<sq2>[^'\n]+)'|"(?P<dq>[^"\n]+)"|(?P<val>[^\s;'"]+)))"#,
         fold: true,
         group: Group::First(&["sq", "sq2", "dq", "val"]),
         check: |t, c| {
             let v = Group::First(&["sq", "sq2", "dq", "val"]).get(c).map_or("", |m| span(t, m));
+            // `IDENTIFIED BY` only in a statement that makes or changes a user: "identified by
+            // valgrind", "users are identified by their email" are prose.
+            if c.name("sq").is_none() {
+                let m = c.get(0).expect("match");
+                let (before, _) = around(t, m.start(), m.end(), 400);
+                let stmt = &before[before.rfind(';').map_or(0, |i| i + 1)..];
+                let stmt = &stmt[stmt.rfind("\n\n").map_or(0, |i| i + 2)..];
+                let sql = key_words(stmt)
+                    .iter()
+                    .any(|w| matches!(w.as_str(), "create" | "alter" | "grant" | "user" | "role" | "login"));
+                if !sql {
+                    return Verdict::Keep;
+                }
+            }
             verdict(!is_placeholder(v) && !is_reference(v) && !v.starts_with(':') && !v.starts_with('?'))
         },
     },
@@ -845,7 +863,17 @@ pub(super) static RULES: &[Rule] = &[
         pattern: r#"(?:^|\s)(?:-b|--cookie)(?:=|\s+)\$?(?:'(?P<sq>[^'\n]+)'|"(?P<dq>[^"\n]+)"|(?P<val>[^\s'"]+))"#,
         fold: false,
         group: Group::First(&["sq", "dq", "val"]),
-        check: |t, c| verdict(Group::First(&["sq", "dq", "val"]).get(c).is_some_and(|m| span(t, m).contains('='))),
+        check: |t, c| {
+            // `-b` is curl's only after `curl` on the line (`// Verify -b == a.` is math).
+            let m = c.get(0).expect("match");
+            let (before, _) = around(t, m.start(), m.end(), 512);
+            let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+            let flag = span(t, m).trim_start();
+            if flag.starts_with("-b") && !line.contains("curl") {
+                return Verdict::Keep;
+            }
+            verdict(Group::First(&["sq", "dq", "val"]).get(c).is_some_and(|m| span(t, m).contains('=')))
+        },
     },
     Rule {
         id: "assignment",
@@ -903,7 +931,13 @@ pub(super) static RULES: &[Rule] = &[
         pattern: r#"(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)\\*["']?\]?[ \t]*(?P<sep>:=|=>|==?|:)[ \t]*(?:\\*["'`])?(?P<val>[A-Za-z0-9+/=_.~-]{20,})"#,
         fold: false,
         group: Group::At(3),
-        check: |t, c| verdict(high_entropy(g(t, c, "val"))),
+        check: |t, c| {
+            let m = c.name("val").expect("val");
+            let after = &t[ceil_char(t, m.end())..];
+            // A `::` path (`nl80211_attrs::NL80211_ATTR_MAX`) or a comparison is code.
+            let code = after.starts_with("::") || g(t, c, "sep") == "==" || t[..m.start()].ends_with("::");
+            verdict(!code && high_entropy(g(t, c, "val")))
+        },
     },
     Rule {
         id: "password",
@@ -934,6 +968,33 @@ pub(super) static RULES: &[Rule] = &[
             // `password = getpass.getpass()`: a call, as the assignment rule reads it too.
             if !quoted && v.contains('(') {
                 return Verdict::Keep;
+            }
+            // A PIN is digits (`core::pin::Pin` is a path).
+            if noun == "pin" && !v.bytes().all(|b| b.is_ascii_digit()) {
+                return Verdict::Keep;
+            }
+            // "the password to decrypt files", "change the password to expire": after a bare
+            // `to`, the value must look like a credential.
+            let value_start = Group::First(&["dq", "sq", "bq", "val"]).get(c).map_or(0, |m| m.start());
+            let link =
+                c.name("noun").map_or("", |n| t[n.end()..value_start].trim_end_matches([' ', '\t', '"', '\'', '`']));
+            let bare_to = link.ends_with(" to") && !link.ends_with("set to") && !link.ends_with("changed to");
+            if bare_to && !quoted && !credential_like(v) {
+                return Verdict::Keep;
+            }
+            let value_end = Group::First(&["dq", "sq", "bq", "val"]).get(c).map_or(0, |m| m.end());
+            if !quoted && is_code_value(raw, &t[ceil_char(t, value_end)..]) {
+                return Verdict::Keep;
+            }
+            if !quoted && link.ends_with(':') && is_object_variable(raw, &t[ceil_char(t, value_end)..]) {
+                return Verdict::Keep;
+            }
+            if !quoted && link.ends_with(':') {
+                let n = c.name("noun").map_or(0, |n| n.start());
+                let head = around(t, n, n, 256).0;
+                if is_typed_declaration(&head[head.rfind('\n').map_or(0, |i| i + 1)..], raw) {
+                    return Verdict::Keep;
+                }
             }
             // The `=` of a comparison (`polars>=1.25`), not of an assignment: a version pin.
             let (value_at, value_end) =
@@ -1019,6 +1080,32 @@ pub(super) static RULES: &[Rule] = &[
                     .iter()
                     .any(|k| before.contains(k));
             let pem_line = t.contains("-----BEGIN") && (v.len() == 64 || v.len() == 76);
+            // A `::` path (`nl80211_attrs::NL80211_ATTR_S1G_SHORT_BEACON`) is code.
+            if before.ends_with("::") || after.starts_with("::") {
+                return Verdict::Keep;
+            }
+            // Public key material: the lines of an armoured PGP public key, a certificate.
+            let lo = floor_char(t, m.start().saturating_sub(16 << 10));
+            if let Some(b) = t[lo..m.start()].rfind("-----BEGIN ").map(|i| lo + i) {
+                let head = &t[b..];
+                let public = ["PGP PUBLIC KEY BLOCK", "PUBLIC KEY-----", "CERTIFICATE-----", "PGP SIGNATURE"]
+                    .iter()
+                    .any(|k| head[..floor_char(head, head.len().min(48))].contains(k));
+                if public && !t[b..m.start()].contains("-----END ") {
+                    return Verdict::Keep;
+                }
+            }
+            // A chunk that holds only the end of the armour: its `-----END` line names it.
+            let hi = floor_char(t, (m.end() + (16 << 10)).min(t.len()));
+            if let Some(e) = t[m.end()..hi].find("-----END ").map(|i| m.end() + i) {
+                let tail = &t[e..floor_char(t, t.len().min(e + 48))];
+                let public = ["PGP PUBLIC KEY BLOCK", "PUBLIC KEY-----", "CERTIFICATE-----", "PGP SIGNATURE"]
+                    .iter()
+                    .any(|k| tail.contains(k));
+                if public && !t[m.end()..e].contains("-----BEGIN") {
+                    return Verdict::Keep;
+                }
+            }
             verdict(!in_url && !in_path && !data && !public && !pem_line && !v.starts_with("AAAA")).and_range(
                 m.start(),
                 m.start() + v.len(),
@@ -1156,6 +1243,153 @@ pub(super) fn unlabelled_secret(v: &str) -> bool {
         && !is_benign_base64(v)
         && !is_composite(v)
         && !is_dotted_path(v)
+        && !is_snake_identifier(v)
+}
+
+/// An identifier of words joined by `_` (`NL80211_ATTR_S1G_SHORT_BEACON`, `SYS_memfd_secret`):
+/// at least three pieces, none mixing upper and lower case, as a generated token's do.
+pub(super) fn is_snake_identifier(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('_').filter(|p| !p.is_empty()).collect();
+    let words = parts.iter().filter(|p| !(has_upper(p) && has_lower(p)) || is_wordy(p)).count();
+    parts.len() >= 3
+        && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && parts.iter().all(|p| p.len() <= 16)
+        && words * 3 >= parts.len() * 2
+}
+
+/// Whether an unquoted value is code, not a literal: a `::` path (`token::Paren`, `core::pin::Pin`,
+/// `::windows_sys::core::HRESULT`), a macro (`Token![>]`, `w!(…)`), a generic type
+/// (`Option<String>`, `HashMap::<K, V>`), a keyword that starts an expression (`await f()`,
+/// `new Foo()`), or a subscript or call cut at its bracket (`config['password']`).
+/// `val` is the value as matched, `after` the text right after it.
+pub(super) fn is_code_value(val: &str, after: &str) -> bool {
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+    };
+    let path_ident = |s: &str| !s.is_empty() && s.split('.').all(ident);
+    // `::` before, inside or after the value: `token::Paren` read as `token: :Paren`.
+    if val.starts_with(':') || after.starts_with("::") {
+        return true;
+    }
+    if let Some((head, _)) = val.split_once("::") {
+        if head.is_empty() || path_ident(head.trim_start_matches(['&', '*'])) {
+            return true;
+        }
+    }
+    // A head of identifiers, then the bracket of a generic, a macro, a subscript or a call.
+    let head_len = val.bytes().take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.')).count();
+    let (head, rest) = val.split_at(head_len);
+    let rest_all = if rest.is_empty() { after } else { rest };
+    if path_ident(head)
+        && (rest_all.starts_with('<') && !rest_all.starts_with("<=")
+            || rest_all.starts_with("![")
+            || rest_all.starts_with("!(")
+            || (rest.is_empty() || rest == "[") && after.starts_with(['\'', '"']) && val.ends_with('[')
+            || rest == "[" && after.is_empty())
+    {
+        return true;
+    }
+    // A subscript (`self[0]`, `auth[2]`, `sys_scheme[sys_key]`) or a tuple (`(key_part,)`).
+    let tail = format!("{rest}{}", &after[..floor_char(after, after.len().min(40))]);
+    if head.len() >= 2
+        && path_ident(head)
+        && tail.strip_prefix('[').and_then(|x| x.split_once(']')).is_some_and(|(inside, _)| {
+            !inside.is_empty() && inside.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'\'' | b'"'))
+        })
+    {
+        return true;
+    }
+    if let Some(inner) = val.strip_prefix('(') {
+        if path_ident(inner) && after.starts_with([',', ')']) {
+            return true;
+        }
+    }
+    // `config['password']`: the value stops at the quote.
+    if val.ends_with('[') && path_ident(&val[..val.len() - 1]) {
+        return true;
+    }
+    // A keyword that starts an expression, then an identifier: `await getToken()`, `new Foo(`.
+    matches!(val, "await" | "new" | "yield" | "typeof" | "async" | "move" | "dyn" | "impl")
+        && after.strip_prefix(' ').is_some_and(|a| a.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+}
+
+/// A variable in an object literal (`{ password: kDefaultPassword, … }`): an identifier in camel
+/// case, no digits, then the next field or the object's end.
+pub(super) fn is_object_variable(val: &str, after: &str) -> bool {
+    val.starts_with(|ch: char| ch.is_ascii_lowercase())
+        && val.bytes().all(|b| b.is_ascii_alphabetic())
+        && has_upper(val)
+        && is_wordy(val)
+        && after.trim_start_matches([' ', '\t']).starts_with([',', '}'])
+}
+
+/// A field or constant declared with its type (`pub password: Option<String>`, `pub const
+/// X_PASSWORD: HRESULT = …`, `fn f(secret: &[u8])`, `let t: Token![>]`): a type, not a value.
+/// `head` is the line before the key, `val` the value after its `:`.
+pub(super) fn is_typed_declaration(head: &str, val: &str) -> bool {
+    let head = head.trim_start();
+    let decl = [
+        "pub ",
+        "pub(crate) ",
+        "pub(super) ",
+        "const ",
+        "let ",
+        "static ",
+        "readonly ",
+        "private ",
+        "public ",
+        "protected ",
+    ]
+    .iter()
+    .any(|k| head.starts_with(k) || head.contains(&format!(" {k}")))
+        || head.contains("fn ") && head.contains('(');
+    let typ = val.starts_with(['&', '[', '(', '*', ':'])
+        || val.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && val.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b':' | b'<' | b'>' | b'!' | b'['))
+        || matches!(
+            val.trim_end_matches(['>', ',', ')', ';']),
+            "u8" | "u16"
+                | "u32"
+                | "u64"
+                | "u128"
+                | "usize"
+                | "i8"
+                | "i16"
+                | "i32"
+                | "i64"
+                | "i128"
+                | "isize"
+                | "f32"
+                | "f64"
+                | "char"
+                | "str"
+                | "bool"
+                | "string"
+                | "number"
+                | "boolean"
+        );
+    decl && typ
+}
+
+/// `${{ secrets.X }}` and `{{ .Values.x }}`: a template reference with spaces inside, which a
+/// value that stops at a space cuts short. The whole reference runs to its `}}` on the line.
+pub(super) fn is_spaced_template(val: &str, after: &str) -> bool {
+    (val.starts_with("${{") || val.starts_with("{{"))
+        && after.split('\n').next().is_some_and(|line| line.contains("}}"))
+}
+
+/// An npm-style version or range: `^7.1.2`, `~1.0`, `>=2 <3`, `1.2.x`, `*`, `latest`.
+pub(super) fn is_npm_version(v: &str) -> bool {
+    let v = v.trim();
+    v == "*"
+        || v == "latest"
+        || v.contains('.')
+            && v.starts_with(|c: char| c.is_ascii_digit() || "^~<>=v".contains(c))
+            && v.bytes().all(|b| b.is_ascii_alphanumeric() || b" .^~<>=|*-+".contains(&b))
+            && v.bytes().filter(u8::is_ascii_digit).count() >= 1
+            && !v.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 /// A package's version constraint: `polars>=1.25,<2`, `requests==2.31.0`, `~> 7.1`, `^18.2.0`.
@@ -1253,6 +1487,44 @@ pub(super) fn assignment(text: &str, c: &Captures) -> Verdict {
     if val.starts_with("data:") {
         return Verdict::Keep;
     }
+    let sep = g(text, c, "sep");
+    let after_match = ASSIGNED.get(c).map_or("", |m| &text[ceil_char(text, m.end())..]);
+    // A comparison (`if password == confirm`, `a === b`), not an assignment.
+    if sep == "==" || (sep.ends_with('=') && text[..ASSIGNED.get(c).map_or(0, |m| m.start())].ends_with("==")) {
+        return Verdict::Keep;
+    }
+    if !quoted && (is_code_value(val, after_match) || is_spaced_template(val, after_match)) {
+        return Verdict::Keep;
+    }
+    // `NL80211_ATTR_SAE_PASSWORD = 277,`: an enum's variant and its number.
+    if !quoted && val.bytes().all(|b| b.is_ascii_digit()) && after_match.starts_with(',') && is_snake_identifier(key) {
+        return Verdict::Keep;
+    }
+    // `self.token = nextchar`, `credentials: kEnumerableProperty,`: a variable, not a literal.
+    let plain_ident = val.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_');
+    if !quoted && plain_ident && (key.starts_with("self.") || key.starts_with("this.")) {
+        return Verdict::Keep;
+    }
+    if !quoted && sep == ":" && is_object_variable(val, after_match) {
+        return Verdict::Keep;
+    }
+    if !quoted && sep == ":" {
+        if let Some(k) = c.name("key") {
+            // At most 256 bytes back: a long line is searched once per match, not whole.
+            let head = around(text, k.start(), k.start(), 256).0;
+            let head = &head[head.rfind('\n').map_or(0, |i| i + 1)..];
+            if is_typed_declaration(head, val) {
+                return Verdict::Keep;
+            }
+        }
+    }
+    // A template literal built from code (`${prefix}Ago`): nothing generated is left in it.
+    if c.name("bq").is_some() && val.contains("${") {
+        let literal: String = val.split("${").map(|p| p.split_once('}').map_or(p, |x| x.1)).collect();
+        if !looks_random(&literal, 8) {
+            return Verdict::Keep;
+        }
+    }
     // `password = getpass.getpass()`, `token=read_token(path)`: a call (its argument or its
     // closing parenthesis follows), not `Tr0ub(4dor&3`.
     let after_val = ASSIGNED.get(c).map_or("", |m| &text[ceil_char(text, m.end())..]);
@@ -1274,6 +1546,10 @@ pub(super) fn assignment(text: &str, c: &Captures) -> Verdict {
     let last = words.last().map(String::as_str).unwrap_or_default();
     if strong {
         if last.ends_with("pwd") && is_path(val) {
+            return Verdict::Keep;
+        }
+        // A package glued to a key word (`"minipass": "^7.1.2"`): a dependency and its version.
+        if !STRONG_LAST.contains(&last) && is_npm_version(val) {
             return Verdict::Keep;
         }
         // `Password: must be 8 characters` in prose is no assignment; `password: hunter2` is.

@@ -434,7 +434,11 @@ pub(super) fn is_printable(s: &str) -> bool {
 
 /// A high-entropy value in an assignment to a key of any name: a generated credential.
 pub(super) fn high_entropy(v: &str) -> bool {
-    if v.len() < 20 || !looks_random(v, 20) || is_benign_base64(v) {
+    if v.len() < 20 || !looks_random(v, 20) || is_benign_base64(v) || super::rules::is_snake_identifier(v)
+        // Brackets are code (`name[EXE]`, `Vec<u8>`), not a generated credential's alphabet.
+        || v.contains(['[', ']', '<', '>', '(', ')', '{', '}', '"', '\\', '`'])
+        || super::rules::is_dotted_path(v)
+    {
         return false;
     }
     let digits = v.bytes().filter(u8::is_ascii_digit).count();
