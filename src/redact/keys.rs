@@ -82,11 +82,26 @@ fn wrapped_end(text: &str, start: usize, end: usize) -> usize {
     end
 }
 
+/// Whether the line holding `at` (from its indentation on) follows a line that is a base64 run
+/// of 40 characters or more (quotes and commas around it aside).
+fn continues_block(text: &str, at: usize) -> bool {
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    if line_start == 0 || !text[line_start..at].bytes().all(|c| matches!(c, b' ' | b'\t' | b'"' | b'\'')) {
+        return false;
+    }
+    let above = &text[..line_start - 1];
+    let prev = &above[above.rfind('\n').map_or(0, |i| i + 1)..];
+    let prev = prev.trim().trim_matches(['"', '\'', ',']);
+    prev.len() >= 40 && prev.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'/' | b'='))
+}
+
 /// A private key's body with no header (`MIIEow…`, `MIIEvQ…`, `MHcC…`, `b3BlbnNzaC1rZXktdjE…`):
 /// the run and the lines it wraps onto.
 pub(super) fn bare_key_body(t: &str, c: &Captures) -> Verdict {
     let m = c.get(1).expect("group 1");
-    if !is_private_key_body(span(t, m)) {
+    // A line that continues a base64 block is not where a key starts (the block's first line is,
+    // and its range covers this one); asking it would walk the rest of the block once per line.
+    if continues_block(t, m.start()) || !is_private_key_body(span(t, m)) {
         return Verdict::Keep;
     }
     Verdict::RedactRange(m.start(), wrapped_end(t, m.start(), m.end()), "private-key")

@@ -1079,13 +1079,15 @@ pub(super) static RULES: &[Rule] = &[
                 || ["ssh-rsa", "ssh-ed25519", "ssh-dss", "ecdsa-sha2", "sk-ssh", "sk-ecdsa"]
                     .iter()
                     .any(|k| before.contains(k));
-            let pem_line = t.contains("-----BEGIN") && (v.len() == 64 || v.len() == 76);
+            // A line of a PEM block, whose header is at most 16 KB before it (looked for there
+            // only: the whole text once per candidate was quadratic in a text of many lines).
+            let lo = floor_char(t, m.start().saturating_sub(16 << 10));
+            let pem_line = (v.len() == 64 || v.len() == 76) && t[lo..m.start()].contains("-----BEGIN");
             // A `::` path (`nl80211_attrs::NL80211_ATTR_S1G_SHORT_BEACON`) is code.
             if before.ends_with("::") || after.starts_with("::") {
                 return Verdict::Keep;
             }
             // Public key material: the lines of an armoured PGP public key, a certificate.
-            let lo = floor_char(t, m.start().saturating_sub(16 << 10));
             if let Some(b) = t[lo..m.start()].rfind("-----BEGIN ").map(|i| lo + i) {
                 let head = &t[b..];
                 let public = ["PGP PUBLIC KEY BLOCK", "PUBLIC KEY-----", "CERTIFICATE-----", "PGP SIGNATURE"]
