@@ -258,12 +258,7 @@ pub fn safe_bank_name(name: &str) -> Option<String> {
     let mut fixed = rest.to_string();
     if remote && rest.contains(['?', '#', '@']) {
         let cut = rest.split(['?', '#']).next().unwrap_or_default();
-        let cut = cut.rsplit_once('@').map_or(cut, |(_, after)| after);
-        let mut cut = cut.trim_end_matches('/').to_string();
-        while let Some(p) = cut.strip_suffix(".git").or_else(|| cut.strip_suffix('/')) {
-            cut = p.to_string();
-        }
-        fixed = cut;
+        fixed = without_git_suffix(cut.rsplit_once('@').map_or(cut, |(_, after)| after)).to_string();
     }
     let fixed = format!("{prefix}{}", scrub_segments(&fixed));
     (fixed != name).then_some(fixed)
@@ -483,15 +478,21 @@ pub fn normalise_remote(url: &str) -> Option<String> {
         None => host.split([':', '?', '#']).next().unwrap_or(host).to_string(),
     };
     let host = host.to_ascii_lowercase();
-    let mut path = path.split('/').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("/");
-    while let Some(p) = path.strip_suffix(".git").or_else(|| path.strip_suffix('/')) {
-        path = p.to_string();
-    }
+    let path = path.split('/').filter(|s| !s.is_empty()).collect::<Vec<_>>().join("/");
+    let path = without_git_suffix(&path);
     if host.is_empty() {
         return None;
     }
     let name = if path.is_empty() { host } else { format!("{host}/{path}") };
     (crate::redact::scrub(&name) == name).then_some(name)
+}
+
+/// A repository path without its `.git` suffixes and trailing slashes (`a/b.git/` → `a/b`).
+fn without_git_suffix(mut path: &str) -> &str {
+    while let Some(p) = path.strip_suffix(".git").or_else(|| path.strip_suffix('/')) {
+        path = p;
+    }
+    path
 }
 
 /// A URL's authority (`[user[:password]@]host[:port]`) and the rest, after `scheme://`. A password

@@ -93,13 +93,11 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
             break format!("stopped after {} idle", human(opts.idle));
         }
         if let Some(incoming) = server.recv_timeout(Duration::from_millis(200)) {
-            // Only a request that passed the guard keeps the viewer up: a stranger's refused
-            // ones do not.
-            let (response, passed) = viewer.handle(&incoming.request);
+            // Only a request that passed the guard keeps the viewer up (a stranger's refused ones
+            // are answered on their connections' threads and never come here).
+            let response = viewer.handle(&incoming.request);
             incoming.respond(response);
-            if passed {
-                last = Instant::now();
-            }
+            last = Instant::now();
         }
     };
     eprintln!("ovmem ui: {why}");
@@ -142,12 +140,9 @@ pub fn parse_query(q: &str) -> HashMap<String, String> {
 }
 
 impl Viewer<'_> {
-    /// The answer to `request`, and whether it passed the guard.
-    fn handle(&self, request: &http::Request) -> (http::Response, bool) {
-        // Connections' threads screen every request first; asked again here, where the store is.
-        if let Some(refused) = screen(&self.guard, request) {
-            return (refused, false);
-        }
+    /// The answer to `request`, one that passed [`screen`] on its connection's thread (the only
+    /// way a request reaches this thread).
+    fn handle(&self, request: &http::Request) -> http::Response {
         let (path, query) = request.target.split_once('?').unwrap_or((&request.target, ""));
         let query = parse_query(query);
         let method = request.method.as_str();
@@ -156,7 +151,6 @@ impl Viewer<'_> {
             .filter(|s| !s.is_empty())
             .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
             .collect();
-        let asset = |body: &str, kind: &str| (kind.to_string(), body.as_bytes().to_vec());
         let found = match (method, path) {
             ("GET" | "HEAD", "/" | "/index.html") => {
                 let store = self.api.store;
@@ -165,22 +159,21 @@ impl Viewer<'_> {
                 let html = page::render(self.guard.token(), &memories, &pinned);
                 Some(("text/html; charset=utf-8".into(), html.into_bytes()))
             }
-            ("GET" | "HEAD", "/app.js") => Some(asset(SCRIPT, "text/javascript; charset=utf-8")),
-            ("GET" | "HEAD", "/app.css") => Some(asset(STYLE, "text/css; charset=utf-8")),
-            ("GET" | "HEAD", "/favicon.ico" | "/icon.svg") => Some(asset(ICON, "image/svg+xml")),
-            ("GET" | "HEAD", "/boot.js") => Some(asset(BOOT_SCRIPT, "text/javascript; charset=utf-8")),
+            ("GET" | "HEAD", _) if file(path).is_some() => {
+                file(path).map(|(kind, body)| (kind.to_string(), body.as_bytes().to_vec()))
+            }
             ("GET", "/api/events") => match events::body(self.api.store) {
                 Ok(body) => Some(("text/event-stream; charset=utf-8".into(), body.into_bytes())),
-                Err(e) => return (answer(500, "application/json", error(format!("{e:#}"))), true),
+                Err(e) => return answer(500, "application/json", error(format!("{e:#}"))),
             },
             _ => None,
         };
         if let Some((kind, body)) = found {
-            return (answer(200, &kind, body), true);
+            return answer(200, &kind, body);
         }
         let reply = self.api.handle(&api::Request { method, segments, query, body: &request.body });
         let body = serde_json::to_vec(&reply.body).unwrap_or_default();
-        (answer(reply.status, "application/json", body), true)
+        answer(reply.status, "application/json", body)
     }
 }
 
@@ -202,17 +195,24 @@ fn screen(guard: &Guard, request: &http::Request) -> Option<http::Response> {
     let e = guard.check(&seen).err()?;
     let reading = matches!(method, "GET" | "HEAD") && e == guard::Refused::Token;
     let open = match path {
-        "/" | "/index.html" => Some((200, "text/html; charset=utf-8", BOOT)),
-        "/boot.js" => Some((200, "text/javascript; charset=utf-8", BOOT_SCRIPT)),
-        "/app.js" => Some((200, "text/javascript; charset=utf-8", SCRIPT)),
-        "/app.css" => Some((200, "text/css; charset=utf-8", STYLE)),
-        "/favicon.ico" | "/icon.svg" => Some((200, "image/svg+xml", ICON)),
-        _ => None,
+        "/" | "/index.html" => Some(("text/html; charset=utf-8", BOOT)),
+        _ => file(path),
     };
     Some(match open.filter(|_| reading) {
-        Some((status, kind, body)) => answer(status, kind, body.as_bytes().to_vec()),
+        Some((kind, body)) => answer(200, kind, body.as_bytes().to_vec()),
         None => answer(e.status(), "application/json", error(e)),
     })
+}
+
+/// The page's own files (no data in them): type and body.
+fn file(path: &str) -> Option<(&'static str, &'static str)> {
+    match path {
+        "/app.js" => Some(("text/javascript; charset=utf-8", SCRIPT)),
+        "/boot.js" => Some(("text/javascript; charset=utf-8", BOOT_SCRIPT)),
+        "/app.css" => Some(("text/css; charset=utf-8", STYLE)),
+        "/favicon.ico" | "/icon.svg" => Some(("image/svg+xml", ICON)),
+        _ => None,
+    }
 }
 
 /// `{"error": why}`.
