@@ -182,7 +182,7 @@ fn http(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &st
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
-    if !body.is_empty() {
+    if !body.is_empty() && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("Content-Type")) {
         req.push_str("Content-Type: application/json\r\n");
     }
     req.push_str("\r\n");
@@ -304,6 +304,24 @@ fn who_may_ask_and_what_the_api_answers() {
     let (_, _, boot) = http(port, "GET", "/", &[("Host", &host), ("Cookie", &cookie)], "");
     assert!(boot.contains("/boot.js") && !boot.contains(&v.token) && !boot.contains("Jenkins"), "{boot}");
     assert_eq!(http(port, "GET", "/boot.js", &[("Host", &host)], "").0, 200);
+    // The token posted as a form (the opener's file and a reload send it so, never in an address,
+    // which a browser's history keeps): the page with its data, from the file's `null` Origin too.
+    let form = ("Content-Type", "application/x-www-form-urlencoded");
+    let posted = format!("token={}", v.token);
+    for origin in ["null", &format!("http://{host}")] {
+        let (status, head, page) = http(port, "POST", "/", &[("Host", &host), form, ("Origin", origin)], &posted);
+        assert_eq!(status, 200, "{origin}: {page}");
+        assert!(page.contains("Jenkins") && !head.to_ascii_lowercase().contains("set-cookie"), "{page}");
+    }
+    // A wrong token gets the page without data (which then says what to do); a token that is not a
+    // form's, or posted anywhere but the page, proves nothing.
+    let (status, _, page) = http(port, "POST", "/", &[("Host", &host), form], &format!("token={}", "0".repeat(64)));
+    assert_eq!(status, 401);
+    assert!(page.contains("/boot.js") && !page.contains("Jenkins"), "{page}");
+    let plain = ("Content-Type", "text/plain");
+    assert_eq!(http(port, "POST", "/", &[("Host", &host), plain], &posted).0, 401);
+    assert_eq!(http(port, "POST", "/api/memories", &[("Host", &host), form], &posted).0, 401);
+    assert_eq!(http(port, "POST", "/", &[("Host", "evil.example"), form], &posted).0, 403);
     assert_eq!(http(port, "GET", "/boot.js", &[("Host", "evil.example")], "").0, 403);
     let (status, banks) = v.api("GET", "/api/banks", "");
     assert_eq!(status, 200);
@@ -443,13 +461,9 @@ fn who_may_ask_and_what_the_api_answers() {
     assert!(listeners(port).is_empty());
 }
 
-/// The browser opener's arguments are readable by every user of the machine: it is given a file
-/// only this user can read, which sends the browser on to the URL; the file goes when the viewer
-/// stops.
-#[test]
-fn the_browser_is_handed_a_private_file_not_the_token() {
-    let home = Home::new();
-    seed(&home);
+/// `ovmem ui` (opening a browser) with an `xdg-open` (`open` on macOS) that records what it was
+/// given: the viewer, its URL, and the path the opener was handed.
+fn start_with_opener(home: &Home) -> (Child, String, PathBuf) {
     let bin = home.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let seen = home.path().join("opened");
@@ -461,7 +475,7 @@ fn the_browser_is_handed_a_private_file_not_the_token() {
     .unwrap();
     std::fs::set_permissions(&opener, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let mut child = home
-        .cmd(&["ui", "--idle", "20s"])
+        .cmd(&["ui", "--idle", "60s"])
         .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -470,19 +484,33 @@ fn the_browser_is_handed_a_private_file_not_the_token() {
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().to_string();
-    let token = url.split_once("?token=").unwrap().1.to_string();
     let started = Instant::now();
     while !seen.exists() {
         assert!(started.elapsed() < Duration::from_secs(10), "the opener never ran");
         std::thread::sleep(Duration::from_millis(20));
     }
     let opened = std::fs::read_to_string(&seen).unwrap();
+    (child, url, PathBuf::from(opened))
+}
+
+/// The browser opener's arguments are readable by every user of the machine: it is given a file
+/// only this user can read, which posts the token to the page; the file goes when the viewer
+/// stops.
+#[test]
+fn the_browser_is_handed_a_private_file_not_the_token() {
+    let home = Home::new();
+    seed(&home);
+    let (mut child, url, opened) = start_with_opener(&home);
+    let token = url.split_once("?token=").unwrap().1.to_string();
+    let opened = opened.to_str().unwrap();
     assert!(!opened.contains(&token), "{opened}");
     let file = PathBuf::from(opened.strip_prefix("file://").unwrap());
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600, "{}", file.display());
     let page = std::fs::read_to_string(&file).unwrap();
-    assert!(page.contains(&format!("url={url}")), "{page}");
+    let base = url.split_once('?').unwrap().0;
+    assert!(page.contains(&format!("action=\"{base}\"")) && page.contains(&format!("value=\"{token}\"")), "{page}");
+    assert!(!page.contains("?token="), "no address with the token: {page}");
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     assert_eq!(wait(&mut child, Duration::from_secs(5)), Some(0));
     assert!(!file.exists(), "removed when the viewer stops");
@@ -952,6 +980,52 @@ fn in_a_real_browser() {
     let log = d.cmd("POST", "/se/log", Some(json!({"type": "browser"})));
     let severe: Vec<&Value> = log.as_array().unwrap().iter().filter(|e| e["level"] == json!("SEVERE")).collect();
     assert!(severe.is_empty(), "the browser console: {severe:?}");
+}
+
+/// Opened as `ovmem ui` opens it (its file), then reloaded: the browser's history, read from the
+/// profile once the browser has quit, names the viewer and never its token (an address with the
+/// token, even one replaced at once, stays in the history for anyone who reads the profile).
+#[test]
+fn the_browser_s_history_never_holds_the_token() {
+    let Some((chromium, driver)) = browser() else { return };
+    let home = Home::new();
+    let seeded = seed(&home);
+    let (mut child, url, opened) = start_with_opener(&home);
+    let token = url.split_once("?token=").unwrap().1.to_string();
+    let mut d = Driver::start(&chromium, &driver);
+    d.go(opened.to_str().unwrap());
+    let all = format!("return document.querySelectorAll('#list .card').length === {}", seeded.len());
+    d.until("the memories", &all);
+    for round in 0..2 {
+        d.cmd("POST", "/refresh", None);
+        d.until(&format!("the memories after reload {round}"), &all);
+        assert_eq!(d.js("return location.href"), json!(url.split_once('?').unwrap().0));
+    }
+    // Quit the browser (it writes its history as it goes), then read the history database.
+    d.call("DELETE", &format!("/session/{}", d.session), None);
+    d.session.clear();
+    let history = d._profile.path().join("Default/History");
+    let base = url.split_once('?').unwrap().0.to_string();
+    let started = Instant::now();
+    let urls = loop {
+        let read = rusqlite::Connection::open_with_flags(&history, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|c| {
+                let mut q = c.prepare("SELECT url FROM urls")?;
+                let urls = q.query_map([], |r| r.get::<_, String>(0))?.collect::<Result<Vec<String>, _>>();
+                urls
+            });
+        match read {
+            Ok(urls) if urls.iter().any(|u| u.starts_with(&base)) => break urls,
+            other => {
+                let waited = started.elapsed();
+                assert!(waited < Duration::from_secs(20), "no history of the viewer after {waited:?}: {other:?}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    };
+    assert!(urls.iter().all(|u| !u.contains(&token)), "the token is in the browser's history: {urls:?}");
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(wait(&mut child, Duration::from_secs(5)), Some(0));
 }
 
 fn store_pins(db: &Path) -> std::collections::HashSet<i64> {

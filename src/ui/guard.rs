@@ -1,8 +1,9 @@
 //! Who may talk to the viewer: a request must name a loopback `Host` (no DNS rebinding), carry
-//! the per-run token (`?token=` or `Authorization: Bearer`; never a cookie, which a browser sends
-//! to every port of 127.0.0.1), and a change (DELETE, POST, PUT) must carry the token as a Bearer
-//! header, which a cross-site page cannot send, with a loopback `Origin` when the browser sends
-//! one.
+//! the per-run token (`?token=`, `Authorization: Bearer`, or a form posted to the page; never a
+//! cookie, which a browser sends to every port of 127.0.0.1), and a change (DELETE, POST, PUT)
+//! must carry the token as a Bearer header, which a cross-site page cannot send, with a loopback
+//! `Origin` when the browser sends one. Posting the token to the page reads the page and changes
+//! nothing: it is how a browser opens it without the token in an address (which its history keeps).
 
 use std::io::Read;
 
@@ -33,6 +34,8 @@ impl Refused {
 pub enum Proof {
     Query,
     Bearer,
+    /// A form posted to the page (`token=…`): read as the page, never as a change.
+    Form,
 }
 
 /// What the guard reads of a request.
@@ -43,6 +46,9 @@ pub struct Seen<'a> {
     pub authorization: Option<&'a str>,
     /// The `token` query parameter, decoded.
     pub query_token: Option<&'a str>,
+    /// The `token` field of a form posted to the page itself (`POST /`), decoded; `None` for any
+    /// other request.
+    pub form_token: Option<&'a str>,
 }
 
 /// The per-run secret and the port it guards.
@@ -80,6 +86,9 @@ impl Guard {
             Proof::Bearer
         } else if r.query_token.is_some_and(|t| self.same(t)) {
             Proof::Query
+        } else if r.method == "POST" && r.form_token.is_some_and(|t| self.same(t)) {
+            // The page only: its Origin is the opener's file (`null`) or the page's own reload.
+            return Ok(Proof::Form);
         } else {
             return Err(Refused::Token);
         };
@@ -116,7 +125,7 @@ mod tests {
     use super::*;
 
     fn seen<'a>(method: &'a str, host: &'a str) -> Seen<'a> {
-        Seen { method, host: Some(host), origin: None, authorization: None, query_token: None }
+        Seen { method, host: Some(host), origin: None, authorization: None, query_token: None, form_token: None }
     }
 
     #[test]
@@ -145,6 +154,16 @@ mod tests {
                 Err(Refused::Origin(o.into()))
             );
         }
+        // The page posted to with its token: a read whatever the Origin; a wrong one is refused,
+        // and a form token proves nothing for any other method.
+        for o in [None, Some("null"), Some("http://127.0.0.1:4100")] {
+            let posted = Seen { form_token: Some("abc123"), origin: o, ..seen("POST", ok_host) };
+            assert_eq!(g.check(&posted), Ok(Proof::Form), "{o:?}");
+        }
+        assert_eq!(g.check(&Seen { form_token: Some("abc124"), ..seen("POST", ok_host) }), Err(Refused::Token));
+        assert_eq!(g.check(&Seen { form_token: Some("abc123"), ..seen("DELETE", ok_host) }), Err(Refused::Token));
+        let foreign_host = Seen { form_token: Some("abc123"), ..seen("POST", "evil.example:4100") };
+        assert_eq!(g.check(&foreign_host), Err(Refused::Host(4100)));
         assert_eq!(Refused::Token.status(), 401);
         assert_eq!(Refused::Host(1).status(), 403);
     }

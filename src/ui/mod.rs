@@ -34,7 +34,7 @@ const SECURITY: [(&str, &str); 5] = [
     (
         "Content-Security-Policy",
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
-         base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+         base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
     ),
     ("X-Content-Type-Options", "nosniff"),
     ("X-Frame-Options", "DENY"),
@@ -73,8 +73,8 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
         human(opts.idle)
     );
     // The opener's arguments can be read by every user of the machine: it is given a file only
-    // this user can read, which sends the browser on to the URL.
-    let launcher = opts.open.then(|| launcher(env, port, &url));
+    // this user can read, which posts the token to the page.
+    let launcher = opts.open.then(|| launcher(env, port, guard.token()));
     match &launcher {
         Some(Ok(file)) => open_browser(&format!("file://{}", file.display())),
         Some(Err(e)) => {
@@ -107,16 +107,20 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
     Ok(0)
 }
 
-/// `$OVMEM_HOME/ui/open-<port>.html` (0600), a page that sends the browser on to `url`.
-fn launcher(env: &Env, port: u16, url: &str) -> Result<std::path::PathBuf> {
+/// `$OVMEM_HOME/ui/open-<port>.html` (0600), a page that posts the token to the viewer's page: the
+/// browser opens it at an address without the token, so its history never holds one.
+fn launcher(env: &Env, port: u16, token: &str) -> Result<std::path::PathBuf> {
     let dir = env.ovmem_home().join("ui");
     std::fs::create_dir_all(&dir).with_context(|| format!("could not create `{}`", dir.display()))?;
     crate::sys::set_mode(&dir, 0o700).with_context(|| format!("could not make `{}` private", dir.display()))?;
     let file = dir.join(format!("open-{port}.html"));
-    let url = page::escape(url);
+    let token = page::escape(token);
     let html = format!(
-        "<!doctype html>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"refresh\" content=\"0;url={url}\">\n\
-         <title>ovmem</title>\n<p><a href=\"{url}\">Open the ovmem viewer</a></p>\n"
+        "<!doctype html>\n<meta charset=\"utf-8\">\n<title>ovmem</title>\n\
+         <form method=\"post\" action=\"http://127.0.0.1:{port}/\">\
+         <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+         <button>Open the ovmem viewer</button></form>\n\
+         <script>document.forms[0].submit()</script>\n"
     );
     crate::fsx::write_atomic(&file, html.as_bytes(), Some(0o600))?;
     Ok(file)
@@ -152,7 +156,9 @@ impl Viewer<'_> {
             .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
             .collect();
         let found = match (method, path) {
-            ("GET" | "HEAD", "/" | "/index.html") => {
+            // POST: the token came in a form (`guard::Proof::Form`), as the opener's file and a
+            // reload send it.
+            ("GET" | "HEAD" | "POST", "/" | "/index.html") => {
                 let store = self.api.store;
                 let first = store.page(None, None, page::FIRST).and_then(|m| Ok((m, store.pinned_ids()?)));
                 let (memories, pinned) = first.unwrap_or_default();
@@ -178,29 +184,48 @@ impl Viewer<'_> {
 }
 
 /// The answer to a request that does not pass the guard (`None` for one that does), given on the
-/// connection's own thread. A reload (the token is no longer in the address) gets a page with no
-/// data that asks again with the token its tab kept; the page's own files hold no data either and
-/// load without the token (a browser sends it with none of them).
+/// connection's own thread. A reload gets a page with no data that posts the token its tab kept
+/// (the address never holds it: a browser's history keeps every address it opened); the page's
+/// own files hold no data either and load without the token (a browser sends it with none of them).
 fn screen(guard: &Guard, request: &http::Request) -> Option<http::Response> {
     let (path, query) = request.target.split_once('?').unwrap_or((&request.target, ""));
     let query = parse_query(query);
     let method = request.method.as_str();
+    let page = matches!(path, "/" | "/index.html");
+    let form = if method == "POST" && page && form_encoded(request) {
+        parse_query(&String::from_utf8_lossy(&request.body))
+    } else {
+        HashMap::new()
+    };
     let seen = Seen {
         method,
         host: request.header("Host"),
         origin: request.header("Origin"),
         authorization: request.header("Authorization"),
         query_token: query.get("token").map(String::as_str),
+        form_token: form.get("token").map(String::as_str),
     };
     let e = guard.check(&seen).err()?;
-    let reading = matches!(method, "GET" | "HEAD") && e == guard::Refused::Token;
-    let open = match path {
-        "/" | "/index.html" => Some(("text/html; charset=utf-8", BOOT)),
-        _ => file(path),
-    };
-    Some(match open.filter(|_| reading) {
-        Some((kind, body)) => answer(200, kind, body.as_bytes().to_vec()),
-        None => answer(e.status(), "application/json", error(e)),
+    if e != guard::Refused::Token {
+        return Some(answer(e.status(), "application/json", error(e)));
+    }
+    Some(match (method, page) {
+        ("GET" | "HEAD", true) => answer(200, "text/html; charset=utf-8", BOOT.as_bytes().to_vec()),
+        // A token that failed (the viewer was started again): the same page, which then says
+        // what to do, since its tab no longer holds a token.
+        ("POST", true) => answer(e.status(), "text/html; charset=utf-8", BOOT.as_bytes().to_vec()),
+        ("GET" | "HEAD", false) if file(path).is_some() => {
+            let (kind, body) = file(path).unwrap_or_default();
+            answer(200, kind, body.as_bytes().to_vec())
+        }
+        _ => answer(e.status(), "application/json", error(e)),
+    })
+}
+
+/// A body sent as an HTML form sends it (`application/x-www-form-urlencoded`).
+fn form_encoded(request: &http::Request) -> bool {
+    request.header("Content-Type").is_some_and(|t| {
+        t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/x-www-form-urlencoded")
     })
 }
 

@@ -5,8 +5,10 @@
 const TOKEN = document.querySelector('meta[name="ovmem-token"]').content;
 // Kept for a reload of this tab (boot.js), where no other port's page can read it.
 sessionStorage.setItem("ovmem-token", TOKEN);
-// The token stays out of the address bar (and out of bookmarks and screenshots).
-if (location.search.includes("token=")) history.replaceState(null, "", location.pathname + location.hash);
+// The token stays out of the address bar (and out of bookmarks and screenshots); and a page the
+// token was posted to becomes a plain entry, which a reload asks for again (boot.js) instead of
+// posting the form once more.
+history.replaceState(null, "", location.pathname + location.hash);
 
 const $ = (id) => document.getElementById(id);
 const state = { bank: "", query: "", next: null, loading: false, items: [], session: null, mark: null, banks: [], default: null };
