@@ -172,6 +172,28 @@ fn fresh_home_install_creates_and_uninstall_removes_everything() {
     assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0, "directories left behind");
 }
 
+/// Claude Code keeps its users' prompt history in `~/.claude.json`, which users report at 65 to
+/// 101 MB: ovmem registers its MCP server there all the same, and uninstall gives back every byte.
+#[test]
+fn a_claude_json_past_64_mib_is_installed_into() {
+    let home = Home::new();
+    let line = "x".repeat(60_000);
+    let history: Vec<String> =
+        (0..1_150).map(|i| format!("{{\"display\": \"{i} {line}\", \"pastedContents\": {{}}}}")).collect();
+    let text = format!(
+        "{{\n  \"numStartups\": 312,\n  \"projects\": {{\n    \"/work/app\": {{\n      \"history\": [{}]\n    }}\n  }}\n}}\n",
+        history.join(", ")
+    );
+    assert!(text.len() > 65 << 20, "{}", text.len());
+    let path = home.put(".claude.json", text.as_bytes());
+    home.ok(&["install", "--harness", "claude-code"]);
+    let installed: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert!(installed["mcpServers"]["ovmem"].is_object(), "the MCP server is registered");
+    assert_eq!(installed["projects"]["/work/app"]["history"].as_array().unwrap().len(), 1_150);
+    home.ok(&["uninstall", "--yes"]);
+    assert!(std::fs::read(&path).unwrap() == text.as_bytes(), "uninstall gives back every byte");
+}
+
 #[test]
 fn malformed_files_are_refused_and_left_untouched() {
     for (harness, rel) in JSON_HARNESSES {

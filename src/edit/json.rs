@@ -348,9 +348,8 @@ impl Document {
 
 /// The most values one document may hold. Each costs its node in the tree (48 bytes), so this
 /// is what bounds a parse's memory, whatever the text: 4 million values are about 200 MB, where a
-/// 63 MiB `[0,0,…]` (two bytes a value, under the 64 MiB read cap) took 1.7 GB. No agent config
-/// comes near it: at the read cap it allows a value per 16 bytes, and real configs average more
-/// than that (Claude Code's `~/.claude.json` reaches tens of MB, mostly text).
+/// 63 MiB `[0,0,…]` (two bytes a value) took 1.7 GB. No agent config comes near it: Claude Code's
+/// `~/.claude.json`, the largest, reaches 100 MB and more, mostly prompt history (long strings).
 pub const MAX_VALUES: usize = 4_000_000;
 
 struct Parser<'a> {
@@ -507,6 +506,12 @@ impl Parser<'_> {
         let start = self.i;
         self.i += 1;
         loop {
+            // Straight to the next byte that matters: a config's strings are most of its bytes
+            // (Claude Code's prompt history), and a byte at a time was most of a parse.
+            match memchr::memchr3(b'"', b'\\', b'\n', self.s.get(self.i..).unwrap_or_default()) {
+                Some(n) => self.i += n,
+                None => self.i = self.i.max(self.s.len()),
+            }
             match self.s.get(self.i) {
                 Some(b'"') => {
                     self.i += 1;
@@ -554,6 +559,17 @@ impl Parser<'_> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn strings_are_read_to_their_end_and_no_further() {
+        let d = Document::parse(r#"{"a": "x\"y\\", "b": "ü✓ 𝄞", "c": ""}"#).unwrap();
+        let v = d.value(&d.root).unwrap();
+        assert_eq!(v, json!({"a": "x\"y\\", "b": "ü✓ 𝄞", "c": ""}));
+        // Cut anywhere, or broken by a newline: an error, never a panic or a read past the end.
+        for bad in ["\"abc", "\"abc\\", "\"ab\\\"", "{\"a\": \"x\ny\"}", "[\"\\\"] "] {
+            assert!(Document::parse(bad).is_err(), "{bad:?}");
+        }
+    }
 
     fn roundtrip(src: &str, path: &[&str], key: &str) -> String {
         let mut d = Document::parse(src).unwrap();

@@ -14,8 +14,11 @@ use sha2::{Digest, Sha256};
 
 use crate::sys;
 
-/// The largest file ovmem reads (configs of a few MB exist: `~/.claude.json`).
-pub const MAX_READ: u64 = 64 << 20;
+/// The largest file ovmem reads. Claude Code keeps its users' prompt history in `~/.claude.json`,
+/// which reaches 65 to 100 MB and more (users report 101 MB): ovmem must still install into it.
+/// What a parse of a file this size may cost is bounded by the editors' value counts
+/// (`edit::json::MAX_VALUES`, `edit::toml::MAX_VALUES`).
+pub const MAX_READ: u64 = 256 << 20;
 
 /// Marks ovmem's temp files: `.<name>.ovmem-tmp.<pid>.<random>`.
 pub const TEMP_MARK: &str = ".ovmem-tmp.";
