@@ -2,7 +2,7 @@
 //! Hindsight's, OpenViking's) so recalled text is never stored again, and read the turn from
 //! the transcript when the harness only gives its path.
 
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde_json::Value;
@@ -95,7 +95,9 @@ pub fn transcript_len(path: &Path) -> Option<u64> {
 }
 
 /// The lines of the last 4 MiB of a file (a long session stays fast), or none; of its first
-/// `upto` bytes when given.
+/// `upto` bytes when given. The window's first line, cut by the window, is left out; a byte that
+/// is not UTF-8 spoils only its own line (the window often starts inside a character of a CJK or
+/// emoji session, and a line that failed to decode once ended the reading: no line, no turn).
 fn tail_lines(path: &Path, upto: Option<u64>) -> Vec<String> {
     const TAIL: u64 = 4 << 20;
     // Only a regular file, opened without blocking: a transcript path that names a FIFO or a
@@ -108,7 +110,17 @@ fn tail_lines(path: &Path, upto: Option<u64>) -> Vec<String> {
     if start > 0 && f.seek(SeekFrom::Start(start)).is_err() {
         return Vec::new();
     }
-    BufReader::new(f.take(end - start)).lines().map_while(Result::ok).collect()
+    let mut bytes = Vec::new();
+    // What was read before an error is still read.
+    let _ = f.take(end - start).read_to_end(&mut bytes);
+    let mut lines = bytes.split(|b| *b == b'\n');
+    if start > 0 {
+        lines.next();
+    }
+    lines
+        .map(|l| String::from_utf8_lossy(l.strip_suffix(b"\r").unwrap_or(l)).into_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 /// The last user prompt and the assistant's text after it in a Kimi Code wire log
@@ -203,6 +215,23 @@ pub fn scrub_and_clip(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A window that starts inside a character (every offset of three in a Chinese session), or a
+    /// line that is not UTF-8 at all, loses only that line.
+    #[test]
+    fn a_long_transcript_is_read_whatever_its_window_cuts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        for shift in 0..3 {
+            let mut data = format!("{}{}\n", " ".repeat(shift), "中".repeat(1_500_000)).into_bytes();
+            data.extend_from_slice(b"\xff\xfe not utf-8\n");
+            data.extend_from_slice("{\"reply\": \"端口 7011\"}\r\n".as_bytes());
+            std::fs::write(&path, &data).unwrap();
+            let lines = tail_lines(&path, None);
+            assert_eq!(lines.last().map(String::as_str), Some("{\"reply\": \"端口 7011\"}"), "shift {shift}");
+            assert_eq!(lines.len(), 2, "the cut first line is left out, the bad one kept as it decodes");
+        }
+    }
 
     proptest::proptest! {
         #[test]

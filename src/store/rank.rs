@@ -84,6 +84,46 @@ pub struct Query {
 /// The shortest part of a compound a question's word is split into ([`Query::split_compounds`]).
 const COMPOUND_PART: usize = 4;
 
+/// The whole words (strong terms) of an analysed text by where they start, to find the word a
+/// part lies in (`foo` in `foo_bar`) without asking every word for every part: a pasted table of
+/// 100,000 characters has thousands of terms, and asking them all took seconds, past the hook's
+/// deadline.
+struct Within<'a> {
+    terms: &'a [Term],
+    /// (start, index in `terms`) of every strong term, by start.
+    strong: Vec<(u32, usize)>,
+    /// The longest strong term's length in bytes: no word starting further before a part can
+    /// hold it.
+    longest: u32,
+}
+
+impl<'a> Within<'a> {
+    fn new(terms: &'a [Term]) -> Self {
+        let mut strong: Vec<(u32, usize)> =
+            terms.iter().enumerate().filter(|(_, w)| w.strong).map(|(i, w)| (w.start, i)).collect();
+        strong.sort_unstable();
+        let longest = terms.iter().filter(|w| w.strong).map(|w| w.end - w.start).max().unwrap_or(0);
+        Self { terms, strong, longest }
+    }
+
+    /// The first strong term (in the text's order of terms) other than `t` that spans it and is
+    /// longer.
+    fn word_of(&self, t: &Term) -> Option<&'a Term> {
+        let from = self.strong.partition_point(|&(start, _)| start < t.end.saturating_sub(self.longest));
+        let to = self.strong.partition_point(|&(start, _)| start <= t.start);
+        self.strong
+            .get(from..to)?
+            .iter()
+            .map(|&(_, i)| i)
+            .filter(|&i| {
+                let w = &self.terms[i];
+                w.text != t.text && t.end <= w.end && w.end - w.start > t.end - t.start
+            })
+            .min()
+            .map(|i| &self.terms[i])
+    }
+}
+
 impl Query {
     pub fn parse(text: &str) -> Self {
         Self::parse_as(text, super::text::ANALYSIS)
@@ -97,36 +137,33 @@ impl Query {
         // A word as written is kept only where it may be a compound ([`Query::split_compounds`]).
         let compounds = rules.is_some_and(Lang::compounds);
         let mut terms: Vec<QueryTerm> = Vec::new();
+        let mut seen: HashMap<&str, usize> = HashMap::default();
+        let within = Within::new(&analysed);
         for t in &analysed {
             let weight = 1.0;
-            let part_of = analysed
-                .iter()
-                .find(|w| {
-                    w.strong
-                        && w.text != t.text
-                        && w.start <= t.start
-                        && t.end <= w.end
-                        && w.end - w.start > t.end - t.start
-                })
-                .map(|w| w.text.clone());
-            match terms.iter_mut().find(|q| q.text == t.text) {
-                Some(q) => {
+            let part_of = within.word_of(t).map(|w| w.text.clone());
+            match seen.get(t.text.as_str()) {
+                Some(&i) => {
+                    let q = &mut terms[i];
                     q.strong |= t.strong;
                     if part_of.is_none() {
                         q.part_of = None;
                     }
                 }
-                None => terms.push(QueryTerm {
-                    text: t.text.clone(),
-                    weight,
-                    strong: t.strong,
-                    pos: t.pos,
-                    idf: 0.0,
-                    df: 0,
-                    part_of,
-                    concept: 0.0,
-                    word: (compounds && !t.strong).then(|| text[t.start as usize..t.end as usize].to_lowercase()),
-                }),
+                None => {
+                    seen.insert(&t.text, terms.len());
+                    terms.push(QueryTerm {
+                        text: t.text.clone(),
+                        weight,
+                        strong: t.strong,
+                        pos: t.pos,
+                        idf: 0.0,
+                        df: 0,
+                        part_of,
+                        concept: 0.0,
+                        word: (compounds && !t.strong).then(|| text[t.start as usize..t.end as usize].to_lowercase()),
+                    })
+                }
             }
         }
         Self { terms, scan: 0, window: None, lang: rules.unwrap_or_default() }
@@ -1195,6 +1232,34 @@ impl<'a> Selection<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The word a part lies in, found by where words start, is the one asking every word finds.
+        #[test]
+        fn a_part_s_word_is_the_one_every_word_gives(s in crate::anytext::text(160)) {
+            let terms = super::super::text::analyse_with(&s, None);
+            let within = Within::new(&terms);
+            for t in &terms {
+                let naive = terms.iter().find(|w| {
+                    w.strong && w.text != t.text && w.start <= t.start && t.end <= w.end
+                        && w.end - w.start > t.end - t.start
+                });
+                proptest::prop_assert_eq!(within.word_of(t).map(|w| (w.start, &w.text)), naive.map(|w| (w.start, &w.text)));
+            }
+        }
+    }
+
+    /// A pasted table of numbers is a question of thousands of terms: parsed in linear time (it
+    /// took seconds, and the prompt hook's deadline passed before the prompt was kept).
+    #[test]
+    fn a_pasted_table_is_parsed_at_once() {
+        let row: Vec<String> = (0..20).map(|i| format!("{}{}", i * 37 % 1000, i % 7)).collect();
+        let table: String = (0..2_500).map(|r| format!("r{r}_id,{}\n", row.join(","))).collect();
+        let started = std::time::Instant::now();
+        let q = Query::parse_as(&table, super::super::text::ANALYSIS);
+        assert!(q.terms.len() > 2_500, "{}", q.terms.len());
+        assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
+    }
 
     /// [`rerank_reading`] without the memories' vectors.
     fn rerank(q: &Query, candidates: &[Candidate], revisions: &[(usize, usize)], limit: usize) -> Vec<Ranked> {
