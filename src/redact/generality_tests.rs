@@ -245,3 +245,21 @@ fn key_material_without_a_pem_header() {
     kept("Hardhat's test mnemonic is test test test test test test test test test test test junk");
     kept("the hash looks like $2b$12$<salt><hash>; awk '{print $1$2}' and echo \"$1$HOME\"");
 }
+
+/// The second review's leaks: a password given by position to a login call, and PowerShell's
+/// plain-text secure string.
+#[test]
+fn passwords_given_by_position_and_in_powershell() {
+    gone("smtp.login(\"me@x.com\", \"{}\")", "Tr0ub4dor&3x");
+    gone("server.login(user, \"{}\")", "Kq8!vLz2Wp");
+    gone("var c = new NetworkCredential(\"admin\", \"{}\");", "Nc7#pQ2xLm");
+    gone("M = imaplib.IMAP4_SSL(host); M.login('bob', '{}')", "Im4p!Pass77");
+    gone("cnx = pymysql.connect(\"db\", \"root\", \"{}\")", "My5ql!Root9");
+    kept("server.login(user, password)\nsmtp.login(user, pw)\nftp.login(USER, os.environ[\"FTP_PW\"])");
+    assert_eq!(
+        r("$pw = ConvertTo-SecureString \"P@ssw0rd!2024\" -AsPlainText -Force"),
+        "$pw = ConvertTo-SecureString \"[REDACTED:password]\" -AsPlainText -Force"
+    );
+    gone("Connect-X -Password (ConvertTo-SecureString '{}' -AsPlainText -Force)", "Cn!Thing2024");
+    kept("$pw = Read-Host -AsSecureString\n$c = New-Object PSCredential($user, $pw)");
+}

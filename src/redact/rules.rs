@@ -746,7 +746,9 @@ pub(super) static RULES: &[Rule] = &[
         fold: true,
         group: Group::At(1),
         check: |t, c| {
-            verdict(!is_placeholder(gi(t, c, 1)) && !is_reference(gi(t, c, 1)) && !gi(t, c, 1).starts_with("pass:"))
+            // `-Password (ConvertTo-SecureString …)`: a subexpression, whose string a rule of its own takes.
+            let v = gi(t, c, 1);
+            verdict(!is_placeholder(v) && !is_reference(v) && !v.starts_with("pass:") && !v.starts_with('('))
         },
     },
     Rule {
@@ -781,6 +783,51 @@ pub(super) static RULES: &[Rule] = &[
         // `requests.get(url, auth=('bob', 'p'))`, `HTTPBasicAuth('bob', 'p')`, `BasicAuth("bob", "p")`.
         pattern: r#"(?:\bauth\s*=\s*[\(\[]|\b(?:HTTPBasicAuth|HTTPDigestAuth|BasicAuth|basic_auth|DigestAuth)\s*\()\s*(?:"[^"\n]*"|'[^'\n]*'|[A-Za-z_][A-Za-z0-9_.]*)\s*,\s*(?:"(?P<dq>[^"\n]+)"|'(?P<sq>[^'\n]+)')"#,
         fold: false,
+        group: QUOTED,
+        check: |t, c| verdict(!is_placeholder(quoted(t, c)) && !is_reference(quoted(t, c))),
+    },
+    Rule {
+        id: "password",
+        keywords: &[
+            "login",
+            "log_in",
+            "signin",
+            "sign_in",
+            "credential",
+            "passwordauthentication",
+            "bind",
+            "connect",
+            "getconnection",
+            "mysqli",
+            "pdo",
+            "ftp",
+            "ssh2_auth_password",
+            "add_password",
+            "withemailandpassword",
+        ],
+        pre: None,
+        // Calls that take a user and a password by position, the password a literal:
+        // `smtp.login("me@x.com", "p")`, `new NetworkCredential("admin", "p")`, `ldap.simple_bind_s(dn,
+        // "p")`; third after a host (`pymysql.connect(host, "root", "p")`, `new PDO(dsn, u, "p")`,
+        // `ftplib.FTP(host, u, "p")`, `DriverManager.getConnection(url, u, "p")`); fourth in
+        // urllib's `add_password(realm, uri, u, "p")`. A variable there is no secret of its own.
+        pattern: r#"\b(?:(?:login|log_in|logIn|Login|signIn|sign_in|NetworkCredential|PSCredential|UsernamePasswordCredentials?|PasswordAuthentication|BasicAWSCredentials|simple_bind_s|simple_bind|bind_s)\s*\(\s*(?:[A-Za-z]?"[^"\n]*"|[A-Za-z]?'[^'\n]*'|@"[^"\n]*"|\$?[A-Za-z_][A-Za-z0-9_.$]*(?:\[[^\]\n]*\])?|\d+)|(?:(?:mysql\.connector|mysql|MySQLdb|pymysql|mariadb)\.connect|mysqli?_connect|new\s+mysqli|new\s+PDO|getConnection|FTP|FTP_TLS|ftp_login|ssh2_auth_password|ldap_bind|signInWithEmailAndPassword|createUserWithEmailAndPassword)\s*\(\s*(?:[A-Za-z]?"[^"\n]*"|[A-Za-z]?'[^'\n]*'|@"[^"\n]*"|\$?[A-Za-z_][A-Za-z0-9_.$]*(?:\[[^\]\n]*\])?|\d+)\s*,\s*(?:[A-Za-z]?"[^"\n]*"|[A-Za-z]?'[^'\n]*'|@"[^"\n]*"|\$?[A-Za-z_][A-Za-z0-9_.$]*(?:\[[^\]\n]*\])?|\d+)|add_password\s*\(\s*(?:[A-Za-z]?"[^"\n]*"|[A-Za-z]?'[^'\n]*'|@"[^"\n]*"|\$?[A-Za-z_][A-Za-z0-9_.$]*(?:\[[^\]\n]*\])?|\d+)\s*,\s*(?:[A-Za-z]?"[^"\n]*"|[A-Za-z]?'[^'\n]*'|@"[^"\n]*"|\$?[A-Za-z_][A-Za-z0-9_.$]*(?:\[[^\]\n]*\])?|\d+)\s*,\s*(?:[A-Za-z]?"[^"\n]*"|[A-Za-z]?'[^'\n]*'|@"[^"\n]*"|\$?[A-Za-z_][A-Za-z0-9_.$]*(?:\[[^\]\n]*\])?|\d+))\s*,\s*@?(?:"(?P<dq>[^"\n]+)"|'(?P<sq>[^'\n]+)')"#,
+        fold: false,
+        group: QUOTED,
+        check: |t, c| {
+            let v = quoted(t, c);
+            let sentence = v.split_whitespace().count() > 3 || v.split_whitespace().any(is_function_word);
+            verdict(!is_placeholder(v) && !is_reference(v) && !sentence && !v.contains("REDACTED:"))
+        },
+    },
+    Rule {
+        id: "password",
+        keywords: &["convertto-securestring"],
+        pre: None,
+        // PowerShell's `ConvertTo-SecureString "p" -AsPlainText -Force`, alone, in a `PSCredential`
+        // or after `-Password (`: the string is the password, the cmdlet's name is code.
+        pattern: r#"\bconvertto-securestring\s+(?:-string\s+)?(?:"(?P<dq>[^"\n]+)"|'(?P<sq>[^'\n]+)')"#,
+        fold: true,
         group: QUOTED,
         check: |t, c| verdict(!is_placeholder(quoted(t, c)) && !is_reference(quoted(t, c))),
     },
@@ -1311,6 +1358,37 @@ pub(super) fn is_code_value(val: &str, after: &str) -> bool {
     // `config['password']`: the value stops at the quote.
     if val.ends_with('[') && path_ident(&val[..val.len() - 1]) {
         return true;
+    }
+    // A PowerShell cmdlet and its arguments (`$pw = ConvertTo-SecureString "…" -AsPlainText`).
+    const VERBS: &[&str] = &[
+        "ConvertTo",
+        "ConvertFrom",
+        "Get",
+        "Set",
+        "New",
+        "Read",
+        "Import",
+        "Export",
+        "Invoke",
+        "Add",
+        "Remove",
+        "Test",
+        "Protect",
+        "Unprotect",
+        "Out",
+        "Select",
+        "Join",
+        "Format",
+        "Resolve",
+    ];
+    if let Some((verb, noun)) = val.split_once('-') {
+        if VERBS.contains(&verb)
+            && noun.starts_with(|ch: char| ch.is_ascii_uppercase())
+            && noun.bytes().all(|b| b.is_ascii_alphanumeric())
+            && (after.is_empty() || after.starts_with([' ', '\t', '\r', '\n']))
+        {
+            return true;
+        }
     }
     // A keyword that starts an expression, then an identifier: `await getToken()`, `new Foo(`.
     matches!(val, "await" | "new" | "yield" | "typeof" | "async" | "move" | "dyn" | "impl")
