@@ -263,3 +263,13 @@ fn passwords_given_by_position_and_in_powershell() {
     gone("Connect-X -Password (ConvertTo-SecureString '{}' -AsPlainText -Force)", "Cn!Thing2024");
     kept("$pw = Read-Host -AsSecureString\n$c = New-Object PSCredential($user, $pw)");
 }
+
+/// Terse notes: a label and its value with no `:` between, a user and a password side by side.
+#[test]
+fn passwords_in_terse_notes() {
+    gone("username admin\npassword {}\n", "Xy7#kq9!mZ");
+    gone("pw {}", "Xy7#kq9!mZ");
+    gone("creds are admin:{}", "Xy7#kq9!mZ");
+    gone("login admin / {}", "Xy7#kq9!mZ");
+    kept("pass\npassword reset\npw = getpass()\nlogin as admin / root");
+}

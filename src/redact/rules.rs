@@ -971,6 +971,35 @@ pub(super) static RULES: &[Rule] = &[
         check: assignment,
     },
     Rule {
+        id: "password",
+        keywords: &["pass", "pwd", "pw"],
+        pre: None,
+        // A terse note: a password's label alone at a line's start, a space, the value and nothing
+        // after it (`password Xy7#kq9!mZ`, `- pw Xy7#kq9!mZ`, `# pass Xy7#kq9!mZ`). With no `:` to
+        // mark a value, only one made to be hard to guess is taken.
+        pattern: r#"(?m)^[ \t]*(?:(?:[-*+>#]+|//)[ \t]*)?(?:password|passwd|passphrase|passcode|pass|pwd|pw)[ \t]+(?P<val>[^\s]+)[ \t]*\r?$"#,
+        fold: true,
+        group: Group::First(&["val"]),
+        check: |t, c| terse_value(t, c, "val"),
+    },
+    Rule {
+        id: "password",
+        keywords: &["cred", "login", "user"],
+        pre: None,
+        // A user and a password said together: `creds are admin:Xy7#kq9!mZ`, `login admin /
+        // Xy7#kq9!mZ`, `user/pass: admin/Xy7#kq9!mZ`, `username admin password Xy7#kq9!mZ`.
+        pattern: r#"\b(?:(?:creds?|credentials?|logins?|user/pass(?:word)?|username/password|u/p)(?:[ \t]+(?:are|is|were|was))?(?:[ \t]*[:=][ \t]*|[ \t]+)(?P<user>[a-z0-9_.@+-]{1,64})[ \t]*(?::|[ \t]/[ \t]|/)[ \t]*(?P<val>[^\s'"`]{6,})|(?:user(?:name)?|login|user[ _]?id)[ \t]*[:=]?[ \t]+[^\s:=]+[ \t]*,?[ \t]+(?:password|passwd|pass|pwd|pw)[ \t]*[:=]?[ \t]+(?P<val2>[^\s'"`]{6,}))"#,
+        fold: true,
+        group: Group::First(&["val", "val2"]),
+        check: |t, c| {
+            let user = g(t, c, "user").to_ascii_lowercase();
+            if matches!(user.as_str(), "http" | "https" | "ftp" | "ssh" | "git" | "file") {
+                return Verdict::Keep;
+            }
+            terse_value(t, c, if c.name("val").is_some() { "val" } else { "val2" })
+        },
+    },
+    Rule {
         id: "high-entropy",
         keywords: &["=", ":"],
         pre: Some(|t| has_random_run(t, 20)),
@@ -1214,6 +1243,18 @@ pub(super) static RULES: &[Rule] = &[
         },
     },
 ];
+
+/// The value of a terse note (a label without `:`, a user and a password side by side): a
+/// password made to be hard to guess, its sentence's full stop taken off.
+fn terse_value(t: &str, c: &Captures, group: &str) -> Verdict {
+    let Some(m) = c.name(group) else { return Verdict::Keep };
+    let raw = span(t, m);
+    let v = raw.trim_end_matches(['.', ',', ';', ')']);
+    if !password_like(v) || is_code_value(v, &t[ceil_char(t, m.end())..]) {
+        return Verdict::Keep;
+    }
+    Verdict::RedactRange(m.start(), m.start() + v.len(), "password")
+}
 
 /// Words that name a secret near a hex value: "the signing key 4c08…", "wallet 0x…".
 fn is_secret_word(w: &str) -> bool {

@@ -314,6 +314,34 @@ pub(super) fn credential_like(v: &str) -> bool {
     has_digit(v) || symbols || (has_upper(v) && has_lower(v) && v.chars().skip(1).any(|c| c.is_ascii_uppercase()))
 }
 
+/// A password said without a label's `:` or `=` (`password Xy7#kq9!mZ`, `login admin / Xy7#…`):
+/// where nothing marks it as a value, it must look like one made to be hard to guess: a letter
+/// and two of digits, mixed case and symbols, no spaces, and no path, URL, e-mail address,
+/// version or `rule:arg` word (`min:8`).
+pub(super) fn password_like(v: &str) -> bool {
+    if v.len() < 6 || v.chars().any(char::is_whitespace) || is_placeholder(v) || is_reference(v) {
+        return false;
+    }
+    if is_path(v) || v.contains("://") || v.contains("REDACTED:") {
+        return false;
+    }
+    let email = v.split_once('@').is_some_and(|(u, d)| {
+        !u.is_empty() && d.contains('.') && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"@._+-".contains(&b))
+    });
+    let rule = v.contains(':')
+        && v.split(':').all(|p| p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_,.".contains(&b)));
+    let version = v
+        .trim_start_matches(['v', 'V'])
+        .split(['.', '-'])
+        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    if email || rule || version || !v.bytes().any(|b| b.is_ascii_alphabetic()) {
+        return false;
+    }
+    let symbol = v.bytes().any(|b| b"!@#$%^&*+=?~;,<>|".contains(&b));
+    let mixed = has_upper(v) && has_lower(v);
+    [has_digit(v), mixed, symbol].iter().filter(|x| **x).count() >= 2
+}
+
 /// Random-looking: at least `min` characters from a token alphabet, more than one character
 /// class, and not a plain word, hex digest, UUID, number, version or path.
 pub(super) fn looks_random(v: &str, min: usize) -> bool {
