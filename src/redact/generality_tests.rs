@@ -273,3 +273,13 @@ fn passwords_in_terse_notes() {
     gone("login admin / {}", "Xy7#kq9!mZ");
     kept("pass\npassword reset\npw = getpass()\nlogin as admin / root");
 }
+
+/// SDK keys without a label, and TOTP seeds.
+#[test]
+fn sdk_keys_and_totp_seeds() {
+    gone("client = Client(\"AC0123456789abcdef0123456789abcdef\", \"{}\")", "f1e2d3c4b5a69788796a5b4c3d2e1f00");
+    gone("my 2FA seed is {}", "JBSWY3DPEHPK3PXQ");
+    gone("TOTP secret key: {}", "jbsw y3dp ehpk 3pxq");
+    gone("otpauth://totp/ACME:bob?secret={}&issuer=ACME", "JBSWY3DPEHPK3PXP");
+    kept("Enable 2FA: the TOTP secret is shown once.\nA footprint of the hotplug path.");
+}

@@ -324,6 +324,17 @@ pub(super) static RULES: &[Rule] = &[
         check: always,
     },
     Rule {
+        // A Twilio auth token given beside its account SID (`Client("AC…", "<32 hex>")`): the SID
+        // is an id, the token the secret.
+        id: "twilio-key",
+        keywords: &["ac"],
+        pre: Some(|t| t.contains("AC")),
+        pattern: r#"["']AC[0-9a-fA-F]{32}["']\s*,\s*["']([0-9a-fA-F]{32})["']"#,
+        fold: false,
+        group: Group::At(1),
+        check: always,
+    },
+    Rule {
         id: "sendgrid-key",
         keywords: &["sg."],
         pre: None,
@@ -997,6 +1008,49 @@ pub(super) static RULES: &[Rule] = &[
                 return Verdict::Keep;
             }
             terse_value(t, c, if c.name("val").is_some() { "val" } else { "val2" })
+        },
+    },
+    Rule {
+        id: "totp-seed",
+        // `otp` alone is inside words (`footprint`, `hotplug`): only as a word of its own.
+        keywords: &[
+            "otpauth",
+            "2fa",
+            "totp",
+            "otp ",
+            "otp_",
+            "otp-",
+            "otp:",
+            "mfa",
+            "authenticator",
+            "two-factor",
+            "two factor",
+        ],
+        pre: None,
+        // A TOTP seed (base32, 16 to 64 characters, or in groups of four as authenticator apps
+        // show it) in an `otpauth://` URI or a few words after a 2FA word and `seed`, `secret` or
+        // `key`: "my 2FA seed is JBSW…", "TOTP secret: jbsw y3dp …".
+        pattern: r#"(?:[?&]secret=|(?:^|[^a-z0-9])(?:2fa|totp|otp|mfa|two[- ]factor|authenticator)[^\n]{0,40}?(?:seed|secret|key)s?(?:[ \t]+(?:is|was|are))?[ \t]*[:=]?[ \t]*["'`]?)(?P<v>[a-z2-7]{4}(?:[ ][a-z2-7]{4}){3,15}|[a-z2-7]{16,64})(?:[^a-z0-9_]|$)"#,
+        fold: true,
+        group: Group::First(&["v"]),
+        check: |t, c| {
+            let m = c.name("v").expect("v");
+            let v = span(t, m);
+            let flat: String = v.split(' ').collect();
+            let base32 = |upper: bool| {
+                flat.bytes().all(|b| {
+                    (b'2'..=b'7').contains(&b) || if upper { b.is_ascii_uppercase() } else { b.is_ascii_lowercase() }
+                })
+            };
+            // In a URI only after `otpauth://`, looked for in the 256 bytes before.
+            let whole = c.get(0).expect("match");
+            if span(t, whole).starts_with(['?', '&'])
+                && !around(t, whole.start(), whole.start(), 256).0.contains("otpauth")
+            {
+                return Verdict::Keep;
+            }
+            let shape = base32(true) || base32(false) && (v.contains(' ') || has_digit(&flat));
+            verdict(shape && (has_digit(&flat) || entropy(&flat) >= 3.3) && !is_prose_word(&flat))
         },
     },
     Rule {
