@@ -283,3 +283,11 @@ fn sdk_keys_and_totp_seeds() {
     gone("otpauth://totp/ACME:bob?secret={}&issuer=ACME", "JBSWY3DPEHPK3PXP");
     kept("Enable 2FA: the TOTP secret is shown once.\nA footprint of the hotplug path.");
 }
+
+/// Lists under a secret's key, in JSON and YAML flow style.
+#[test]
+fn lists_under_a_secret_key() {
+    gone("{\"passwords\": [\"{}\", \"b2Pw!yy88\"]}", "a1Pw!xx99");
+    gone("tokens: [ \"{}\" ]", "Tk1aa77xx");
+    kept("tokens = [\"hello\", \"world\"]\n\"passwords\": [\"required\", \"min:8\"]");
+}

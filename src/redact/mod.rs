@@ -230,6 +230,16 @@ impl Redactor {
                     }
                     Verdict::Redact => rule.id,
                     Verdict::RedactAs(l) => l,
+                    Verdict::RedactRanges(ranges, l) => {
+                        for (a, z) in ranges {
+                            spans.push((floor_char(text, a), ceil_char(text, z), i, Cow::Borrowed(l)));
+                        }
+                        pos = ceil_char(text, whole.end().max(whole.start() + 1));
+                        if pos > text.len() {
+                            break;
+                        }
+                        continue;
+                    }
                     Verdict::RedactRange(a, z, l) => {
                         spans.push((floor_char(text, a), ceil_char(text, z), i, Cow::Borrowed(l)));
                         pos = ceil_char(text, whole.end().max(whole.start() + 1)).max(ceil_char(text, z));

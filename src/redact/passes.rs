@@ -52,7 +52,7 @@ fn yaml_scalar(line: &str, from: usize) -> Option<(usize, usize)> {
 }
 
 /// Collections of secrets by their name: what is under them is secret.
-fn secret_parent(key: &str) -> bool {
+pub(super) fn secret_parent(key: &str) -> bool {
     let lower = key.to_ascii_lowercase().replace(['-', '_'], "");
     matches!(
         lower.as_str(),

@@ -17,6 +17,8 @@ pub(super) enum Verdict {
     RedactAs(&'static str),
     /// Redact this byte range (of the text the rule ran on), not the rule's group.
     RedactRange(usize, usize, &'static str),
+    /// Redact each of these byte ranges: the items of one list, with what lies between kept.
+    RedactRanges(Vec<(usize, usize)>, &'static str),
 }
 
 pub(super) struct Rule {
@@ -1054,6 +1056,18 @@ pub(super) static RULES: &[Rule] = &[
         },
     },
     Rule {
+        id: "password",
+        keywords: &["pass", "pwd", "secret", "token", "key", "cred"],
+        pre: None,
+        // A list under a secret's key, in JSON, YAML flow style or code: `{"passwords": ["a…",
+        // "b…"]}`, `tokens: [ "…", "…" ]`, `API_KEYS = ["…"]`. Each item goes; what lies between
+        // stays.
+        pattern: r#"(?P<key>[A-Za-z_][A-Za-z0-9_.-]*)["']?[ \t]*(?::=|:|=)[ \t]*\[(?P<list>[^\[\]]*)\]"#,
+        fold: false,
+        group: Group::First(&["list"]),
+        check: secret_list,
+    },
+    Rule {
         id: "high-entropy",
         keywords: &["=", ":"],
         pre: Some(|t| has_random_run(t, 20)),
@@ -1308,6 +1322,53 @@ fn terse_value(t: &str, c: &Captures, group: &str) -> Verdict {
         return Verdict::Keep;
     }
     Verdict::RedactRange(m.start(), m.start() + v.len(), "password")
+}
+
+/// The items of a list under a secret's key (`passwords`, `tokens`, `api_keys`, `secret`): a
+/// password's list gives up every item that could be one, any other secret's only generated
+/// ones (`tokens = ["hello", "world"]` is a tokenizer's output).
+fn secret_list(t: &str, c: &Captures) -> Verdict {
+    let key = g(t, c, "key");
+    let class = key_class(key);
+    if !class.strong && !super::passes::secret_parent(key) {
+        return Verdict::Keep;
+    }
+    let last = class.words.last().map(String::as_str).unwrap_or_default();
+    let password = label_for(last) == "password" || label_for(last.strip_suffix('s').unwrap_or(last)) == "password";
+    let list = c.name("list").expect("list");
+    let b = t.as_bytes();
+    let (mut at, end) = (list.start(), list.end());
+    let mut ranges = Vec::new();
+    while at < end {
+        match b[at] {
+            b' ' | b'\t' | b'\r' | b'\n' | b',' => at += 1,
+            q @ (b'"' | b'\'') => {
+                let Some(close) = b[at + 1..end].iter().position(|x| *x == q).map(|p| at + 1 + p) else { break };
+                let v = &t[at + 1..close];
+                let ok = !v.contains(char::is_whitespace)
+                    && !v.contains("REDACTED:")
+                    && (password_like(v)
+                        || looks_random(v, 12)
+                        || password && credential_like(v) && !v.contains(':') && !is_reference(v));
+                if ok {
+                    ranges.push((at + 1, close));
+                }
+                at = close + 1;
+            }
+            _ => {
+                let z = b[at..end].iter().position(|x| *x == b',').map_or(end, |p| at + p);
+                let v = t[at..z].trim();
+                if password_like(v) || looks_random(v, 12) {
+                    ranges.push((at, at + v.len()));
+                }
+                at = z + 1;
+            }
+        }
+    }
+    if ranges.is_empty() {
+        return Verdict::Keep;
+    }
+    Verdict::RedactRanges(ranges, if password { "password" } else { label_for(last) })
 }
 
 /// Words that name a secret near a hex value: "the signing key 4c08…", "wallet 0x…".
