@@ -291,3 +291,15 @@ fn lists_under_a_secret_key() {
     gone("tokens: [ \"{}\" ]", "Tk1aa77xx");
     kept("tokens = [\"hello\", \"world\"]\n\"passwords\": [\"required\", \"min:8\"]");
 }
+
+/// What a secret store's CLI prints on the lines after it, and CSV columns under a secret's name.
+#[test]
+fn what_a_secret_store_prints_and_csv_columns() {
+    gone("$ vault kv get -field=password secret/db\n{}\n$ ls", "Vk9pass!7731");
+    gone("PS C:\\> op read op://v/db/password\n{}\n", "Op7!read991x");
+    gone("[root@db ~]# security find-generic-password -s db -w\n{}\n", "Kc!chain2024");
+    kept("$ vault kv get -field=password secret/db | pbcopy\n$ echo ok\nok");
+    gone("user,password,email\nalice,{},alice@x.com", "Al1ce!pw77");
+    gone("name\tapi_key\tnotes\nsvc\t{}\tmain", "Ak9x7Lm2Qp");
+    kept("user,password,role\nalice,********,admin\nbob,<redacted>,viewer\ncarol,${CAROL_PW},ops");
+}

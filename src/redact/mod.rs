@@ -262,6 +262,8 @@ impl Redactor {
         block_scalars(text, finders, spans);
         passes::yaml_parents(text, finders, spans);
         passes::markdown_tables(text, finders, spans);
+        passes::delimited_columns(text, finders, spans);
+        passes::command_output(text, finders, spans);
         if decode {
             self.encoded(text, finders + 1, spans);
         }

@@ -1,11 +1,17 @@
 //! Passes of their own over the lines of a text, where the secret's key is not on the value's
 //! line: YAML values under a secret-named parent (`secrets:`, `passwords:`, a plain scalar on
-//! the line after `password:`), and markdown table cells under a secret column or beside a
-//! secret's label. Each pass is one scan of the lines.
+//! the line after `password:`), markdown table cells under a secret column or beside a
+//! secret's label, CSV and TSV cells under a secret's column header, and the lines a command
+//! that reads a secret store prints (`vault kv get -field=password …` then the password). Each
+//! pass is one scan of the lines.
 
 use std::borrow::Cow;
 
-use super::rules::{key_class, label_for};
+use std::sync::LazyLock;
+
+use regex::bytes::{Regex as BytesRegex, RegexBuilder as BytesRegexBuilder};
+
+use super::rules::{is_function_word, key_class, label_for};
 use super::values::*;
 
 type Spans = Vec<(usize, usize, usize, Cow<'static, str>)>;
@@ -268,4 +274,300 @@ pub(super) fn markdown_tables(text: &str, prio: usize, spans: &mut Spans) {
             }
         }
     }
+}
+
+/// One row of a delimited file, split at `sep` outside double quotes: each field's byte range
+/// within `line`, trimmed and unquoted.
+fn fields(line: &str, sep: u8) -> Vec<(usize, usize)> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for i in 0..=b.len() {
+        match b.get(i) {
+            Some(b'"') => quoted = !quoted,
+            Some(c) if *c == sep && !quoted => {}
+            None => {}
+            _ => continue,
+        }
+        if b.get(i).is_some_and(|c| *c == b'"') {
+            continue;
+        }
+        let (mut a, mut z) = (start, i);
+        while a < z && b[a].is_ascii_whitespace() {
+            a += 1;
+        }
+        while z > a && b[z - 1].is_ascii_whitespace() {
+            z -= 1;
+        }
+        if z >= a + 2 && b[a] == b'"' && b[z - 1] == b'"' {
+            (a, z) = (a + 1, z - 1);
+        }
+        out.push((a, z));
+        start = i + 1;
+    }
+    out
+}
+
+/// A header cell: a name of one to three words (`password`, `API Key`, `db_token`).
+fn header_cell(cell: &str) -> bool {
+    (1..=40).contains(&cell.len())
+        && cell.starts_with(|c: char| c.is_ascii_alphabetic())
+        && cell.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b' '))
+        && cell.split(' ').count() <= 3
+        && (key_class(cell).strong || !cell.split(' ').any(|w| is_function_word(&w.to_ascii_lowercase())))
+}
+
+/// A delimited file's header as read: its separator, its width, and its secret columns, each with
+/// its label and whether a weak name (`pass`, `pw`) asks for a credential's look.
+struct Table {
+    sep: u8,
+    width: usize,
+    cols: Vec<(usize, &'static str, bool)>,
+}
+
+/// CSV and TSV (`,`, tab, `;`, `|`): under a header row whose column names a secret
+/// (`user,password,email`), that column's cell in every row of the same width goes; other
+/// columns stay. Masked cells (`********`, `<redacted>`, `${VAR}`) are no secret.
+pub(super) fn delimited_columns(text: &str, prio: usize, spans: &mut Spans) {
+    let mut table: Option<Table> = None;
+    for (start, line) in lines(text) {
+        if let Some(Table { sep, width, cols }) = &table {
+            let row = fields(line, *sep);
+            if row.len() == *width && !line.trim().is_empty() {
+                for &(j, label, weak) in cols {
+                    let (a, z) = row[j];
+                    let v = &line[a..z];
+                    // Not `takeable`: a password may start with `!` or `*`, which in YAML open a tag
+                    // or an alias.
+                    let ok = v.len() >= 3
+                        && !is_placeholder(v)
+                        && !is_reference(v)
+                        && !v.contains("REDACTED:")
+                        && !v.starts_with('(')
+                        && !matches!(
+                            v.to_ascii_lowercase().as_str(),
+                            "yes" | "pass" | "fail" | "passed" | "failed" | "n/a"
+                        )
+                        && (!weak || credential_like(v));
+                    if ok {
+                        spans.push((start + a, start + z, prio, Cow::Borrowed(label)));
+                    }
+                }
+                continue;
+            }
+            table = None;
+        }
+        if line.len() > 1024 || line.trim_start().starts_with('|') {
+            continue;
+        }
+        let lower = line.to_ascii_lowercase();
+        if !["pass", "pwd", "pw", "secret", "token", "key", "cred"].iter().any(|k| lower.contains(k)) {
+            continue;
+        }
+        let Some((sep, row)) = [b'\t', b',', b';', b'|']
+            .iter()
+            .filter(|s| line.as_bytes().contains(s))
+            .map(|s| (*s, fields(line, *s)))
+            .max_by_key(|(_, r)| r.len())
+        else {
+            continue;
+        };
+        if row.len() < 2 || !row.iter().all(|&(a, z)| header_cell(&line[a..z])) {
+            continue;
+        }
+        let cols: Vec<(usize, &'static str, bool)> = row
+            .iter()
+            .enumerate()
+            .filter_map(|(j, &(a, z))| {
+                let class = key_class(&line[a..z]);
+                let last = class.words.last().map(String::as_str).unwrap_or_default();
+                class.strong.then(|| (j, label_for(last), matches!(last, "pass" | "pw" | "pwd")))
+            })
+            .collect();
+        if !cols.is_empty() {
+            table = Some(Table { sep, width: row.len(), cols });
+        }
+    }
+}
+
+/// Commands that print a secret on the lines after them, in a terminal transcript: a
+/// Kubernetes Secret's field decoded, a Terraform output named as a secret, a field of Vault,
+/// AWS Secrets Manager or SSM as text, Google Secret Manager, 1Password, `pass`, the macOS
+/// keychain, Azure Key Vault, Doppler, Bitwarden, LastPass, `secret-tool`, `keyring`, and the
+/// CLIs that print their own token.
+static SECRET_COMMAND: LazyLock<BytesRegex> = LazyLock::new(|| {
+    BytesRegexBuilder::new(concat!(
+        // An optional prompt: `$ `, `% `, `# `, `> `, `user@host:~/dir$ `, `[root@h ~]# `, `PS C:\> `, `❯ `.
+        r"(?m)^[ \t]*(?:\[[^\]\n]*\][$#][ \t]*|[A-Za-z0-9_.@-]*(?::[^\s$#%>]*)?[$#%>][ \t]+|PS[ \t][^\n>]*>[ \t]*|\xE2\x9D\xAF[ \t]+)?",
+        r"(?P<cmd>(?:sudo[ \t]+)?(?:",
+        r"kubectl[ \t][^\n]*\bsecrets?\b[^\n]*(?:jsonpath|go-template|base64[ \t]+(?:-d|--decode|-D))",
+        r"|terraform[ \t]+output\b[^\n]*(?:pass|secret|token|key|cred|pwd)",
+        r"|vault[ \t]+(?:kv[ \t]+get|read)[ \t][^\n]*-field[= ]",
+        r"|aws[ \t]+(?:secretsmanager[ \t]+get-secret-value|ssm[ \t]+get-parameters?[ \t][^\n]*--with-decryption)\b[^\n]*(?:--output[ \t=]+text|--query[ \t=]+['\x22]?(?:SecretString|Parameters?\[?[^\s]*Value))",
+        r"|aws[ \t]+ecr[ \t]+get-login-password\b",
+        r"|gcloud[ \t]+(?:secrets[ \t]+versions[ \t]+access|auth[ \t]+(?:application-default[ \t]+)?print-(?:access|identity)-token)\b",
+        r"|op[ \t]+(?:read|item[ \t]+get[ \t][^\n]*--fields?)\b",
+        r"|(?:go)?pass[ \t]+show\b",
+        r"|security[ \t]+find-(?:generic|internet)-password\b[^\n]*[ \t]-w\b",
+        r"|az[ \t]+keyvault[ \t]+secret[ \t]+show\b[^\n]*(?:--query[ \t=]+['\x22]?value|-o[ \t]+tsv|--output[ \t]+tsv)",
+        r"|doppler[ \t]+secrets[ \t]+get\b[^\n]*--plain",
+        r"|bw[ \t]+get[ \t]+(?:password|totp)\b|lpass[ \t]+show\b[^\n]*--password",
+        r"|secret-tool[ \t]+lookup\b|keyring[ \t]+get\b|gh[ \t]+auth[ \t]+token\b",
+        r")[^\n]*)"
+    ))
+    .unicode(false)
+    .build()
+    .expect("secret command")
+});
+
+/// A line that starts the next command or ends the output: a prompt, a code fence, or a
+/// command of a shell script.
+fn ends_output(line: &str) -> bool {
+    let t = line.trim_start();
+    let first = t.split_whitespace().next().unwrap_or_default();
+    const SHELL: &[&str] = &[
+        "sudo",
+        "echo",
+        "export",
+        "cd",
+        "ls",
+        "cat",
+        "kubectl",
+        "terraform",
+        "vault",
+        "aws",
+        "gcloud",
+        "op",
+        "pass",
+        "gopass",
+        "security",
+        "az",
+        "doppler",
+        "bw",
+        "lpass",
+        "gh",
+        "docker",
+        "git",
+        "curl",
+        "psql",
+        "mysql",
+        "set",
+        "unset",
+        "source",
+        "npm",
+        "cargo",
+        "python",
+        "python3",
+        "make",
+        "helm",
+        "jq",
+        "base64",
+        "printf",
+        "read",
+        "exit",
+        "ssh",
+        "scp",
+        "rm",
+        "cp",
+        "mv",
+        "mkdir",
+        "grep",
+        "if",
+        "then",
+        "else",
+        "fi",
+        "for",
+        "do",
+        "done",
+        "while",
+        "secret-tool",
+        "keyring",
+        "env",
+    ];
+    let prompt = ["$ ", "# ", "% ", "> ", ">>> ", "PS ", "```", "~~~", "\u{276f}"].iter().any(|p| t.starts_with(p))
+        || t == "$"
+        || t.find("$ ")
+            .is_some_and(|i| i < 100 && !t[..i].contains(' ') && (t[..i].contains('@') || t.starts_with('[')))
+        || t.find("]# ").is_some_and(|i| t.starts_with('[') && i < 100);
+    let words: Vec<&str> = t.split_whitespace().collect();
+    let prose = words.len() >= 4 && words.iter().any(|w| is_function_word(&w.to_ascii_lowercase()));
+    prompt || prose || SHELL.contains(&first)
+}
+
+/// The output of a command that prints a secret (`SECRET_COMMAND`): its next lines, to a blank
+/// line, a prompt or the next command (20 at most), unless the command's output goes to a file
+/// or into another command.
+pub(super) fn command_output(text: &str, prio: usize, spans: &mut Spans) {
+    const ANCHORS: &[&str] = &[
+        "kubectl",
+        "terraform",
+        "vault",
+        "secretsmanager",
+        "ssm",
+        "ecr",
+        "gcloud",
+        "op ",
+        "pass show",
+        "security find",
+        "keyvault",
+        "doppler",
+        "bw get",
+        "lpass",
+        "secret-tool",
+        "keyring",
+        "gh auth",
+    ];
+    let b = text.as_bytes();
+    if !ANCHORS.iter().any(|a| memchr::memmem::find(b, a.as_bytes()).is_some()) {
+        return;
+    }
+    for c in SECRET_COMMAND.captures_iter(b) {
+        // The command without its prompt (`PS C:\> `, `user@host:~$ `).
+        let m = c.name("cmd").expect("cmd");
+        if !prints(&text[m.start()..m.end()]) {
+            continue;
+        }
+        let mut at = m.end() + 1;
+        for _ in 0..20 {
+            if at >= text.len() {
+                break;
+            }
+            let end = b[at..].iter().position(|c| *c == b'\n').map_or(b.len(), |p| at + p);
+            let line = text[at..end].trim_end_matches('\r');
+            if line.trim().is_empty() || ends_output(line) {
+                break;
+            }
+            let lead = line.len() - line.trim_start().len();
+            let v = line.trim();
+            if !is_placeholder(v) && !v.contains("REDACTED:") {
+                spans.push((at + lead, at + lead + v.len(), prio, Cow::Borrowed("secret")));
+            }
+            at = end + 1;
+        }
+    }
+}
+
+/// Whether a command line prints to the terminal: no `>` to a file, and no pipe into anything
+/// but a filter (`| base64 -d`, `| jq -r .password`), outside quotes.
+fn prints(cmd: &str) -> bool {
+    const FILTERS: &[&str] = &["base64", "jq", "tr", "head", "tail", "cut", "sed", "awk", "xxd", "cat", "tee", "grep"];
+    let b = cmd.as_bytes();
+    let mut quote = None;
+    for (i, &c) in b.iter().enumerate() {
+        match (quote, c) {
+            (None, b'\'' | b'"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, b'>') if !matches!(b.get(i.wrapping_sub(1)), Some(b'2' | b'&')) && b.get(i + 1) != Some(&b'&') => {
+                return false;
+            }
+            (None, b'|') if b.get(i + 1) != Some(&b'|') && b.get(i.wrapping_sub(1)) != Some(&b'|') => {
+                let next = cmd[i + 1..].split_whitespace().next().unwrap_or_default();
+                if !FILTERS.contains(&next) {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    true
 }
