@@ -303,3 +303,21 @@ fn what_a_secret_store_prints_and_csv_columns() {
     gone("name\tapi_key\tnotes\nsvc\t{}\tmain", "Ak9x7Lm2Qp");
     kept("user,password,role\nalice,********,admin\nbob,<redacted>,viewer\ncarol,${CAROL_PW},ops");
 }
+
+/// A secret built in code from literals a call joins.
+#[test]
+fn strings_built_from_literals() {
+    let (a, b) = ("ghp_R8sV2nXq7LmZ4t", "Wc9YbK1dPe6HfJ3gAu0oSi");
+    for t in [
+        format!("concat!(\"{a}\", \"{b}\")"),
+        format!("format!(\"{{}}{{}}\", \"{a}\", \"{b}\")"),
+        format!("fmt.Sprintf(\"%s%s\", \"{a}\", \"{b}\")"),
+        format!("\"%s%s\" % (\"{a}\", \"{b}\")"),
+        format!("\"\".join([\"{a}\", \"{b}\"])"),
+        format!("[\"{a}\",\n  \"{b}\"].join(\"\")"),
+    ] {
+        let out = r(&t);
+        assert!(!out.contains(a) && !out.contains(b), "{t:?} -> {out:?}");
+    }
+    kept("let url = format!(\"{}{}\", base, path);\nmsg = \"\".join([\"Hello, \", \"world\"])\nf(\"a\", \"b\")");
+}

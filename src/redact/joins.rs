@@ -22,6 +22,8 @@ pub(super) fn gaps(text: &str) -> Vec<(usize, usize)> {
     let mut open: Option<(u8, usize)> = None;
     // Whether the literal just closed was joined to one before it (a chain of pieces).
     let mut chained = false;
+    // Literals separated by commas, joined only where the call around them joins them.
+    let mut list: Option<List> = None;
     let mut line_start = 0;
     let mut i = 0;
     while i < b.len() {
@@ -78,6 +80,40 @@ pub(super) fn gaps(text: &str) -> Vec<(usize, usize)> {
                         i = next + 1;
                         continue;
                     }
+                    // `concat!("ab", "cd")`, `["ab", "cd"].join("")`, `format!("{}{}", "ab", "cd")`.
+                    let fmt = list.is_none().then(|| placeholders(&b[at + 1..i])).flatten();
+                    if let Some(next) = list_next(b, i, q, fmt.is_some()) {
+                        let l = list.get_or_insert(List { first: at, fmt: None, gaps: Vec::new(), pieces: 0 });
+                        match fmt.filter(|_| l.pieces == 0 && format_call(b, at, i)) {
+                            Some(n) => {
+                                l.fmt = Some(n);
+                                l.gaps.push((at + 1, next + 1));
+                            }
+                            None if b[i + 1..next].contains(&b',') => {
+                                l.pieces += 1;
+                                l.gaps.push((i, next + 1));
+                            }
+                            None => {
+                                list = None;
+                                i += 1;
+                                continue;
+                            }
+                        }
+                        line_start = b[i..next].iter().rposition(|c| *c == b'\n').map_or(line_start, |p| i + p + 1);
+                        open = Some((q, next));
+                        i = next + 1;
+                        continue;
+                    }
+                    if let Some(mut l) = list.take() {
+                        l.pieces += 1;
+                        let joined = match l.fmt {
+                            Some(n) => n == l.pieces && next_byte(b, i + 1) == Some(b')'),
+                            None => l.pieces >= 2 && (joining_call(b, l.first) || joined_after(b, i)),
+                        };
+                        if joined {
+                            gaps.extend(l.gaps);
+                        }
+                    }
                 }
                 _ => {}
             },
@@ -85,7 +121,108 @@ pub(super) fn gaps(text: &str) -> Vec<(usize, usize)> {
         }
         i += 1;
     }
+    // A list's gaps were kept back until its end, after later operators' gaps.
+    gaps.sort_unstable();
     gaps
+}
+
+/// A run of literals separated by commas: where the first opened, the placeholders of a format
+/// string before them, the gaps between them, how many there are.
+struct List {
+    first: usize,
+    fmt: Option<usize>,
+    gaps: Vec<(usize, usize)>,
+    pieces: usize,
+}
+
+/// The first byte at or after `at` that is not white space.
+fn next_byte(b: &[u8], at: usize) -> Option<u8> {
+    b[at.min(b.len())..].iter().copied().find(|c| !c.is_ascii_whitespace())
+}
+
+/// The literal after the one closed at `close` in a list: after `,` (and spaces, line breaks),
+/// the same quote opens it; after a format string, also `.format(` or `% (` (Python).
+fn list_next(b: &[u8], close: usize, q: u8, fmt: bool) -> Option<usize> {
+    let ws = |at: usize| at + b[at.min(b.len())..].iter().take_while(|c| c.is_ascii_whitespace()).count();
+    let mut at = ws(close + 1);
+    let rest = &b[at.min(b.len())..];
+    if rest.starts_with(b",") {
+        at += 1;
+    } else if fmt && rest.starts_with(b".format(") {
+        at += 8;
+    } else if fmt && rest.starts_with(b"%") && next_byte(b, at + 1) == Some(b'(') {
+        at = ws(at + 1) + 1;
+    } else {
+        return None;
+    }
+    at = ws(at);
+    (b.get(at) == Some(&q)).then_some(at)
+}
+
+/// A format string of placeholders only (`{}{}`, `%s%s`, `{0}{1}`), two or more: how many.
+fn placeholders(s: &[u8]) -> Option<usize> {
+    let mut n = 0;
+    let mut at = 0;
+    while at < s.len() {
+        match (s[at], s.get(at + 1)) {
+            (b'%', Some(b's' | b'v')) => at += 2,
+            (b'{', _) => {
+                let close = s[at..].iter().position(|c| *c == b'}')?;
+                if !s[at + 1..at + close].iter().all(u8::is_ascii_digit) {
+                    return None;
+                }
+                at += close + 1;
+            }
+            _ => return None,
+        }
+        n += 1;
+    }
+    (n >= 2).then_some(n)
+}
+
+/// The up to 40 bytes before `at`, white space taken out, lowercase.
+fn squeezed_before(b: &[u8], at: usize) -> Vec<u8> {
+    b[at.saturating_sub(40)..at].iter().filter(|c| !c.is_ascii_whitespace()).map(u8::to_ascii_lowercase).collect()
+}
+
+/// A call that formats its arguments into one string opens before the literal at `open`
+/// (`format!(`, `fmt.Sprintf(`, `String.format(`), or `.format(` / `% (` follows it (`close`).
+fn format_call(b: &[u8], open: usize, close: usize) -> bool {
+    let before = squeezed_before(b, open);
+    let after = &b[close + 1..];
+    ["format!(", "printf(", "format("].iter().any(|k| before.ends_with(k.as_bytes()))
+        || after.starts_with(b".format(")
+        || next_byte(b, close + 1) == Some(b'%')
+}
+
+/// A call that joins the list opening at `first` into one string: `concat!(`, `.concat(`,
+/// `"".join([`, `String.join("", `, `strings.Join([]string{`, `implode('', [`.
+fn joining_call(b: &[u8], first: usize) -> bool {
+    let before = squeezed_before(b, first);
+    const CALLS: &[&str] = &[
+        "concat!(",
+        "concat!([",
+        "concat(",
+        "\"\".join(",
+        "''.join(",
+        "\"\".join([",
+        "''.join([",
+        "\"\".join((",
+        "''.join((",
+        "join(\"\",",
+        "join('',",
+        "strings.join([]string{",
+        "implode('',[",
+        "implode(\"\",[",
+    ];
+    CALLS.iter().any(|k| before.ends_with(k.as_bytes()))
+}
+
+/// The list that ended at `close` is joined by what follows it: `].join("")`, `].concat()`.
+fn joined_after(b: &[u8], close: usize) -> bool {
+    let after: Vec<u8> =
+        b[close + 1..(close + 32).min(b.len())].iter().filter(|c| !c.is_ascii_whitespace()).copied().collect();
+    [&b"].join(\"\")"[..], b"].join('')", b"].join(``)", b"].concat()"].iter().any(|k| after.starts_with(k))
 }
 
 /// Where the line `start..nl` ends, before a `\r`.
@@ -249,6 +386,17 @@ mod tests {
     }
 
     #[test]
+    fn lists_that_a_call_joins_are_joined() {
+        assert_eq!(joined("concat!(\"Ab\", \"Cd\")"), "concat!(\"AbCd\")");
+        assert_eq!(joined("format!(\"{}{}\", \"Ab\", \"Cd\")"), "format!(\"AbCd\")");
+        assert_eq!(joined("fmt.Sprintf(\"%s%s\", \"Ab\", \"Cd\")"), "fmt.Sprintf(\"AbCd\")");
+        assert_eq!(joined("\"{}{}\".format(\"Ab\", \"Cd\")"), "\"AbCd\")");
+        assert_eq!(joined("''.join(['Ab',\n  'Cd'])"), "''.join(['AbCd'])");
+        assert_eq!(joined("[\"Ab\", \"Cd\"].join(\"\")"), "[\"AbCd\"].join(\"\")");
+        assert_eq!(joined("strings.Join([]string{\"Ab\", \"Cd\"}, \"\")"), "strings.Join([]string{\"AbCd\"}, \"\")");
+    }
+
+    #[test]
     fn separate_values_stay_apart() {
         for text in [
             "f(\"a\", \"b\")",
@@ -269,6 +417,12 @@ mod tests {
             "  sqlite3Fts5ParserARG_FETCH\n  sqlite3Fts5ParserCTX_FETCH",
             "Zx9kQ2mP7vL3wR8nT4bY6cH1jF5gD0sA2eU7iO9p\nZx9kQ2mP7vL3wR8nT4bY6cH1jF5gD0sA2eU7iO9p",
             "Hd1Jf5Gs0Ay\nZx9kQ2mP7vL3wR8nT4bY6c",
+            // Lists no call joins, and format strings whose arguments are not all literals.
+            "f(\"ab\", \"cd\")",
+            "x = [\"ab\", \"cd\"].join(\", \")",
+            "format!(\"{}{}\", \"ab\", cd)",
+            "format!(\"{}-{}\", \"ab\", \"cd\")",
+            "printf(\"%s%s\", \"ab\", \"cd\", \"ef\")",
         ] {
             assert_eq!(joined(text), text, "{text:?}");
         }

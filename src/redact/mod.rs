@@ -768,6 +768,22 @@ mod tests {
             "mnemonic: abc abc abc ",
             "seed ",
             "wallet 0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318 ",
+            // Positional logins, terse notes, a secret store's output, CSV, lists, built strings.
+            "login(a, ",
+            "smtp.login(\"u\", \"Xy7#kq9!mZ\") ",
+            "password Xy7#kq9!mZ\n",
+            "creds are a:",
+            "username a password ",
+            "$ vault kv get -field=p x\n",
+            "$ pass show x\nXy7#kq9!mZ\n",
+            "a,password\n",
+            "x,Xy7#kq9!mZ\n",
+            "concat!(\"a\", ",
+            "\"a\",\n",
+            "format!(\"{}{}\", ",
+            "tokens: [\"a\", ",
+            "2fa seed ",
+            "ConvertTo-SecureString '",
         ] {
             let text = unit.repeat((1 << 20) / unit.len());
             let t = std::time::Instant::now();
