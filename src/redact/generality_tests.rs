@@ -169,6 +169,11 @@ fn code_paths_and_version_pins_stay() {
     kept("hash with crypto.subtle.digestMessageSHA.generateKeyPair(opts)");
     kept("Bumped the pin to `polars>=1.25,<2`; nothing else changed.");
     kept("we moved the pin to 'requests==2.31.0' for now");
+    kept("the pin is ^1.4.2 in package.json");
+    kept("bumped the token crate to tokio ~> 1.38");
+    // A caret or `==` inside a password is no version.
+    gone("root pw is {}", &k(&["hT5^mW", "8&qR"]));
+    gone("the api key is {} now", &k(&["Zx9==", "qW7mK2pL"]));
     // A token in dotted parts with many digits is still a token.
     gone("bot {} online", &k(&["MTE2NjQ0MTk1NzQ5", "MjU3NjMxNw", ".GZ1x9k.", "Qm7Zx2Lp9Rt4Vn8Wb3Kc6Hd1Jf5Gs0AyEu7iO"]));
 }

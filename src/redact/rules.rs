@@ -1630,7 +1630,15 @@ pub(super) fn is_npm_version(v: &str) -> bool {
 
 /// A package's version constraint: `polars>=1.25,<2`, `requests==2.31.0`, `~> 7.1`, `^18.2.0`.
 pub(super) fn is_version_spec(v: &str) -> bool {
-    [">=", "<=", "==", "!=", "~=", "~>", "^"].iter().any(|op| v.contains(op))
+    // An operator with a version after it (`polars>=1.25`, `^1.2`, `~> 3.0`, `== v2`): one inside a
+    // password (`hT5^mW8&qR`) is not followed by a number.
+    let versioned = |op: &str| {
+        v.match_indices(op).any(|(i, _)| {
+            let rest = v[i + op.len()..].trim_start().trim_start_matches(['v', 'V']);
+            rest.starts_with(|c: char| c.is_ascii_digit())
+        })
+    };
+    [">=", "<=", "==", "!=", "~=", "~>", "^"].iter().any(|op| versioned(op))
         || v.split_once('@')
             .is_some_and(|(name, ver)| !name.is_empty() && ver.starts_with(|c: char| c.is_ascii_digit()))
 }
