@@ -221,6 +221,22 @@ fn the_same_turn_is_stored_once() {
     assert_eq!(lab.memories().len(), 1);
 }
 
+/// A harness's time is the turn's time, unless it cannot be right: a date a day or more ahead of
+/// this clock would put the memory first at every session start, forever.
+#[test]
+fn a_turn_dated_in_the_future_is_dated_now() {
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap();
+    let ev = json!({"session_id": "g1", "cwd": p, "hook_event_name": "AfterAgent", "timestamp": "2099-06-01T00:00:00Z",
+                    "prompt": "the cache ttl is five minutes", "prompt_response": "Noted: the cache ttl is 5m."});
+    assert_eq!(lab.hook("gemini-cli", "AfterAgent", &ev.to_string()), "{}");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let mems = lab.memories();
+    assert_eq!(mems.len(), 1, "{mems:?}");
+    let at = mems[0]["created_at"].as_i64().unwrap();
+    assert!((now - 60..=now + 60).contains(&at), "created_at {at}, now {now}");
+}
+
 #[test]
 fn short_prompts_skip_recall() {
     let lab = Lab::new();
@@ -468,6 +484,29 @@ fn an_endless_stdin_is_left_unread() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "{}");
     assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
     assert!(lab.log().contains("larger than 8 MiB"), "{}", lab.log());
+}
+
+/// A payload far past the cap is read to its end before the hook answers: a harness still writing
+/// when the hook leaves gets a broken pipe (and a Node harness without a handler for it throws).
+#[test]
+fn an_oversized_payload_is_read_to_its_end() {
+    let lab = Lab::new();
+    let mut child = Command::new(OVMEM)
+        .args(["hook", "claude-code", "UserPromptSubmit"])
+        .env_clear()
+        .env("HOME", lab.home())
+        .current_dir(&lab.proj)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let chunk = vec![b' '; 1 << 20];
+    let written: std::io::Result<()> = (0..100).try_for_each(|_| stdin.write_all(&chunk));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(written.is_ok(), "the harness's write failed: {written:?}");
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).trim()), (Some(0), "{}"));
 }
 
 #[test]

@@ -42,8 +42,11 @@ const PROMPT_WRITE_WAIT: Duration = Duration::from_millis(200);
 
 /// Largest stdin accepted; larger payloads are drained and answered with a no-op.
 pub const STDIN_CAP: usize = 8 << 20;
-/// How much of a payload past [`STDIN_CAP`] is read and thrown away before the hook gives up.
-const STDIN_DRAIN: usize = 64 << 20;
+/// How much of a payload past [`STDIN_CAP`] is read and thrown away before the hook gives up: more
+/// than any harness sends (a harness still writing when the hook leaves gets a broken pipe, and
+/// a Node harness without a handler for it throws), yet an endless stdin is left in well under a
+/// second.
+const STDIN_DRAIN: usize = 512 << 20;
 
 /// What a hook has taken on but not yet stored: if the deadline passes first, the main thread
 /// spools it before answering, so nothing is lost.
@@ -188,9 +191,17 @@ fn read_stdin() -> Result<Vec<u8>> {
     lock.by_ref().take(STDIN_CAP as u64 + 1).read_to_end(&mut buf).context("could not read stdin")?;
     if buf.len() > STDIN_CAP {
         // Drain the rest so the harness never sees a broken pipe, then give up on this payload;
-        // within reason: an endless stdin (`/dev/zero`) is left after 64 MiB more, not read
-        // with a core until the deadline.
-        let _ = std::io::copy(&mut lock.by_ref().take(STDIN_DRAIN as u64), &mut std::io::sink());
+        // within reason: an endless stdin (`/dev/zero`) is left after [`STDIN_DRAIN`] more, not
+        // read with a core until the deadline.
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut left = STDIN_DRAIN;
+        while left > 0 {
+            match lock.read(&mut chunk[..left.min(1 << 20)]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Ok(0) | Err(_) => break,
+                Ok(n) => left -= n,
+            }
+        }
         anyhow::bail!("stdin is larger than {} MiB; ignored", STDIN_CAP >> 20);
     }
     Ok(buf)
@@ -387,8 +398,10 @@ impl Ctx<'_> {
         self.project_bank().key.clone()
     }
 
+    /// When the event happened: the harness's own time, unless it cannot be right (a day or more
+    /// ahead of this clock: such a memory would be shown first at every session start, forever).
     fn at(&self) -> i64 {
-        self.event.at.unwrap_or_else(store::now)
+        self.event.at.filter(|&at| store::implausible_date(at).is_none()).unwrap_or_else(store::now)
     }
 
     fn act(&self) -> RunResult {
@@ -521,11 +534,14 @@ impl Ctx<'_> {
             crate::store::prefetch_question(&clean);
         }
         let bank = self.bank();
+        // Taken on before the store is opened: an open can outlast the deadline (a checkpoint on
+        // a slow disk, a migration), and then the watchdog spools the prompt instead of losing it.
+        let item = (!clean.is_empty())
+            .then(|| Spooled::prompt(&bank, &self.event.harness, &self.event.session, &clean, self.at()));
+        set_pending(self.pending, item.clone());
         // Opened (and if need be created) within the full budget; its writes then wait briefly.
         let store = self.open().map(|s| s.with_write_wait(PROMPT_WRITE_WAIT.min(self.busy)));
-        if !clean.is_empty() {
-            let item = Spooled::prompt(&bank, &self.event.harness, &self.event.session, &clean, self.at());
-            set_pending(self.pending, Some(item.clone()));
+        if let Some(item) = item {
             let buffered = store.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).and_then(|s| {
                 s.buffer_prompt_item(&item.id, &self.event.session, &bank, &self.event.harness, &clean, item.taken_ms())
             });
@@ -578,14 +594,6 @@ impl Ctx<'_> {
     fn stop(&self) -> RunResult {
         let bank = self.bank();
         let ev = self.event;
-        if let (true, Some(reply)) = (self.adapter.stop_once_per_reply, ev.reply.as_deref()) {
-            let flag = format!("reply:{}", &crate::fsx::sha256_hex(reply.as_bytes())[..16]);
-            // A store that cannot say (locked, read-only, damaged) does not cost the turn: it is
-            // stored or spooled below like any other.
-            if let Ok(false) = self.open().and_then(|s| s.set_flag_once(&ev.session, &flag)) {
-                return Ok((Outcome::default(), Some("this reply was captured already in this session".into())));
-            }
-        }
         let mut item = Spooled::turn(
             &bank,
             &ev.harness,
@@ -615,6 +623,16 @@ impl Ctx<'_> {
         item.transcript_len = item.transcript.as_deref().and_then(capture::transcript_len);
         // From here on the turn is ours: if the deadline passes, the main thread spools it.
         set_pending(self.pending, Some(item.clone()));
+        if let (true, Some(reply)) = (self.adapter.stop_once_per_reply, ev.reply.as_deref()) {
+            let flag = format!("reply:{}", &crate::fsx::sha256_hex(reply.as_bytes())[..16]);
+            // A store that cannot say (locked, read-only, damaged) does not cost the turn: it is
+            // stored or spooled below like any other. Asked once the turn is pending: an open
+            // that outlasts the deadline spools it.
+            if let Ok(false) = self.open().and_then(|s| s.set_flag_once(&ev.session, &flag)) {
+                set_pending(self.pending, None);
+                return Ok((Outcome::default(), Some("this reply was captured already in this session".into())));
+            }
+        }
         // Its text, read now (a spooled copy then holds the text itself).
         item.resolve_transcript(self.cfg.max_memory_chars);
         set_pending(self.pending, Some(item.clone()));
