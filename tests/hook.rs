@@ -530,6 +530,40 @@ fn a_locked_database_answers_in_time_and_spools_the_turn() {
     assert_eq!(std::fs::read_dir(lab.home().join(".ovmem/spool")).unwrap().count(), 0);
 }
 
+/// A harness ends a hook that is still at work (SIGTERM when the user cancels or quits): the turn
+/// it took on is spooled, the hook answers its no-op and exits 0, and the next hook stores it.
+#[test]
+fn a_stop_ended_by_the_harness_spools_its_turn() {
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    let conn = rusqlite_lock(&lab.home().join(".ovmem/memory.db"));
+    let p = lab.proj.to_str().unwrap();
+    let stop = payload("codex", "Stop", &[("P", p), ("REPLY", "The retry budget is 7 attempts.")]);
+    let mut child = Command::new(OVMEM)
+        .args(["hook", "codex", "Stop"])
+        .env_clear()
+        .env("HOME", lab.home())
+        .env("OVMEM_DEADLINE_MS", "20000")
+        .current_dir(&lab.proj)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stop.as_bytes()).unwrap();
+    // Waiting on the lock by now.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let started = std::time::Instant::now();
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).trim()), (Some(0), "{}"));
+    assert!(lab.log().contains("ended by SIGTERM") && lab.log().contains("spooled"), "{}", lab.log());
+    drop(conn);
+    lab.hook("codex", "SessionStart", &payload("codex", "SessionStart", &[("P", p)]));
+    let stored = lab.memories().iter().filter(|m| m["content"].as_str().unwrap().contains("7 attempts")).count();
+    assert_eq!(stored, 1);
+}
+
 /// Another process holding the write lock does not cost a prompt its recall: reading is not
 /// blocked, so the prompt is spooled after a short wait and the memories are shown at once; the
 /// turn that follows keeps the question.

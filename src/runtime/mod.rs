@@ -91,17 +91,19 @@ pub fn main(args: &[String]) -> i32 {
     let configured = Duration::from_millis(if guard_event { cfg.guard_deadline_ms } else { cfg.deadline_ms });
     let deadline = within_timeout(configured, harness_id, native);
 
-    // The work runs on this thread; a watchdog thread only sleeps until the deadline. Whichever
-    // answers first answers (the `answered` flag): past the deadline the watchdog spools what the
-    // hook took on, prints the no-op and ends the process.
+    // The work runs on this thread; a watchdog thread only waits for the deadline, or for the
+    // harness to end the hook (SIGTERM when the user cancels or quits, SIGHUP, SIGINT). Whichever
+    // answers first answers (the `answered` flag): the watchdog spools what the hook took on,
+    // prints the no-op and ends the process, so a turn is never lost to a kill it can catch.
     let pending: Pending = Arc::new(Mutex::new(None));
     let answered = Arc::new(AtomicBool::new(false));
     {
         let (pending, answered) = (pending.clone(), answered.clone());
         let env = env.clone();
         let (harness, native, noop) = (harness_id.to_string(), native.to_string(), encode::noop(&adapter, native));
+        let stop = stop_signals();
         std::thread::spawn(move || {
-            std::thread::sleep(deadline);
+            let signal = wait_for(stop, deadline);
             if answered.swap(true, Ordering::SeqCst) {
                 return;
             }
@@ -114,7 +116,10 @@ pub fn main(args: &[String]) -> i32 {
                 Some(Err(e)) => format!("; spooling it failed too: {e:#}"),
                 None => String::new(),
             };
-            let msg = format!("deadline of {} ms passed; answered with a no-op{what}", deadline.as_millis());
+            let msg = match signal {
+                Some(name) => format!("ended by {name}; answered with a no-op{what}"),
+                None => format!("deadline of {} ms passed; answered with a no-op{what}", deadline.as_millis()),
+            };
             // The answer first: the log is best effort, after it.
             print_and_flush(&noop);
             log(env.as_ref(), &harness, &native, "error", &msg, started);
@@ -163,6 +168,70 @@ fn within_timeout(configured: Duration, harness_id: &str, native: &str) -> Durat
     let Some(h) = harness::find(harness_id) else { return configured };
     let timeout = h.manifest.hooks.iter().filter(|x| x.event == native).filter_map(|x| x.timeout).min();
     timeout.map_or(configured, |t| configured.min(h.manifest.timeout_unit.duration(t.into()) * 4 / 5))
+}
+
+/// What a signal that ends a hook leaves: a byte on a socket (to wake the watchdog) and which
+/// signal it was.
+#[cfg(unix)]
+struct Stop {
+    wake: std::os::unix::net::UnixStream,
+    which: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Catches the signals that end a hook (none where they cannot be caught).
+#[cfg(unix)]
+fn stop_signals() -> Option<Stop> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let (read, write) = std::os::unix::net::UnixStream::pair().ok()?;
+    let which = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for signal in [SIGTERM, SIGHUP, SIGINT] {
+        signal_hook::flag::register_usize(signal, which.clone(), signal as usize).ok()?;
+        signal_hook::low_level::pipe::register(signal, write.try_clone().ok()?).ok()?;
+    }
+    Some(Stop { wake: read, which })
+}
+
+#[cfg(not(unix))]
+fn stop_signals() -> Option<()> {
+    None
+}
+
+/// Waits out the deadline, or until a signal asks the hook to end: which one, if one did.
+#[cfg(unix)]
+fn wait_for(stop: Option<Stop>, deadline: Duration) -> Option<&'static str> {
+    let Some(mut stop) = stop else {
+        std::thread::sleep(deadline);
+        return None;
+    };
+    let ends = Instant::now() + deadline;
+    let mut byte = [0u8; 1];
+    loop {
+        let left = ends.saturating_duration_since(Instant::now());
+        if left.is_zero() || stop.wake.set_read_timeout(Some(left)).is_err() {
+            return None;
+        }
+        match stop.wake.read(&mut byte) {
+            Ok(1) => {
+                return Some(match stop.which.load(Ordering::SeqCst) as i32 {
+                    signal_hook::consts::SIGTERM => "SIGTERM",
+                    signal_hook::consts::SIGHUP => "SIGHUP",
+                    _ => "SIGINT",
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // The deadline (a timeout), or a socket that failed: the rest of the time asleep.
+            _ => {
+                std::thread::sleep(ends.saturating_duration_since(Instant::now()));
+                return None;
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn wait_for(_: Option<()>, deadline: Duration) -> Option<&'static str> {
+    std::thread::sleep(deadline);
+    None
 }
 
 fn take_pending(p: &Pending) -> Option<Spooled> {
