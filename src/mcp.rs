@@ -304,10 +304,11 @@ pub fn serve() -> Result<i32> {
     if let Err(e) = crate::home::prepare(&env) {
         eprintln!("ovmem mcp: could not prepare `{}`: {e}", env.ovmem_home().display());
     }
-    let cfg = Config::load(&env).unwrap_or_else(|e| {
-        eprintln!("ovmem mcp: {e:#}; using the default config");
-        Config::default()
-    });
+    // Like a hook: a setting it cannot use costs only that setting.
+    let (cfg, problems) = Config::load_lenient(&env);
+    for problem in problems {
+        eprintln!("ovmem mcp: config: {problem}");
+    }
     for problem in crate::redact::configure(&cfg.redact_patterns) {
         eprintln!("ovmem mcp: {problem}");
     }

@@ -350,8 +350,13 @@ fn usage_errors_and_an_unreadable_config_exit_2() {
     let out = home.run(&["doctor"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("config.toml"), "{}", stderr(&out));
-    // A hooks file that no longer parses.
+    // A junk variable is named, with what to do.
     std::fs::remove_file(home.path().join(".ovmem/config.toml")).unwrap();
+    let out = home.cmd(&["doctor"]).env("OVMEM_BANK", "projects").output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("`OVMEM_BANK` (it is `projects`) is not one of"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("unset the variable"), "{}", stderr(&out));
+    // A hooks file that no longer parses.
     home.put(".claude/settings.json", b"{ \"hooks\": ");
     let (code, v) = doctor(&home, &[]);
     assert_eq!(code, 2, "{v:#}");

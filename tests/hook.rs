@@ -773,7 +773,7 @@ fn bank_modes_scope_what_is_shared() {
     );
     assert_eq!(code, 0);
     serde_json::from_str::<Value>(&out).unwrap();
-    assert!(lab.log().contains("OVMEM_BANK=`galaxy`"), "{}", lab.log());
+    assert!(lab.log().contains("`OVMEM_BANK` is not one of"), "{}", lab.log());
 }
 
 fn mode(p: &Path) -> u32 {
@@ -865,6 +865,88 @@ fn a_bad_extra_redact_pattern_is_logged_and_the_good_ones_apply() {
     assert!(content.contains("Customer [REDACTED:custom] has badge#[REDACTED:badge]"), "{content}");
     assert!(lab.log().contains("(unclosed") && lab.log().contains("not a valid regex"), "{}", lab.log());
     let _ = p;
+}
+
+/// One setting the hook cannot use (a junk `OVMEM_*` value, a key of the wrong type, an unknown
+/// key, one entry of redact_patterns that is not a pattern) costs only that setting: the user's
+/// redact_patterns still apply, and the log names the variable or key, never its value.
+#[test]
+fn a_junk_setting_costs_only_itself_and_the_user_s_patterns_still_apply() {
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap();
+    std::fs::create_dir_all(lab.home().join(".ovmem")).unwrap();
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 5] = [
+        ("recall-limit-env", &[("OVMEM_RECALL_LIMIT", "five-junk")], ""),
+        ("bank-env", &[("OVMEM_BANK", "projects-junk")], ""),
+        ("deadline-env", &[("OVMEM_DEADLINE_MS", "4s-junk")], ""),
+        ("typed-key", &[], "recall_limit = \"5\"\nmax_memory_chars = 40\n"),
+        ("unknown-key", &[], "recal_limit = 5\nredact_patterns = [\"ACME-[0-9]{6}\", 7]\n"),
+    ];
+    for (label, env, extra) in cases {
+        let cfg = if extra.contains("redact_patterns") {
+            extra.to_string()
+        } else {
+            format!("redact_patterns = [\"ACME-[0-9]{{6}}\"]\n{extra}")
+        };
+        std::fs::write(lab.home().join(".ovmem/config.toml"), cfg).unwrap();
+        let prompt = format!("{label} code ACME-123456; the rest of this prompt is long enough to be cut, keep it.");
+        let ev = "UserPromptSubmit";
+        let stdin = payload("claude-code", ev, &[("P", p), ("PROMPT", &prompt)]);
+        assert_eq!(lab.hook_with("claude-code", ev, stdin.as_bytes(), env).1, 0, "{label}");
+        let stdin = payload("claude-code", "Stop", &[("P", p), ("REPLY", "Noted."), ("TRANSCRIPT", "")]);
+        assert_eq!(lab.hook_with("claude-code", "Stop", stdin.as_bytes(), env).1, 0, "{label}");
+        let all = lab.memories();
+        let m = all.iter().find(|m| m["content"].as_str().unwrap_or("").contains(label)).unwrap_or_else(|| {
+            panic!("{label}: not stored: {all:#?}");
+        });
+        let content = m["content"].as_str().unwrap();
+        assert!(!content.contains("ACME-123456") && content.contains("[REDACTED:custom]"), "{label}: {content}");
+        if label == "typed-key" {
+            // The other keys of the file apply: max_memory_chars cut the prompt.
+            assert!(!content.contains("keep it"), "{label}: max_memory_chars was dropped: {content}");
+        }
+    }
+    let log = lab.log();
+    for named in ["`OVMEM_RECALL_LIMIT`", "`OVMEM_BANK`", "`OVMEM_DEADLINE_MS`", "`recall_limit`", "`recal_limit`"] {
+        assert!(log.contains(named), "{named} not named in the log: {log}");
+    }
+    assert!(log.contains("`redact_patterns[1]`") && log.contains("the other patterns apply"), "{log}");
+    for value in ["-junk", "\\\"5\\\""] {
+        assert!(!log.contains(value), "the log quotes the value {value}: {log}");
+    }
+    for db in ["memory.db", "memory.db-wal"] {
+        let raw = std::fs::read(lab.home().join(".ovmem").join(db)).unwrap_or_default();
+        assert!(!raw.windows(11).any(|w| w == b"ACME-123456"), "{db} holds the secret in clear");
+    }
+}
+
+/// A config.toml that is not TOML at all: the hook still stores the turn (redacted by the
+/// built-in rules) and says loudly that none of the file applies; the commands the user runs
+/// refuse with the file's name.
+#[test]
+fn a_config_that_does_not_parse_is_logged_loudly_and_named_by_the_commands() {
+    let lab = Lab::new();
+    std::fs::create_dir_all(lab.home().join(".ovmem")).unwrap();
+    std::fs::write(lab.home().join(".ovmem/config.toml"), "redact_patterns = [\"ACME-[0-9]{6}\"\nbank = \n").unwrap();
+    teach_text(&lab, "claude-code", "The deploy token name is kestrel, remember it.", "Noted.");
+    assert_eq!(lab.memories().len(), 1, "the turn is stored");
+    let log = lab.log();
+    assert!(log.contains("is not valid TOML") && log.contains("built-in rules only"), "{log}");
+    let out =
+        Command::new(OVMEM).args(["memory", "list", "--all"]).env_clear().env("HOME", lab.home()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("config.toml") && err.contains("is not valid TOML"), "{err}");
+    let out = Command::new(OVMEM)
+        .args(["sync"])
+        .env_clear()
+        .env("HOME", lab.home())
+        .env("OVMEM_RECALL_LIMIT", "five")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("`OVMEM_RECALL_LIMIT` (it is `five`) is not a whole number"), "{err}");
 }
 
 fn teach_text(lab: &Lab, harness: &str, prompt: &str, reply: &str) {

@@ -104,7 +104,7 @@ pub(crate) fn bank(env: &Env, args: &BankArgs) -> Result<String> {
         return Ok(b.clone());
     }
     let dir = super::project_dir(args.project.as_deref())?;
-    let cfg = Config::load(env)?;
+    let cfg = config(env);
     if cfg.bank == BankMode::User {
         return Ok("user".into());
     }
@@ -157,15 +157,24 @@ fn confirm(question: &str) -> Result<bool> {
     crate::prompt::confirm(question, false)
 }
 
+/// The config as a hook reads it: a setting it cannot use keeps its default (`prepare` warned
+/// about it already), so a junk variable never stops a memory command.
+fn config(env: &Env) -> Config {
+    Config::load_lenient(env).0
+}
+
 /// What every command that writes the store does first: a private home, and the user's own
 /// redaction patterns in force.
 pub(crate) fn prepare(env: &Env) -> Result<()> {
     crate::home::private_umask();
     crate::home::prepare(env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
-    if let Ok(cfg) = Config::load(env) {
-        for problem in crate::redact::configure(&cfg.redact_patterns) {
-            eprintln!("ovmem: {problem}");
-        }
+    let (cfg, problems) = Config::load_lenient(env);
+    let p = Printer::new();
+    for problem in &problems {
+        p.warn(&format!("config: {}", problem.for_terminal()));
+    }
+    for problem in crate::redact::configure(&cfg.redact_patterns) {
+        eprintln!("ovmem: {problem}");
     }
     Ok(())
 }
@@ -199,7 +208,7 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
         }
         MemoryCommand::Add { text, bank: b } => {
             let bank = bank(&env, &b)?;
-            let max = Config::load(&env)?.max_memory_chars;
+            let max = config(&env).max_memory_chars;
             if text.chars().count() > max {
                 Printer::new().warn(&format!(
                     "the text has {} characters; only the first {max} are stored (max_memory_chars)",
@@ -220,7 +229,7 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
                 created_at: store::now(),
                 ..Default::default()
             };
-            let cfg = Config::load(&env)?;
+            let cfg = config(&env);
             let added = match crate::runtime::remote::link(&env, &cfg) {
                 Some(Ok(link)) => {
                     let dir = super::project_dir(b.project.as_deref())?;
@@ -338,7 +347,7 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
             let store = open(&env)?;
             let started = std::time::Instant::now();
             let name = file.display().to_string();
-            let max = Config::load(&env)?.max_memory_chars;
+            let max = config(&env).max_memory_chars;
             // Lines left out (line number, why) and lines cut to the size limit.
             let refused = std::sync::Mutex::new(Vec::<(usize, String)>::new());
             let cut = std::sync::Mutex::new(Vec::<usize>::new());

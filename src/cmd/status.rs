@@ -231,6 +231,7 @@ pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
     let runtime = runtime_status(&env);
     if args.json {
         output::json(&serde_json::json!({"harnesses": out, "backend": backend, "queue": queue, "runtime": runtime}));
+        config_problems(&Printer::new(), &env);
         return Ok(0);
     }
     let p = Printer::new();
@@ -239,7 +240,17 @@ pub fn run(args: StatusArgs, env: &Env) -> Result<i32> {
     if let Some(w) = &runtime.warning {
         p.warn(w);
     }
+    config_problems(&p, &env);
     Ok(0)
+}
+
+/// The settings the hooks ignore (on stderr, so `--json` stays one document): the hooks only log
+/// them, and this is where the user sees them.
+fn config_problems(p: &Printer, env: &Env) {
+    let (_, problems) = crate::config::Config::load_lenient(env);
+    for problem in &problems {
+        p.warn(&format!("config: {}; fix it (`ovmem doctor` checks)", problem.for_terminal()));
+    }
 }
 
 fn harnesses(env: &Env, project: Option<&Path>) -> Result<Vec<HarnessStatus>> {

@@ -15,11 +15,12 @@ use crate::env::Env;
 use crate::harness::{Adapter, Canonical};
 use crate::store::Store;
 
-/// A config the doctor cannot work from: the user's `config.toml` does not parse (exit 2).
+/// A config with settings ovmem cannot use (a junk `OVMEM_*` variable, a key of the wrong type,
+/// a `config.toml` that does not parse): reported as it is, with what the hooks do meanwhile,
+/// and exit 2.
 #[derive(Debug, thiserror::Error)]
-#[error("`{path}` cannot be read as ovmem's config ({detail}); every hook would run with the defaults. Fix it and run `ovmem doctor` again")]
+#[error("{detail}. Run `ovmem doctor` again once it is fixed")]
 pub struct BadConfig {
-    pub path: PathBuf,
     pub detail: String,
 }
 
@@ -38,8 +39,13 @@ pub struct Sandbox {
 impl Sandbox {
     pub fn new(env: &Env) -> Result<Self> {
         let path = Config::path(env);
-        let bad = |detail: String| BadConfig { path: path.clone(), detail };
-        let cfg = Config::load(env).map_err(|e| bad(format!("{e:#}")))?;
+        let bad = |why: String| BadConfig {
+            detail: format!(
+                "`{}` cannot be read as ovmem's config ({why}); every hook would run with the defaults",
+                path.display()
+            ),
+        };
+        let cfg = Config::load(env).map_err(|e| BadConfig { detail: e.to_string() })?;
         let copy = match crate::fsx::read_opt(&path)? {
             None => None,
             Some(bytes) => {

@@ -76,14 +76,16 @@ pub fn main(args: &[String]) -> i32 {
     if adapter.events.get(native) == Some(&Canonical::Prompt) {
         crate::store::warm_model();
     }
-    let cfg = match env.as_ref().map(Config::load) {
-        Some(Ok(c)) => c,
-        Some(Err(e)) => {
-            log(env.as_ref(), harness_id, native, "error", &format!("{e:#}; using the default config"), started);
-            Config::default()
-        }
-        None => Config::default(),
-    };
+    // A setting the hook cannot use costs only that setting (see `Config::load_lenient`): the
+    // user's redact_patterns, backend and deadlines still apply.
+    let (cfg, problems) = env.as_ref().map(Config::load_lenient).unwrap_or_default();
+    for problem in problems {
+        let msg = match problem.whole_file {
+            true => format!("config: {problem}; every turn is stored with the built-in rules only until it is fixed"),
+            false => format!("config: {problem}"),
+        };
+        log(env.as_ref(), harness_id, native, "error", &msg, started);
+    }
     for problem in crate::redact::configure(&cfg.redact_patterns) {
         log(env.as_ref(), harness_id, native, "error", &problem, started);
     }
