@@ -1,10 +1,13 @@
 //! `$OVMEM_HOME` (default `~/.ovmem`) holds what ovmem knows about the user's work: the store and
 //! its WAL, logs, spool, receipts, locks, backups and the staged runtime. Only its owner may read
-//! it: the directory and every directory in it are 0700, every file 0600 (0700 if executable).
+//! it: ovmem's directories in it are 0700, its files 0600 (0700 if executable), and the directory
+//! itself 0700 unless it also holds files that are not ovmem's (an `OVMEM_HOME` pointed at an
+//! existing folder): those are the user's, and no mode of theirs is changed.
 //! [`prepare`] makes it so without walking the tree on every hook: the top directory's entries are
-//! checked (one `readdir`, a `stat` each), the whole tree is repaired when the top directory or
-//! the store is readable by others (as an older ovmem left it), and a sub-directory is walked
-//! only when it changed since the last check (another process, such as the installer, added to it).
+//! checked (one `readdir`, a `stat` each of ovmem's), ovmem's whole tree is repaired when the top
+//! directory or the store is readable by others (as an older ovmem left it), and one of its
+//! sub-directories is walked only when it changed since the last check (another process, such as
+//! the installer, added to it).
 
 use std::fs;
 use std::io::{self, ErrorKind};
@@ -23,8 +26,57 @@ pub fn private_umask() {
     sys::private_umask();
 }
 
-/// Creates `$OVMEM_HOME` (0700) or, when it or its store is readable by others, makes the
-/// whole tree private. Returns the directory.
+/// The names ovmem creates at the top of `$OVMEM_HOME`. Only these, and what is inside its own
+/// directories, are ever made private: an `OVMEM_HOME` pointed at a directory that holds other
+/// files (`~/.local/share`, a shared folder) keeps their modes.
+const OWN: &[&str] = &[
+    "memory.db",
+    "memory.db-wal",
+    "memory.db-shm",
+    "memory.db-journal",
+    "config.toml",
+    "credentials.toml",
+    "logs",
+    "spool",
+    "bin",
+    "receipts",
+    "journal",
+    "locks",
+    "cache",
+    "state",
+    "backups",
+    "ui",
+    STAMP,
+];
+
+/// Whether a top-level name of `$OVMEM_HOME` is ovmem's: one of [`OWN`], or one of its temp files
+/// (`.<name>.ovmem-tmp.<pid>.<random>`).
+fn is_own(name: &std::ffi::OsStr) -> bool {
+    name.to_str().is_some_and(|n| OWN.contains(&n) || (n.starts_with('.') && n.contains(crate::fsx::TEMP_MARK)))
+}
+
+/// ovmem's own entries at the top of `home` (symlinks left out: never followed), and whether
+/// anything else is there.
+fn own_entries(home: &Path) -> (Vec<(PathBuf, fs::Metadata)>, bool) {
+    let mut own = Vec::new();
+    let mut foreign = false;
+    let Ok(rd) = fs::read_dir(home) else { return (own, foreign) };
+    for entry in rd.flatten() {
+        if !is_own(&entry.file_name()) {
+            foreign = true;
+            continue;
+        }
+        let path = entry.path();
+        match fs::symlink_metadata(&path) {
+            Ok(m) if !m.file_type().is_symlink() => own.push((path, m)),
+            _ => {}
+        }
+    }
+    (own, foreign)
+}
+
+/// Creates `$OVMEM_HOME` (0700) or, when it or its store is readable by others, makes ovmem's
+/// own files in it private. Returns the directory.
 pub fn prepare(env: &Env) -> io::Result<PathBuf> {
     let home = env.ovmem_home();
     if !sys::has_modes() {
@@ -34,8 +86,13 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
     }
     match fs::metadata(&home) {
         Ok(m) if m.is_dir() => {
+            let (own, foreign) = own_entries(&home);
+            // The directory itself is ovmem's when it is the default `~/.ovmem` or holds nothing
+            // but ovmem's files; one shared with other files keeps its mode (ovmem's files in it
+            // are private each).
+            let top = !foreign || home == env.home.join(".ovmem");
             let store_loose = fs::symlink_metadata(home.join("memory.db")).is_ok_and(|s| sys::mode(&s) & OTHERS != 0);
-            if sys::mode(&m) & OTHERS != 0 || store_loose {
+            if (top && sys::mode(&m) & OTHERS != 0) || store_loose {
                 // A home directory (or `/`) named as OVMEM_HOME is not ovmem's to lock down.
                 let canon = fs::canonicalize(&home)?;
                 if fs::canonicalize(&env.home).unwrap_or_else(|_| env.home.clone()).starts_with(&canon) {
@@ -49,10 +106,10 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
                     ));
                 }
                 let stamp = std::time::SystemTime::now();
-                repair(&home)?;
+                repair_entries(&home, &own, top)?;
                 touch(&home.join(STAMP), stamp);
             } else {
-                tidy(&home);
+                tidy(&home, &own);
             }
         }
         Ok(_) => {
@@ -86,26 +143,20 @@ fn touch(path: &Path, at: std::time::SystemTime) {
     }
 }
 
-/// The fast path: private top-level entries, and a walk of each sub-directory changed since the
-/// last check.
-fn tidy(home: &Path) {
+/// The fast path: ovmem's top-level entries private, and a walk of each of its directories
+/// changed since the last check.
+fn tidy(home: &Path, own: &[(PathBuf, fs::Metadata)]) {
     let stamp_path = home.join(STAMP);
     let last = fs::metadata(&stamp_path).and_then(|m| m.modified()).ok();
     let now = std::time::SystemTime::now();
-    let Ok(rd) = fs::read_dir(home) else { return };
     let mut walked = false;
     let mut changed = 0;
-    for entry in rd.flatten() {
-        let path = entry.path();
-        let Ok(m) = fs::symlink_metadata(&path) else { continue };
-        if m.file_type().is_symlink() {
-            continue;
-        }
-        if sys::mode(&m) & OTHERS != 0 {
-            let _ = sys::set_mode(&path, sys::mode(&m) & !OTHERS);
+    for (path, m) in own {
+        if sys::mode(m) & OTHERS != 0 {
+            let _ = sys::set_mode(path, sys::mode(m) & !OTHERS);
         }
         if m.is_dir() && last.is_none_or(|l| m.modified().is_ok_and(|t| t >= l)) {
-            walk(&path, 1, &mut changed);
+            walk(path, 1, &mut changed);
             walked = true;
         }
     }
@@ -114,20 +165,29 @@ fn tidy(home: &Path) {
     }
 }
 
-/// Removes the group and other bits from everything under `home` and from `home` itself (last,
-/// so an interrupted repair is redone next time). Symlinks are not followed: a file outside
-/// `$OVMEM_HOME` keeps its mode. Returns how many entries were changed.
-pub fn repair(home: &Path) -> io::Result<usize> {
+/// Removes the group and other bits from ovmem's own files and directories in `home` (and all
+/// that is inside its directories), and from `home` itself when `top` (last, so an interrupted
+/// repair is redone next time). Anything else in `home` keeps its mode; symlinks are not
+/// followed. Returns how many entries were changed.
+fn repair_entries(home: &Path, own: &[(PathBuf, fs::Metadata)], top: bool) -> io::Result<usize> {
     let mut changed = 0;
-    walk(home, 0, &mut changed);
+    for (path, m) in own {
+        if sys::mode(m) & OTHERS != 0 && sys::set_mode(path, sys::mode(m) & !OTHERS).is_ok() {
+            changed += 1;
+        }
+        if m.is_dir() {
+            walk(path, 1, &mut changed);
+        }
+    }
     let m = fs::metadata(home)?;
-    if sys::mode(&m) & OTHERS != 0 {
+    if top && sys::mode(&m) & OTHERS != 0 {
         sys::set_mode(home, sys::mode(&m) & !OTHERS)?;
         changed += 1;
     }
     Ok(changed)
 }
 
+/// Everything under one of ovmem's own directories is ovmem's.
 fn walk(dir: &Path, depth: usize, changed: &mut usize) {
     if depth > 16 {
         return;
@@ -220,7 +280,8 @@ mod tests {
         fs::write(home.join("new-top.txt"), "x").unwrap();
         fs::set_permissions(home.join("new-top.txt"), fs::Permissions::from_mode(0o644)).unwrap();
         prepare(&env(t.path())).unwrap();
-        assert_eq!((mode(&home.join("receipts/new.json")), mode(&home.join("new-top.txt"))), (0o600, 0o600));
+        // A file that is not ovmem's keeps its mode, even in ~/.ovmem.
+        assert_eq!((mode(&home.join("receipts/new.json")), mode(&home.join("new-top.txt"))), (0o600, 0o644));
         // A loose store alone triggers a repair too.
         fs::set_permissions(home.join("memory.db"), fs::Permissions::from_mode(0o644)).unwrap();
         prepare(&env(t.path())).unwrap();
@@ -238,9 +299,48 @@ mod tests {
             ("HOME".to_string(), t.path().display().to_string()),
             ("OVMEM_HOME".to_string(), t.path().display().to_string()),
         ]);
-        let e = prepare(&Env::from_vars(vars).unwrap()).unwrap_err();
-        assert!(e.to_string().contains("home directory"), "{e}");
+        // Not ovmem's directory (it holds other files): neither it nor they change mode.
+        let _ = prepare(&Env::from_vars(vars).unwrap());
         assert_eq!((mode(&mine), mode(t.path())), (0o644, 0o755));
+    }
+
+    /// An `OVMEM_HOME` that holds other files: ovmem's own files are made private, the others
+    /// and the directory itself keep their modes, at the first check and every later one.
+    #[test]
+    fn a_shared_directory_keeps_the_modes_of_what_is_not_ovmem_s() {
+        let t = tempfile::tempdir().unwrap();
+        let shared = t.path().join("share");
+        for d in ["www", "logs"] {
+            fs::create_dir_all(shared.join(d)).unwrap();
+        }
+        for (f, m) in [("www/index.html", 0o644), ("notes.txt", 0o664), ("memory.db", 0o644), ("logs/hook.log", 0o644)]
+        {
+            fs::write(shared.join(f), "x").unwrap();
+            fs::set_permissions(shared.join(f), fs::Permissions::from_mode(m)).unwrap();
+        }
+        for d in ["", "www", "logs"] {
+            fs::set_permissions(shared.join(d), fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let vars = HashMap::from([
+            ("HOME".to_string(), t.path().display().to_string()),
+            ("OVMEM_HOME".to_string(), shared.display().to_string()),
+        ]);
+        let e = Env::from_vars(vars).unwrap();
+        for _ in 0..2 {
+            prepare(&e).unwrap();
+            let modes: Vec<u32> =
+                ["", "www", "www/index.html", "notes.txt"].iter().map(|f| mode(&shared.join(f))).collect();
+            assert_eq!(modes, [0o755, 0o755, 0o644, 0o664], "not ovmem's: untouched");
+            let modes: Vec<u32> =
+                ["memory.db", "logs", "logs/hook.log"].iter().map(|f| mode(&shared.join(f))).collect();
+            assert_eq!(modes, [0o600, 0o700, 0o600], "ovmem's: private");
+        }
+        // An existing directory holding nothing but ovmem's files is ovmem's, and made private.
+        fs::remove_dir_all(shared.join("www")).unwrap();
+        fs::remove_file(shared.join("notes.txt")).unwrap();
+        fs::set_permissions(shared.join("memory.db"), fs::Permissions::from_mode(0o644)).unwrap();
+        prepare(&e).unwrap();
+        assert_eq!(mode(&shared), 0o700);
     }
 
     #[test]

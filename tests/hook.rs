@@ -1447,3 +1447,59 @@ fn an_ovmem_home_that_is_not_utf8_sends_nothing_elsewhere() {
     assert_eq!((String::from_utf8_lossy(&out.stdout).trim(), out.status.code()), ("{}", Some(0)));
     assert!(!lab.home().join(".ovmem").exists() && !bad.exists());
 }
+
+/// What a directory holds, with modes: (relative path, mode).
+fn modes_under(root: &Path) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().display().to_string();
+            out.push((rel, mode(&p)));
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// An `OVMEM_HOME` pointed at a directory that holds other files: ovmem's own files there are
+/// private, and nothing else changes mode (the directory itself neither).
+#[test]
+fn an_ovmem_home_shared_with_other_files_changes_only_ovmem_s_modes() {
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap();
+    let shared = lab.home().join(".local/share");
+    std::fs::create_dir_all(shared.join("www")).unwrap();
+    std::fs::create_dir_all(shared.join("applications")).unwrap();
+    std::fs::write(shared.join("www/index.html"), "<h1>hi</h1>").unwrap();
+    std::fs::write(shared.join("applications/x.desktop"), "[Desktop Entry]").unwrap();
+    let set = |f: &Path, m: u32| std::fs::set_permissions(f, std::os::unix::fs::PermissionsExt::from_mode(m)).unwrap();
+    for (f, m) in [("", 0o755), ("www", 0o755), ("applications", 0o755), ("www/index.html", 0o644)] {
+        set(&shared.join(f), m);
+    }
+    set(&shared.join("applications/x.desktop"), 0o644);
+    let theirs = modes_under(&shared);
+    let env = [("OVMEM_HOME", shared.to_str().unwrap())];
+    for (ev, vars) in [
+        ("SessionStart", vec![("P", p)]),
+        ("UserPromptSubmit", vec![("P", p), ("PROMPT", FACT)]),
+        ("Stop", vec![("P", p), ("REPLY", "Noted."), ("TRANSCRIPT", "")]),
+        ("SessionStart", vec![("P", p)]),
+    ] {
+        let stdin = payload("claude-code", ev, &vars);
+        assert_eq!(lab.hook_with("claude-code", ev, stdin.as_bytes(), &env).1, 0, "{ev}");
+    }
+    let now = modes_under(&shared);
+    for (f, m) in &theirs {
+        assert_eq!(now.iter().find(|(g, _)| g == f).map(|(_, m)| *m), Some(*m), "{f} changed mode");
+    }
+    assert_eq!(mode(&shared), 0o755, "the shared directory keeps its mode");
+    for f in ["memory.db", "logs/hook.log"] {
+        assert_eq!(mode(&shared.join(f)), 0o600, "{f}");
+    }
+    assert_eq!(mode(&shared.join("logs")), 0o700);
+}
