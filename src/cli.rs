@@ -155,6 +155,13 @@ fn keep_runtime_current() {
 }
 
 fn dispatch(command: Command) -> anyhow::Result<i32> {
+    // An OVMEM_HOME that is the home directory (or above it) is used by no command: every one
+    // may write there (the staged runtime, receipts, the store). A hook answers its no-op.
+    if !matches!(command, Command::Hook { .. } | Command::Completions { .. }) {
+        if let Ok(env) = Env::from_process() {
+            crate::home::check(&env).map_err(|e| Refusal(e.to_string()))?;
+        }
+    }
     match command {
         Command::Install(a) => {
             let env = env_for(!a.sel.dry_run, a.sel.project.as_deref(), !a.sel.dry_run)?;

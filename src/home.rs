@@ -7,7 +7,8 @@
 //! checked (one `readdir`, a `stat` each of ovmem's), ovmem's whole tree is repaired when the top
 //! directory or the store is readable by others (as an older ovmem left it), and one of its
 //! sub-directories is walked only when it changed since the last check (another process, such as
-//! the installer, added to it).
+//! the installer, added to it). An `OVMEM_HOME` that is the home directory or above it is not
+//! used at all ([`Refused`]).
 
 use std::fs;
 use std::io::{self, ErrorKind};
@@ -24,6 +25,54 @@ const OTHERS: u32 = 0o077;
 /// that only write inside `$OVMEM_HOME` (hooks, `ovmem mcp`, `ovmem memory`).
 pub fn private_umask() {
     sys::private_umask();
+}
+
+/// An `OVMEM_HOME` that is the user's home directory or a directory above it (`/`): ovmem would
+/// put its store, logs and runtime among the user's own files, and its private modes on them.
+/// Refused whole: hooks answer their no-op and write nothing at all there (not even a log line:
+/// the log would be there too); every other command exits 2 with this.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "OVMEM_HOME is `{}`, your home directory or a directory above it; ovmem keeps its memories, logs and \
+     runtime in a directory of its own and writes nothing there. Unset OVMEM_HOME (ovmem then uses ~/.ovmem) \
+     or point it at a directory of its own",
+    .path.display()
+)]
+pub struct Refused {
+    pub path: PathBuf,
+}
+
+/// Whether `$OVMEM_HOME` may be used at all (see [`Refused`]).
+pub fn check(env: &Env) -> Result<(), Refused> {
+    let home = env.ovmem_home();
+    if resolved(&env.home).starts_with(resolved(&home)) {
+        return Err(Refused { path: home });
+    }
+    Ok(())
+}
+
+/// Whether `e` (from [`prepare`]) is a refused `OVMEM_HOME`.
+pub fn is_refused(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|i| i.is::<Refused>())
+}
+
+/// `p` with its symlinks resolved, or, where it does not exist, with `.` and `..` taken lexically
+/// (so `~/new/..` is seen as `~` before anything is created).
+fn resolved(p: &Path) -> PathBuf {
+    if let Ok(c) = fs::canonicalize(p) {
+        return c;
+    }
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    fs::canonicalize(&out).unwrap_or(out)
 }
 
 /// The names ovmem creates at the top of `$OVMEM_HOME`. Only these, and what is inside its own
@@ -76,8 +125,10 @@ fn own_entries(home: &Path) -> (Vec<(PathBuf, fs::Metadata)>, bool) {
 }
 
 /// Creates `$OVMEM_HOME` (0700) or, when it or its store is readable by others, makes ovmem's
-/// own files in it private. Returns the directory.
+/// own files in it private. Returns the directory. An `OVMEM_HOME` that is the home directory
+/// or above it is refused before anything is written ([`is_refused`]).
 pub fn prepare(env: &Env) -> io::Result<PathBuf> {
+    check(env).map_err(|r| io::Error::new(ErrorKind::PermissionDenied, r))?;
     let home = env.ovmem_home();
     if !sys::has_modes() {
         // Without Unix modes the user's profile directory is private already (Windows ACLs).
@@ -93,18 +144,6 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
             let top = !foreign || home == env.home.join(".ovmem");
             let store_loose = fs::symlink_metadata(home.join("memory.db")).is_ok_and(|s| sys::mode(&s) & OTHERS != 0);
             if (top && sys::mode(&m) & OTHERS != 0) || store_loose {
-                // A home directory (or `/`) named as OVMEM_HOME is not ovmem's to lock down.
-                let canon = fs::canonicalize(&home)?;
-                if fs::canonicalize(&env.home).unwrap_or_else(|_| env.home.clone()).starts_with(&canon) {
-                    return Err(io::Error::new(
-                        ErrorKind::PermissionDenied,
-                        format!(
-                            "OVMEM_HOME `{}` is your home directory or above it; ovmem will not change modes there. \
-                             Point OVMEM_HOME at a directory of its own (default ~/.ovmem)",
-                            home.display()
-                        ),
-                    ));
-                }
                 let stamp = std::time::SystemTime::now();
                 repair_entries(&home, &own, top)?;
                 touch(&home.join(STAMP), stamp);
@@ -299,9 +338,29 @@ mod tests {
             ("HOME".to_string(), t.path().display().to_string()),
             ("OVMEM_HOME".to_string(), t.path().display().to_string()),
         ]);
-        // Not ovmem's directory (it holds other files): neither it nor they change mode.
-        let _ = prepare(&Env::from_vars(vars).unwrap());
+        let e = prepare(&Env::from_vars(vars).unwrap()).unwrap_err();
+        assert!(is_refused(&e) && e.to_string().contains("home directory"), "{e}");
         assert_eq!((mode(&mine), mode(t.path())), (0o644, 0o755));
+        // Refused whatever its modes, by any spelling, and above it too: nothing is written.
+        fs::set_permissions(t.path(), fs::Permissions::from_mode(0o700)).unwrap();
+        let before: Vec<_> = fs::read_dir(t.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        let spellings = [
+            t.path().display().to_string(),
+            format!("{}/new/..", t.path().display()),
+            format!("{}/.", t.path().display()),
+            t.path().parent().unwrap().display().to_string(),
+            "/".to_string(),
+        ];
+        for ovmem_home in spellings {
+            let vars = HashMap::from([
+                ("HOME".to_string(), t.path().display().to_string()),
+                ("OVMEM_HOME".to_string(), ovmem_home.clone()),
+            ]);
+            let e = prepare(&Env::from_vars(vars).unwrap()).unwrap_err();
+            assert!(is_refused(&e), "{ovmem_home}: {e}");
+        }
+        let after: Vec<_> = fs::read_dir(t.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(before, after);
     }
 
     /// An `OVMEM_HOME` that holds other files: ovmem's own files are made private, the others

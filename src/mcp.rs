@@ -302,6 +302,9 @@ pub fn serve() -> Result<i32> {
     crate::home::private_umask();
     let env = Env::from_process()?;
     if let Err(e) = crate::home::prepare(&env) {
+        if crate::home::is_refused(&e) {
+            return Err(crate::cmd::Refusal(e.to_string()).into());
+        }
         eprintln!("ovmem mcp: could not prepare `{}`: {e}", env.ovmem_home().display());
     }
     // Like a hook: a setting it cannot use costs only that setting.

@@ -1466,6 +1466,41 @@ fn modes_under(root: &Path) -> Vec<(String, u32)> {
     out
 }
 
+/// An `OVMEM_HOME` that is the home directory, by any spelling: the hook answers its no-op and
+/// writes nothing there (no store, no log, no mode changed); a command names the variable.
+#[test]
+fn an_ovmem_home_that_is_the_home_directory_is_not_written_to() {
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap();
+    std::fs::create_dir_all(lab.home()).unwrap();
+    std::fs::write(lab.home().join("notes.txt"), "mine").unwrap();
+    let before = modes_under(&lab.home());
+    let h = lab.home().display().to_string();
+    for ovmem_home in [h.clone(), format!("{h}/new/.."), format!("{h}/.")] {
+        for (ev, vars) in [
+            ("SessionStart", vec![("P", p)]),
+            ("UserPromptSubmit", vec![("P", p), ("PROMPT", FACT)]),
+            ("Stop", vec![("P", p), ("REPLY", "Noted."), ("TRANSCRIPT", "")]),
+        ] {
+            let stdin = payload("claude-code", ev, &vars);
+            let (out, code) = lab.hook_with("claude-code", ev, stdin.as_bytes(), &[("OVMEM_HOME", &ovmem_home)]);
+            assert_eq!((out.as_str(), code), ("{}", 0), "{ovmem_home} {ev}");
+        }
+        assert_eq!(modes_under(&lab.home()), before, "{ovmem_home}: something was written or changed");
+    }
+    let out = Command::new(OVMEM)
+        .args(["status"])
+        .env_clear()
+        .env("HOME", lab.home())
+        .env("OVMEM_HOME", &h)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("OVMEM_HOME") && err.contains("home directory"), "{err}");
+    assert_eq!(modes_under(&lab.home()), before);
+}
+
 /// An `OVMEM_HOME` pointed at a directory that holds other files: ovmem's own files there are
 /// private, and nothing else changes mode (the directory itself neither).
 #[test]

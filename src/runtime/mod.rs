@@ -59,9 +59,16 @@ pub fn main(args: &[String]) -> i32 {
     crate::home::private_umask();
     let harness_id = args.first().map(String::as_str).unwrap_or("");
     let native = args.get(1).map(String::as_str).unwrap_or("");
-    let env = Env::from_process().ok();
-    if let Some(Err(e)) = env.as_ref().map(crate::home::prepare) {
-        log(env.as_ref(), harness_id, native, "error", &format!("could not prepare OVMEM_HOME: {e}"), started);
+    let mut env = Env::from_process().ok();
+    match env.as_ref().map(crate::home::prepare) {
+        // An OVMEM_HOME that is the home directory or above it is not used at all: the hook runs
+        // as without an environment (stdin read, its no-op answered) and writes nothing there,
+        // not even this line; every CLI command names the variable instead.
+        Some(Err(e)) if crate::home::is_refused(&e) => env = None,
+        Some(Err(e)) => {
+            log(env.as_ref(), harness_id, native, "error", &format!("could not prepare OVMEM_HOME: {e}"), started)
+        }
+        _ => {}
     }
     let adapter = match harness::adapter_for(harness_id) {
         Some(Ok(a)) => a,
