@@ -1258,7 +1258,7 @@ mod tests {
         let started = std::time::Instant::now();
         let q = Query::parse_as(&table, super::super::text::ANALYSIS);
         assert!(q.terms.len() > 2_500, "{}", q.terms.len());
-        assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
     }
 
     /// [`rerank_reading`] without the memories' vectors.
