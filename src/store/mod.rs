@@ -693,19 +693,24 @@ impl Store {
     /// topic kept up to date. `Ok(None)` when there is nothing to store or it is already stored.
     pub fn capture(&self, turn: &Turn) -> Result<Option<i64>> {
         self.write(|c| {
+            // The prompts seen before the turn ended; and any seen "after" this very moment, which
+            // only a clock stepped back between prompt and stop can give (they came before it:
+            // left, they were lost to this turn and glued onto the next).
+            let now = now_ms();
             let mut prompts: Vec<String> = {
                 let mut stmt = c.prepare_cached(
                     "SELECT prompt FROM session_prompts WHERE session = ?1
-                     AND coalesce(seen_ms, created_at * 1000 + 999) <= ?2
+                     AND (coalesce(seen_ms, created_at * 1000 + 999) <= ?2 OR seen_ms > ?3)
                      ORDER BY coalesce(seen_ms, created_at * 1000 + 999), id",
                 )?;
-                let rows = stmt.query_map(params![turn.session, turn.buffered_before_ms], |r| r.get(0))?;
+                let rows = stmt.query_map(params![turn.session, turn.buffered_before_ms, now], |r| r.get(0))?;
                 rows.collect::<rusqlite::Result<_>>()?
             };
             c.prepare_cached(
-                "DELETE FROM session_prompts WHERE session = ?1 AND coalesce(seen_ms, created_at * 1000 + 999) <= ?2",
+                "DELETE FROM session_prompts WHERE session = ?1
+                 AND (coalesce(seen_ms, created_at * 1000 + 999) <= ?2 OR seen_ms > ?3)",
             )?
-            .execute(params![turn.session, turn.buffered_before_ms])?;
+            .execute(params![turn.session, turn.buffered_before_ms, now])?;
             if prompts.is_empty() {
                 prompts.extend(turn.fallback_prompt.iter().cloned());
             }
@@ -1623,6 +1628,35 @@ mod tests {
         assert!(s.capture(&t).unwrap().is_none(), "the same turn id is stored once");
         assert!(s.set_flag_once("s1", "inject").unwrap());
         assert!(!s.set_flag_once("s1", "inject").unwrap());
+    }
+
+    /// A clock stepped back between a prompt and its stop (an NTP correction): the prompt, stamped
+    /// "later" than the turn, is still the turn's, and not glued onto the next one. A prompt seen
+    /// after a spooled turn ended is still left to its own turn.
+    #[test]
+    fn a_clock_stepped_back_keeps_the_prompt_with_its_turn() {
+        let s = Store::open_in_memory().unwrap();
+        let turn = |id: &'static str, reply: &'static str, before: i64| Turn {
+            turn_id: id,
+            bank: "b",
+            session: "s1",
+            harness: "codex",
+            reply: Some(reply),
+            fallback_prompt: None,
+            buffered_before_ms: before,
+            at: now(),
+            outbound: None,
+        };
+        let ahead = now_ms() + 600_000;
+        s.buffer_prompt_item("", "s1", "b", "codex", "we use kafka for the audit events", ahead).unwrap();
+        let id = s.capture(&turn("t1", "Noted: kafka.", now_ms())).unwrap().unwrap();
+        assert_eq!(s.get(id).unwrap().unwrap().prompt, "we use kafka for the audit events");
+        // A replayed turn that ended an hour ago leaves a prompt of a minute ago to its own turn.
+        s.buffer_prompt_item("", "s1", "b", "codex", "and the audit log goes to s3", now_ms() - 60_000).unwrap();
+        let id = s.capture(&turn("t0", "Earlier reply.", now_ms() - 3_600_000)).unwrap().unwrap();
+        assert_eq!(s.get(id).unwrap().unwrap().prompt, "");
+        let id = s.capture(&turn("t2", "Noted: s3.", now_ms())).unwrap().unwrap();
+        assert_eq!(s.get(id).unwrap().unwrap().prompt, "and the audit log goes to s3");
     }
 
     #[test]
