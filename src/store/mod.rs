@@ -1606,22 +1606,28 @@ mod tests {
         assert!(s.recall("b", "the of a", 5).unwrap().is_empty());
     }
 
+    /// A turn of session `s1` in bank `b`, ending a reply, taking the prompts buffered before
+    /// `before` (milliseconds).
+    fn ended<'a>(id: &'a str, reply: &'a str, before: i64) -> Turn<'a> {
+        Turn {
+            turn_id: id,
+            bank: "b",
+            session: "s1",
+            harness: "codex",
+            reply: Some(reply),
+            fallback_prompt: None,
+            buffered_before_ms: before,
+            at: now(),
+            outbound: None,
+        }
+    }
+
     #[test]
     fn a_turn_takes_its_buffered_prompts_once() {
         let s = Store::open_in_memory().unwrap();
         s.buffer_prompt("s1", "b", "codex", "first question about the parser").unwrap();
         s.buffer_prompt("s1", "b", "codex", "second").unwrap();
-        let t = Turn {
-            turn_id: "t1",
-            bank: "b",
-            session: "s1",
-            harness: "codex",
-            reply: Some("done"),
-            fallback_prompt: None,
-            buffered_before_ms: now_ms(),
-            at: now(),
-            outbound: None,
-        };
+        let t = ended("t1", "done", now_ms());
         let id = s.capture(&t).unwrap().unwrap();
         let m = s.get(id).unwrap().unwrap();
         assert_eq!(m.prompt, "first question about the parser\nsecond");
@@ -1636,26 +1642,15 @@ mod tests {
     #[test]
     fn a_clock_stepped_back_keeps_the_prompt_with_its_turn() {
         let s = Store::open_in_memory().unwrap();
-        let turn = |id: &'static str, reply: &'static str, before: i64| Turn {
-            turn_id: id,
-            bank: "b",
-            session: "s1",
-            harness: "codex",
-            reply: Some(reply),
-            fallback_prompt: None,
-            buffered_before_ms: before,
-            at: now(),
-            outbound: None,
-        };
         let ahead = now_ms() + 600_000;
         s.buffer_prompt_item("", "s1", "b", "codex", "we use kafka for the audit events", ahead).unwrap();
-        let id = s.capture(&turn("t1", "Noted: kafka.", now_ms())).unwrap().unwrap();
+        let id = s.capture(&ended("t1", "Noted: kafka.", now_ms())).unwrap().unwrap();
         assert_eq!(s.get(id).unwrap().unwrap().prompt, "we use kafka for the audit events");
         // A replayed turn that ended an hour ago leaves a prompt of a minute ago to its own turn.
         s.buffer_prompt_item("", "s1", "b", "codex", "and the audit log goes to s3", now_ms() - 60_000).unwrap();
-        let id = s.capture(&turn("t0", "Earlier reply.", now_ms() - 3_600_000)).unwrap().unwrap();
+        let id = s.capture(&ended("t0", "Earlier reply.", now_ms() - 3_600_000)).unwrap().unwrap();
         assert_eq!(s.get(id).unwrap().unwrap().prompt, "");
-        let id = s.capture(&turn("t2", "Noted: s3.", now_ms())).unwrap().unwrap();
+        let id = s.capture(&ended("t2", "Noted: s3.", now_ms())).unwrap().unwrap();
         assert_eq!(s.get(id).unwrap().unwrap().prompt, "and the audit log goes to s3");
     }
 
@@ -1679,18 +1674,7 @@ mod tests {
         let s = Store::open_in_memory().unwrap();
         let capture = |id: &str, prompt: &str, reply: &str| {
             s.buffer_prompt("s1", "b", "codex", prompt).unwrap();
-            let t = Turn {
-                turn_id: id,
-                bank: "b",
-                session: "s1",
-                harness: "codex",
-                reply: Some(reply),
-                fallback_prompt: None,
-                buffered_before_ms: now_ms(),
-                at: now(),
-                outbound: None,
-            };
-            s.capture(&t).unwrap().unwrap()
+            s.capture(&ended(id, reply, now_ms())).unwrap().unwrap()
         };
         capture("t1", "The flaky integration test in payments-api times out on CI", "It waits on a mock clock.");
         let id = capture("t2", "rerun?", "Rerun passed.");

@@ -214,10 +214,10 @@ fn screen(guard: &Guard, request: &http::Request) -> Option<http::Response> {
         // A token that failed (the viewer was started again): the same page, which then says
         // what to do, since its tab no longer holds a token.
         ("POST", true) => answer(e.status(), "text/html; charset=utf-8", BOOT.as_bytes().to_vec()),
-        ("GET" | "HEAD", false) if file(path).is_some() => {
-            let (kind, body) = file(path).unwrap_or_default();
-            answer(200, kind, body.as_bytes().to_vec())
-        }
+        ("GET" | "HEAD", false) => match file(path) {
+            Some((kind, body)) => answer(200, kind, body.as_bytes().to_vec()),
+            None => answer(e.status(), "application/json", error(e)),
+        },
         _ => answer(e.status(), "application/json", error(e)),
     })
 }
