@@ -174,7 +174,7 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
 }
 
 /// Touched after each check; a sub-directory changed after it is walked again.
-const STAMP: &str = ".private-checked";
+pub const STAMP: &str = ".private-checked";
 
 fn touch(path: &Path, at: std::time::SystemTime) {
     if let Ok(f) = sys::create_mode(fs::OpenOptions::new().create(true).truncate(false).write(true), 0o600).open(path) {

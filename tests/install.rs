@@ -600,3 +600,18 @@ fn a_toml_config_that_does_not_parse_is_refused_and_left_untouched() {
     assert_eq!(std::fs::read(&path).unwrap(), bad);
     assert!(!home.path().join(".codex/hooks.json").exists(), "a refused target was half installed");
 }
+
+/// An existing, empty `~/.ovmem` open to others (made under umask 000, or by a dotfiles script)
+/// is made private by the install that stages the runtime in it: with the directory writable by
+/// others, another user could swap `bin/` and every hook would run their program.
+#[test]
+fn install_makes_an_open_ovmem_home_private() {
+    let home = Home::new();
+    let ovmem_home = home.path().join(".ovmem");
+    std::fs::create_dir(&ovmem_home).unwrap();
+    std::fs::set_permissions(&ovmem_home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    home.ok(&["install", "--harness", "claude-code"]);
+    assert_eq!(std::fs::metadata(&ovmem_home).unwrap().permissions().mode() & 0o777, 0o700);
+    home.ok(&["uninstall", "--yes"]);
+    assert!(home.tree().is_empty(), "left behind: {:?}", home.tree().keys().collect::<Vec<_>>());
+}

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::editor::{Editor, FilePlan, TargetPlan};
@@ -114,6 +114,10 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
     }
     let home = env.ovmem_home();
     if !opts.dry_run {
+        // ovmem's home private before anything is staged in it: an existing `~/.ovmem` left open
+        // to others (made under umask 000, or by a dotfiles script) would let another local user
+        // swap `bin/`, and every hook would run their program.
+        crate::home::prepare(env).with_context(|| format!("could not prepare `{}`", home.display()))?;
         // From here on a signal is answered by rolling back, never by dying half-way.
         interrupt::arm();
     }
@@ -149,6 +153,7 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
     // behind, not even its lock.
     if receipt::paths(&home).is_empty() {
         let _ = std::fs::remove_file(home.join("locks").join("ovmem.lock"));
+        let _ = std::fs::remove_file(home.join(crate::home::STAMP));
         fsx::remove_empty_dirs(&[
             env.runtime_bin().parent().expect("bin dir").to_path_buf(),
             receipt::dir(&home),
