@@ -91,7 +91,8 @@ pub fn run() -> i32 {
     match dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("{} {e:#}", p.red("error:"));
+            // An error can quote a project's file names or a symlink's target: no escapes.
+            eprintln!("{} {}", p.red("error:"), crate::termsafe::clean(&format!("{e:#}")));
             exit_code(&e)
         }
     }

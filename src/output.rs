@@ -47,8 +47,9 @@ impl Printer {
         self.paint("2", s)
     }
 
+    /// A warning; what it quotes from a project or a server cannot drive the terminal.
     pub fn warn(&self, msg: &str) {
-        eprintln!("{} {msg}", self.yellow("warning:"));
+        eprintln!("{} {}", self.yellow("warning:"), crate::termsafe::clean(msg));
     }
 }
 

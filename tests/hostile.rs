@@ -230,3 +230,27 @@ fn nothing_on_an_empty_or_relative_path_element_is_ever_run() {
     assert!(run(&["uninstall", "--yes"]).status.success());
     assert!(!marker.exists(), "ran: {}", std::fs::read_to_string(&marker).unwrap_or_default());
 }
+
+/// A committed symlink's target and a file's name are the project's bytes: printed in a refusal
+/// or a report, their escape sequences would write the user's clipboard (OSC 52), set the
+/// window's title or clear the screen. Nothing ovmem prints about them holds an escape.
+#[test]
+fn a_project_s_names_never_reach_the_terminal_as_escapes() {
+    let home = Home::new();
+    let proj = repo(&home);
+    mkdirs(&proj.join(".claude"));
+    symlink("/tmp/\x1b]52;c;cHduZWQ=\x07\x1b]0;PWNED\x07\x1b[2Jx", proj.join(".claude/settings.json")).unwrap();
+    mkdirs(&proj.join(".kiro/agents"));
+    std::fs::write(proj.join(".kiro/agents/x\x1b]0;T\x07y.json"), "{\"name\":\"a\"}").unwrap();
+    let p = proj.to_str().unwrap();
+    for args in [
+        vec!["install", "--harness", "claude-code", "--scope", "project", "--project", p, "--yes"],
+        vec!["migrate", "--scope", "project", "--project", p, "--yes"],
+        vec!["install", "--harness", "kiro-cli", "--scope", "project", "--project", p, "--yes"],
+        vec!["uninstall", "--harness", "kiro-cli", "--scope", "project", "--project", p, "--yes"],
+    ] {
+        let out = home.run(&args);
+        let all = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+        assert!(!all.contains(&0x1b) && !all.contains(&0x07), "{args:?}: {}", String::from_utf8_lossy(&all));
+    }
+}

@@ -149,7 +149,7 @@ fn print(env: &Env, r: &Report) {
     let took = b.latency_ms.map(|l| format!(" in {l} ms")).unwrap_or_default();
     println!("\nbackend {} {mark}{took}: {}", b.kind, b.detail.as_deref().unwrap_or(""));
     for e in &r.errors {
-        println!("{} {}: {}", p.red("error"), tilde(env, &e.file), e.error);
+        println!("{} {}: {}", p.red("error"), tilde(env, &e.file), crate::termsafe::clean(&e.error));
     }
     if r.ok {
         if !r.targets.is_empty() {

@@ -475,7 +475,7 @@ pub fn print_outcome(env: &Env, out: &Outcome, dry_run: bool, brief: bool) {
 
 fn print_result(p: &Printer, env: &Env, r: &HarnessResult, dry_run: bool, brief: bool) {
     if let Some(e) = &r.error {
-        eprintln!("{} {}: {e}", p.red("✗"), p.bold(&r.harness));
+        eprintln!("{} {}: {}", p.red("✗"), p.bold(&r.harness), crate::termsafe::clean(e));
         return;
     }
     let Some(report) = &r.report else { return };

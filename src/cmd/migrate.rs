@@ -117,7 +117,13 @@ fn run_once(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
     if !report.errors.is_empty() {
         let p = Printer::new();
         for e in &report.errors {
-            eprintln!("{} `{}`: {}", p.red("error:"), tilde(env, &e.file), e.error);
+            // The error names its file already when it says where a link leads.
+            let error = crate::termsafe::clean(&e.error);
+            if e.error.contains(&e.file.display().to_string()) {
+                eprintln!("{} {error}", p.red("error:"));
+            } else {
+                eprintln!("{} `{}`: {error}", p.red("error:"), tilde(env, &e.file));
+            }
         }
         return Err(Refusal(format!(
             "{} file(s) could not be read or parsed (above), so nothing was changed; fix or move them and run again",

@@ -162,12 +162,14 @@ pub fn select(sel: &Selection, env: &Env, verb: &str) -> Result<Option<Vec<&'sta
     Ok(crate::prompt::multi_select(&prompt, &items)?.map(|picked| picked.into_iter().map(|i| &all[i]).collect()))
 }
 
-/// `~/x` for paths under the home directory, for shorter messages.
+/// `~/x` for paths under the home directory, for shorter messages. A path can come from a
+/// project (a committed symlink's target, a file's name): its terminal escapes are dropped.
 pub fn tilde(env: &Env, p: &Path) -> String {
-    match p.strip_prefix(&env.home) {
+    let shown = match p.strip_prefix(&env.home) {
         Ok(rest) => format!("~/{}", rest.display()),
         Err(_) => p.display().to_string(),
-    }
+    };
+    crate::termsafe::clean(&shown).into_owned()
 }
 
 /// Directories where ovmem writes for the harnesses at user scope (and in `project`).

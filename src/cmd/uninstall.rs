@@ -73,7 +73,12 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
             // Nothing ovmem can tell is installed, and files it could not read: say which.
             let p = Printer::new();
             for r in &failed {
-                eprintln!("{} {}: {}", p.red("✗"), p.bold(&r.harness), r.error.as_deref().unwrap_or_default());
+                eprintln!(
+                    "{} {}: {}",
+                    p.red("✗"),
+                    p.bold(&r.harness),
+                    crate::termsafe::clean(r.error.as_deref().unwrap_or_default())
+                );
             }
             return Ok(plan.code);
         }
@@ -101,7 +106,12 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
             let p = Printer::new();
             eprintln!("{} ({} scope):", p.bold("ovmem will remove"), scope.as_str());
             for r in &failed {
-                eprintln!("  {} {}: {}", p.red("✗"), r.harness, r.error.as_deref().unwrap_or_default());
+                eprintln!(
+                    "  {} {}: {}",
+                    p.red("✗"),
+                    r.harness,
+                    crate::termsafe::clean(r.error.as_deref().unwrap_or_default())
+                );
             }
             for r in plan.results.iter().filter(|r| installed.contains(&r.harness.as_str())) {
                 for f in r.report.iter().flat_map(|rep| rep.files.iter()).filter(|f| f.change != "unchanged") {
@@ -139,7 +149,7 @@ fn print_results(env: &Env, out: &install::Outcome, named: bool, dry_run: bool) 
     let mut shown = 0;
     for r in &out.results {
         if let Some(e) = &r.error {
-            eprintln!("{} {}: {e}", p.red("✗"), p.bold(&r.harness));
+            eprintln!("{} {}: {}", p.red("✗"), p.bold(&r.harness), crate::termsafe::clean(e));
             shown += 1;
             continue;
         }
