@@ -681,6 +681,37 @@ mod tests {
         }
     }
 
+    /// Paths through the names temp-file makers generate stay readable (a log that hides them
+    /// cannot be followed); a secret beside such a path still goes.
+    #[test]
+    fn temp_paths_are_kept_and_secrets_beside_them_are_not() {
+        for text in [
+            "could not open `/tmp/.tmpAbC123xyz/ovmem-home/logs/hook.log`: Permission denied",
+            "OVMEM_HOME=/tmp/.tmpAbC123/ovmem-home/with/some/more/pieces",
+            "home /tmp/ci-home.Xk3P/ovmem/memory.db is locked by another process",
+            "spooled to /tmp/tmp.Xk3PqR9wZ2/spool/.tmpAb3dEf.json and /tmp/run-Xk3P9qLm.log",
+            "ran /work/wt/target/debug/deps/ovmem-3f9a2b1c4d5e6f70 and /tmp/ovmem-doctor-AbC12x/ovmem-home",
+            "\"cwd\": \"/tmp/.tmpk3JdPq/project-Xk3P9q/src/lib.rs\"",
+        ] {
+            assert_eq!(r(text), text);
+        }
+        let token = k(&["Xk9fR2mQ7vL3p", "W8nZ4tB6cY1uH5"]);
+        for text in [
+            format!("GET https://api.example.com/v1/cb?access_token={token} from /tmp/.tmpAbC123/x"),
+            format!("/tmp/.tmpAbC123/run --token={token}"),
+            format!("wrote /tmp/ci-home.Xk3P/env: token={token}"),
+            format!("cp /tmp/.tmpAbC123/{token}/x /tmp/y"),
+            format!("/tmp/.tmpAbC123/x/{token}"),
+        ] {
+            let out = r(&text);
+            assert!(!out.contains(&token) && out.contains("REDACTED"), "{text} -> {out}");
+        }
+        // A generated token is no temp name, whatever separates its pieces.
+        for name in [token.as_str(), "wJalrXUtnFEMI", "ghp_R8sV2nXq7LmZ4tWc9YbK1dPe6HfJ3gAu0oSi", "Ab3-Xk3PqR9wZ2"] {
+            assert!(!values::is_temp_name(name), "{name}");
+        }
+    }
+
     #[test]
     fn private_spans_are_never_kept() {
         assert_eq!(strip_private("a <private>secret plan</private> b"), "a  b");

@@ -297,11 +297,42 @@ pub(super) fn is_design_term(v: &str) -> bool {
 
 pub(super) fn is_path(v: &str) -> bool {
     // A generated key may start with `/` too (AWS secret keys do): a path's pieces are not
-    // random mixes of both cases and digits.
-    let random_piece = |p: &&str| p.len() >= 8 && has_upper(p) && has_lower(p) && has_digit(p);
+    // random mixes of both cases and digits, but for the names temp-file makers generate.
+    let random_piece = |p: &&str| p.len() >= 8 && has_upper(p) && has_lower(p) && has_digit(p) && !is_temp_name(p);
     (v.starts_with('/') || v.starts_with("./") || v.starts_with("../") || v.starts_with("~/"))
         && v.chars().all(|c| c.is_ascii_alphanumeric() || "/._-~".contains(c))
         && !v.split('/').any(|p| random_piece(&p))
+}
+
+/// A file or directory name a temp-file maker generated: tempfile's `.tmpAbC123`, mktemp's
+/// `tmp.Xk3PqR9wZ2`, or a name of words with a short random tail after `.`, `-` or `_`
+/// (`mktemp -d /tmp/ci-home.XXXX`, tempfile's `ovmem-doctor-AbC12x`), each maybe with a suffix
+/// (`.tmpAbC123.json`). Such a name in a path is
+/// where a program put its files, and a log that hides it cannot be followed. The random part is
+/// 3 to 12 letters and digits (tempfile makes 6, mktemp as many as the template's X's, 10 by
+/// default): no generated credential is that short, and a base64 key (AWS's starts with `/` at
+/// times) has no `.` or `-` to carry the words before it.
+pub(super) fn is_temp_name(name: &str) -> bool {
+    // A suffix asked for (`.json`, `.log`) is not part of the name's random part.
+    let extension =
+        |e: &str| (1..=5).contains(&e.len()) && e.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    if let Some((stem, ext)) = name.rsplit_once('.') {
+        if extension(ext) && stem.len() > 4 && is_temp_name(stem) {
+            return true;
+        }
+    }
+    let random = |t: &str| (3..=12).contains(&t.len()) && t.bytes().all(|b| b.is_ascii_alphanumeric());
+    if let Some(t) = name.strip_prefix(".tmp").or_else(|| name.strip_prefix("tmp.")) {
+        return random(t);
+    }
+    match name.rfind(['.', '-', '_']) {
+        Some(i) => {
+            let words = name[..i].trim_start_matches('.');
+            let word = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+            random(&name[i + 1..]) && !words.is_empty() && words.split(['.', '-', '_']).all(word)
+        }
+        None => false,
+    }
 }
 
 /// Looks like a password or token rather than a word: digits or symbols, or mixed case.

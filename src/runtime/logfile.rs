@@ -131,6 +131,10 @@ mod tests {
         let l = line("error", "codex", "Stop", Duration::from_millis(3), &format!("failed with token {secret}"));
         let v: Value = serde_json::from_slice(&l).unwrap();
         assert_eq!(v["msg"], "failed with token [REDACTED:github-token]");
+        // A temp directory a hook ran in is where to look, not a secret.
+        let msg = "could not prepare OVMEM_HOME: `/tmp/.tmpAbC123xyz/ovmem-home/logs/hook.log`: Permission denied";
+        let v: Value = serde_json::from_slice(&line("error", "codex", "Stop", Duration::ZERO, msg)).unwrap();
+        assert_eq!(v["msg"], msg);
         for huge in ["é".repeat(10_000), "\u{1}".repeat(10_000), "\"\\".repeat(5_000), "x".repeat(100_000)] {
             let l = line("error", &"h".repeat(500), "e", Duration::ZERO, &huge);
             assert!(l.len() <= MAX_LINE && l.ends_with(b"\n"), "{}", l.len());
