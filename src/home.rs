@@ -7,8 +7,9 @@
 //! checked (one `readdir`, a `stat` each of ovmem's), ovmem's whole tree is repaired when the top
 //! directory or the store is readable by others (as an older ovmem left it), and one of its
 //! sub-directories is walked only when it changed since the last check (another process, such as
-//! the installer, added to it). An `OVMEM_HOME` that is the home directory or above it is not
-//! used at all ([`Refused`]).
+//! the installer, added to it). An `OVMEM_HOME` that is the home directory or above it, or a
+//! system directory (`/usr`, `/etc`, `/tmp` itself, `/usr/local/bin`, …), is not used at all
+//! ([`Refused`]).
 
 use std::fs;
 use std::io::{self, ErrorKind};
@@ -27,28 +28,85 @@ pub fn private_umask() {
     sys::private_umask();
 }
 
-/// An `OVMEM_HOME` that is the user's home directory or a directory above it (`/`): ovmem would
-/// put its store, logs and runtime among the user's own files, and its private modes on them.
-/// Refused whole: hooks answer their no-op and write nothing at all there (not even a log line:
-/// the log would be there too); every other command exits 2 with this.
+/// An `OVMEM_HOME` ovmem must not use: hooks answer their no-op and write nothing at all there
+/// (not even a log line: the log would be there too); every other command exits 2 with this.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "OVMEM_HOME is `{}`, your home directory or a directory above it; ovmem keeps its memories, logs and \
-     runtime in a directory of its own and writes nothing there. Unset OVMEM_HOME (ovmem then uses ~/.ovmem) \
-     or point it at a directory of its own",
-    .path.display()
-)]
-pub struct Refused {
-    pub path: PathBuf,
+pub enum Refused {
+    /// The user's home directory or a directory above it (`/`): ovmem would put its store, logs
+    /// and runtime among the user's own files, and its private modes on them.
+    #[error(
+        "OVMEM_HOME is `{}`, your home directory or a directory above it; ovmem keeps its memories, logs and \
+         runtime in a directory of its own and writes nothing there. Unset OVMEM_HOME (ovmem then uses ~/.ovmem) \
+         or point it at a directory of its own",
+        .0.display()
+    )]
+    Home(PathBuf),
+    /// A system directory ([`is_system_dir`]): a hook (often run as root in a container) would
+    /// create `memory.db` and `logs/` among the system's files, and make ovmem's names there
+    /// private: `/usr/bin`, `/var/cache` or `/var/spool` at 0700 breaks the machine for everyone.
+    #[error(
+        "OVMEM_HOME is `{}`, a system directory (`/`, a directory directly under it, or one directly under \
+         the system's own: /usr, /usr/local, /var, /etc, /dev, /run, /home, …); ovmem would put its memories, \
+         logs and runtime among the system's files, and writes nothing there. Unset OVMEM_HOME (ovmem then \
+         uses ~/.ovmem) or point it at a directory of its own, one level deeper (`/tmp/ovmem`, `/opt/ovmem`, \
+         `~/.ovmem-work`)",
+        .0.display()
+    )]
+    System(PathBuf),
 }
 
 /// Whether `$OVMEM_HOME` may be used at all (see [`Refused`]).
 pub fn check(env: &Env) -> Result<(), Refused> {
     let home = env.ovmem_home();
     if resolved(&env.home).starts_with(resolved(&home)) {
-        return Err(Refused { path: home });
+        return Err(Refused::Home(home));
+    }
+    // The default `~/.ovmem` is a directory of ovmem's own by its name, wherever HOME is (a
+    // container run as a user without an entry has HOME=/, and `/.ovmem` then).
+    if env.var("OVMEM_HOME").is_some() && is_system_dir(&home, &env.home) {
+        return Err(Refused::System(home));
     }
     Ok(())
+}
+
+/// The top directories whose every sub-directory is the system's (or a user's home): no
+/// `OVMEM_HOME` may be one of those either. `/tmp`, `/opt`, `/srv`, `/mnt`, `/media` and others
+/// are not here: `/tmp/ovmem-test` or `/opt/ovmem` is a directory made for ovmem.
+const SYSTEM_TOPS: &[&str] = &[
+    "usr", "var", "etc", "dev", "proc", "sys", "run", "boot", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "home",
+    "Users", "private",
+];
+
+/// A directory of the system's own, which no `OVMEM_HOME` may be: `/` and every directory
+/// directly under it (`/usr`, `/etc`, `/tmp`, `/var`, `/opt`, `/root`, `/proc`, `/data`, …),
+/// every directory directly under one of [`SYSTEM_TOPS`] (`/usr/local`, `/usr/bin`, `/var/lib`,
+/// `/var/tmp`, `/etc/ssh`, `/dev/shm`, `/home/ann`; macOS's `/private` holds its `/tmp`, `/var`
+/// and `/etc`), and every directory directly under `/usr/local` (`/usr/local/bin`). Deeper ones
+/// are fine (`/tmp/ovmem-test`, `/var/tmp/x`, `/usr/local/share/ovmem`), and so is anything
+/// inside the home directory (unless that is `/`). Judged on the path as written and as
+/// resolved, so neither a symlink to `/usr` nor macOS's `/tmp` -> `/private/tmp` gets by.
+pub fn is_system_dir(path: &Path, home: &Path) -> bool {
+    let real = resolved(path);
+    let home = resolved(home);
+    if home.parent().is_some() && real.starts_with(&home) {
+        return false;
+    }
+    [lexical(path), real].iter().any(|p| {
+        let names: Vec<String> = p
+            .components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect();
+        let top = |n: &str| SYSTEM_TOPS.contains(&n);
+        match names.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+            [] | [_] => true,
+            [first, _] => top(first),
+            [first, second, _] => (*first, *second) == ("usr", "local") || *first == "private" && top(second),
+            _ => false,
+        }
+    })
 }
 
 /// Whether `e` (from [`prepare`]) is a refused `OVMEM_HOME`.
@@ -62,6 +120,12 @@ fn resolved(p: &Path) -> PathBuf {
     if let Ok(c) = fs::canonicalize(p) {
         return c;
     }
+    let out = lexical(p);
+    fs::canonicalize(&out).unwrap_or(out)
+}
+
+/// `p` with `.` and `..` taken lexically, symlinks left as they are.
+fn lexical(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
@@ -72,7 +136,7 @@ fn resolved(p: &Path) -> PathBuf {
             other => out.push(other),
         }
     }
-    fs::canonicalize(&out).unwrap_or(out)
+    out
 }
 
 /// The names ovmem creates at the top of `$OVMEM_HOME`. Only these, and what is inside its own
@@ -361,6 +425,81 @@ mod tests {
         }
         let after: Vec<_> = fs::read_dir(t.path()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(before, after);
+    }
+
+    /// A system directory is never an `OVMEM_HOME`: `/` and what is directly under it, what is
+    /// directly under the system's top directories and `/usr/local`; a directory one level deeper
+    /// (a test's `/tmp/xyz`) and anything inside the home directory are fine.
+    #[test]
+    fn system_directories_are_refused_and_their_subdirectories_are_not() {
+        let home = Path::new("/home/ann");
+        for p in [
+            "/",
+            "/usr",
+            "/etc",
+            "/bin",
+            "/var",
+            "/tmp",
+            "/proc",
+            "/sys",
+            "/dev",
+            "/boot",
+            "/lib",
+            "/lib64",
+            "/opt",
+            "/srv",
+            "/root",
+            "/data",
+            "/usr/local",
+            "/usr/bin",
+            "/usr/lib",
+            "/usr/local/bin",
+            "/usr/local/lib",
+            "/var/lib",
+            "/var/tmp",
+            "/var/cache",
+            "/etc/ovmem",
+            "/dev/shm",
+            "/run/user",
+            "/home/bob",
+            "/private/tmp",
+            "/private/var/lib",
+            "/tmp/../usr",
+            "/tmp/./x/..",
+        ] {
+            assert!(is_system_dir(Path::new(p), home), "{p} is a system directory");
+        }
+        for p in [
+            "/tmp/xyz",
+            "/tmp/.tmpAbC123/ovmem-home",
+            "/var/tmp/x",
+            "/opt/ovmem",
+            "/srv/ovmem",
+            "/data/ovmem",
+            "/usr/local/share/ovmem",
+            "/run/user/1000/ovmem",
+            "/home/ann/.ovmem",
+            "/home/ann/x",
+        ] {
+            assert!(!is_system_dir(Path::new(p), home), "{p} is not a system directory");
+        }
+        // Inside a home directory that is under /var (a service account's), it is the user's.
+        assert!(!is_system_dir(Path::new("/var/ovmem"), Path::new("/var")));
+        // A home of `/` makes nothing the user's.
+        assert!(is_system_dir(Path::new("/usr"), Path::new("/")));
+        // A symlink to a system directory is the directory.
+        let t = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/usr", t.path().join("u")).unwrap();
+        assert!(is_system_dir(&t.path().join("u"), home));
+        // The variable is refused; the default `~/.ovmem` never is, even with HOME=/.
+        let check_with = |vars: &[(&str, &str)]| {
+            let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            check(&Env::from_vars(vars).unwrap())
+        };
+        let e = check_with(&[("HOME", "/home/ann"), ("OVMEM_HOME", "/usr")]).unwrap_err();
+        assert!(matches!(e, Refused::System(_)) && e.to_string().contains("OVMEM_HOME is `/usr`, a system directory"));
+        check_with(&[("HOME", "/")]).unwrap();
+        check_with(&[("HOME", "/home/ann"), ("OVMEM_HOME", "/tmp/xyz")]).unwrap();
     }
 
     /// An `OVMEM_HOME` that holds other files: ovmem's own files are made private, the others

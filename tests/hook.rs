@@ -1501,6 +1501,46 @@ fn an_ovmem_home_that_is_the_home_directory_is_not_written_to() {
     assert_eq!(modes_under(&lab.home()), before);
 }
 
+/// An `OVMEM_HOME` that is a system directory (directly under `/`, or directly under `/var`) is
+/// refused like the home directory: the hook answers its no-op and creates nothing there, a
+/// command exits 2 naming OVMEM_HOME. Only directories that do not exist are named here, so a
+/// regression creates a directory of its own (removed again) and never touches the system's.
+#[test]
+fn an_ovmem_home_that_is_a_system_directory_is_not_written_to() {
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let tag = format!("ovmem-test-{}-{nanos}", std::process::id());
+    let dirs = [PathBuf::from("/").join(&tag), PathBuf::from("/var").join(&tag)];
+    let mut created = Vec::new();
+    for dir in &dirs {
+        assert!(!dir.exists());
+        let d = dir.to_str().unwrap();
+        for (ev, vars) in
+            [("SessionStart", vec![("P", p)]), ("Stop", vec![("P", p), ("REPLY", "Noted."), ("TRANSCRIPT", "")])]
+        {
+            let stdin = payload("claude-code", ev, &vars);
+            let (out, code) = lab.hook_with("claude-code", ev, stdin.as_bytes(), &[("OVMEM_HOME", d)]);
+            assert_eq!((out.as_str(), code), ("{}", 0), "{d} {ev}");
+        }
+        let out = Command::new(OVMEM)
+            .args(["status"])
+            .env_clear()
+            .env("HOME", lab.home())
+            .env("OVMEM_HOME", d)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        if dir.exists() {
+            created.push(dir.clone());
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        assert_eq!(out.status.code(), Some(2), "{d}: {err}");
+        assert!(err.contains("OVMEM_HOME") && err.contains("system directory"), "{err}");
+    }
+    assert!(created.is_empty(), "written to: {created:?}");
+}
+
 /// An `OVMEM_HOME` pointed at a directory that holds other files: ovmem's own files there are
 /// private, and nothing else changes mode (the directory itself neither).
 #[test]
