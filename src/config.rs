@@ -97,6 +97,9 @@ pub struct Problem {
     /// What was not used: `` `OVMEM_RECALL_LIMIT` ``, `` `recall_limit` in `…/config.toml` ``, or
     /// the file itself.
     pub place: String,
+    /// The setting: a key of the file, dotted (`recall_limit`, `backend.bank`,
+    /// `redact_patterns[1]`), or a variable's name; `None` for the file as a whole.
+    pub key: Option<String>,
     /// What is wrong with it. Never the value: a hook's log must not hold a secret pasted into
     /// the wrong key.
     pub what: String,
@@ -190,7 +193,7 @@ impl Config {
                     "OVMEM_BANK",
                     b,
                     "is not one of project, agent, session, user",
-                    format!("bank = \"{}\"", cfg.bank.name()),
+                    format!("ignored, using bank = \"{}\"", cfg.bank.name()),
                 )),
             }
         }
@@ -201,7 +204,7 @@ impl Config {
                     "OVMEM_RECALL_LIMIT",
                     n,
                     "is not a whole number",
-                    format!("recall_limit = {}", cfg.recall_limit),
+                    format!("ignored, using recall_limit = {}", cfg.recall_limit),
                 )),
             }
         }
@@ -212,8 +215,30 @@ impl Config {
                     "OVMEM_DEADLINE_MS",
                     n,
                     "is not a whole number of milliseconds",
-                    format!("deadline_ms = {}", cfg.deadline_ms.clamp(MIN_DEADLINE_MS, MAX_DEADLINE_MS)),
+                    format!("ignored, using deadline_ms = {}", cfg.deadline_ms.clamp(MIN_DEADLINE_MS, MAX_DEADLINE_MS)),
                 )),
+            }
+        }
+        if let Some(k) = env.var("OVMEM_BACKEND") {
+            if crate::backend::Kind::parse(k).is_none() {
+                problems.push(Problem::var(
+                    "OVMEM_BACKEND",
+                    k,
+                    "is not one of local, hindsight, openviking",
+                    "ignored, and no memory server is used until it is fixed or unset (memories stay in the local \
+                     store)"
+                        .into(),
+                ));
+            }
+        }
+        // A key that decides where memories go does not fall back to its default (another bank,
+        // another user): the server is not used until it is fixed (see `decides_where`).
+        for p in &mut problems {
+            if p.key.as_deref().is_some_and(crate::backend::settings::decides_where) {
+                p.instead =
+                    "ignored, and the memory server is not used until it is fixed (memories stay in the local store)"
+                        .into();
+                cfg.backend.unusable.push(p.clone());
             }
         }
         // A hook answers within a minute whatever is asked (a harness waits no longer, and a
@@ -226,6 +251,7 @@ impl Config {
     fn from_file(path: &Path, problems: &mut Vec<Problem>) -> Self {
         let whole = |what: String| Problem {
             place: format!("`{}`", path.display()),
+            key: None,
             what,
             instead: "none of its settings apply: every setting has its default and only the built-in redaction \
                       rules apply (not its redact_patterns)"
@@ -257,11 +283,12 @@ impl Config {
 }
 
 impl Problem {
-    fn var(name: &str, value: &str, what: &str, using: String) -> Self {
+    fn var(name: &str, value: &str, what: &str, instead: String) -> Self {
         Self {
             place: format!("`{name}`"),
+            key: Some(name.to_string()),
             what: what.into(),
-            instead: format!("ignored, using {using}"),
+            instead,
             value: Some(value.to_string()),
             whole_file: false,
         }
@@ -285,7 +312,14 @@ impl Problem {
             None if msg.starts_with("unknown field") => "ignored".to_string(),
             None => "ignored, left unset".to_string(),
         };
-        Self { place: format!("`{key}` in `{}`", file.display()), what, instead, value: None, whole_file: false }
+        Self {
+            place: format!("`{key}` in `{}`", file.display()),
+            key: Some(key.to_string()),
+            what,
+            instead,
+            value: None,
+            whole_file: false,
+        }
     }
 }
 
@@ -322,12 +356,14 @@ where
 /// stays out of the store either way). Whether each is a valid regex is `redact::configure`'s
 /// business, which keeps the valid ones the same way.
 fn patterns(v: toml::Value, file: &Path, problems: &mut Vec<Problem>) -> toml::Value {
-    let place = |i: Option<usize>| match i {
-        Some(i) => format!("`redact_patterns[{i}]` in `{}`", file.display()),
-        None => format!("`redact_patterns` in `{}`", file.display()),
+    let key = |i: Option<usize>| match i {
+        Some(i) => format!("redact_patterns[{i}]"),
+        None => "redact_patterns".to_string(),
     };
-    let problem = |place: String, what: &str, instead: &str| Problem {
-        place,
+    let place = |i: Option<usize>| format!("`{}` in `{}`", key(i), file.display());
+    let problem = |i: Option<usize>, what: &str, instead: &str| Problem {
+        place: place(i),
+        key: Some(key(i)),
         what: what.into(),
         instead: instead.into(),
         value: None,
@@ -336,12 +372,12 @@ fn patterns(v: toml::Value, file: &Path, problems: &mut Vec<Problem>) -> toml::V
     let items = match v {
         toml::Value::Array(a) => a,
         one @ (toml::Value::String(_) | toml::Value::Table(_)) => {
-            problems.push(problem(place(None), "is one pattern, not a list", "used as a list of one"));
+            problems.push(problem(None, "is one pattern, not a list", "used as a list of one"));
             vec![one]
         }
         _ => {
             problems.push(problem(
-                place(None),
+                None,
                 "is not a list of patterns",
                 "ignored: only the built-in redaction rules apply",
             ));
@@ -358,11 +394,11 @@ fn patterns(v: toml::Value, file: &Path, problems: &mut Vec<Problem>) -> toml::V
         let pattern = item.as_table().and_then(|t| t.get("pattern")).and_then(|p| p.as_str()).map(str::to_string);
         match pattern {
             Some(p) => {
-                problems.push(problem(place(Some(i)), "has no usable `name`", "its pattern is used, labelled custom"));
+                problems.push(problem(Some(i), "has no usable `name`", "its pattern is used, labelled custom"));
                 kept.push(toml::Value::String(p));
             }
             None => problems.push(problem(
-                place(Some(i)),
+                Some(i),
                 "is neither a regex (a string) nor a `{ name, pattern }` table",
                 "ignored, the other patterns apply",
             )),

@@ -797,6 +797,35 @@ fn a_password_in_the_server_url_is_never_shown() {
     assert!(!shown.contains("url-pass-5150"), "{shown}");
 }
 
+/// One junk key in `[backend]` costs only itself in `backend show` and `status`: the server and
+/// its valid settings are shown and the bad key is named (without its value). A bank of the
+/// wrong type keeps memories off the server, and says so, instead of using another bank.
+#[test]
+fn a_junk_backend_key_is_named_and_the_rest_is_shown() {
+    let home = Home::new();
+    let dead = RefusingPort::new();
+    let url = dead.url();
+    let server = format!("[backend]\nkind = \"hindsight\"\nurl = \"{url}\"\n");
+    home.put(".ovmem/config.toml", format!("{server}recall_budget_ms = \"soon-7731\"\n").as_bytes());
+    let out = home.ok(&["backend", "show"]);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(text.contains("hindsight") && text.contains(&url), "{text}");
+    assert!(err.contains("backend.recall_budget_ms") && !err.contains("soon-7731"), "{err}");
+    let v = json(&home.ok(&["backend", "show", "--json"]));
+    assert_eq!(v["kind"]["value"], "hindsight");
+    assert_eq!(v["problems"].as_array().unwrap().len(), 1, "{v}");
+    let v = json(&home.ok(&["status", "--json"]));
+    assert_eq!((v["backend"]["kind"].as_str(), v["backend"]["url"].as_str()), (Some("hindsight"), Some(url.as_str())));
+    // A bank of the wrong type: the server is not used, and every view says why.
+    home.put(".ovmem/config.toml", format!("{server}bank = [\"team\"]\n").as_bytes());
+    let v = json(&home.ok(&["status", "--json"]));
+    let why = v["backend"]["error"].as_str().unwrap_or_default().to_string();
+    assert!(why.contains("backend.bank") && why.contains("local store"), "{v}");
+    let out = home.run(&["backend", "test"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("backend.bank"), "{}", stderr(&out));
+}
+
 #[test]
 fn status_waits_for_a_silent_server_only_200_ms() {
     let home = Home::new();

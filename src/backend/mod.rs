@@ -135,6 +135,15 @@ pub fn connect(settings: &Settings, state_dir: Option<&Path>) -> Result<Option<B
     let mut secrets: Vec<String> = token.iter().map(|t| t.expose().to_string()).collect();
     secrets.extend(settings.url.as_ref().map(|u| guard::url_secrets(&u.value)).unwrap_or_default());
     let guarded = |r: Box<dyn Remote>| -> Box<dyn Remote> { Box::new(guard::Guarded::new(r, secrets.clone())) };
+    // A setting that decides where memories go could not be used: no server rather than a
+    // server (or a bank, a user) the user did not choose (see `settings::decides_where`).
+    if settings.kind.value != Kind::Local && !settings.unusable.is_empty() {
+        return Err(RemoteError::Config(format!(
+            "{}; the {} server is not used until that is fixed (memories stay in the local store)",
+            settings.unusable.join("; "),
+            settings.kind.value.name()
+        )));
+    }
     let remote: Option<Box<dyn Remote>> = match settings.kind.value {
         Kind::Local => None,
         Kind::Hindsight => Some(Box::new(Hindsight::new(hindsight::Options {

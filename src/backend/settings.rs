@@ -115,6 +115,11 @@ pub struct BackendConfig {
     pub send_budget_ms: u64,
     /// Hindsight: the most tokens of memories one recall returns.
     pub recall_max_tokens: u32,
+    /// Keys of config.toml's `[backend]` that decide where memories go and could not be used
+    /// (see [`decides_where`]): while one applies to the kind in force, the server is not used.
+    /// Set by [`crate::config::Config::load_lenient`], never read from or written to the file.
+    #[serde(skip)]
+    pub unusable: Vec<crate::config::Problem>,
 }
 
 impl Default for BackendConfig {
@@ -128,8 +133,21 @@ impl Default for BackendConfig {
             recall_budget_ms: 1500,
             send_budget_ms: 1500,
             recall_max_tokens: 1024,
+            unusable: Vec::new(),
         }
     }
+}
+
+/// Whether a bad value of this setting must keep memories off the server rather than fall back to
+/// its default, as every other setting does. Each of these says where memories go: without
+/// `bank` a Hindsight server gets them in a per-project team bank instead of the one the user
+/// named (shared with other people), without `user`/`account` an OpenViking server files them
+/// under the key's or the server's default user, and a `url` of the wrong type must never turn
+/// into another server (an `HINDSIGHT_API_URL` left in the shell). A bad `kind` (or
+/// `OVMEM_BACKEND`) is not here: its default, `local`, sends nothing anywhere, and the budgets
+/// only decide how long a hook waits.
+pub fn decides_where(key: &str) -> bool {
+    matches!(key, "backend.url" | "backend.bank" | "backend.user" | "backend.account")
 }
 
 /// Where a setting's value came from.
@@ -171,6 +189,12 @@ pub struct Settings {
     pub recall_max_tokens: u32,
     /// Environment variables for another kind that are set and therefore ignored (for `show`).
     pub ignored_env: Vec<&'static str>,
+    /// Why the server must not be used (a junk `OVMEM_BACKEND`, a `bank` of the wrong type, …):
+    /// while any, [`super::connect`] refuses and memories stay in the local store.
+    pub unusable: Vec<String>,
+    /// The config's problems that concern the backend (its `[backend]` keys, `OVMEM_BACKEND`, a
+    /// file that is not TOML), for the commands that show the backend ([`Settings::load`] only).
+    pub problems: Vec<crate::config::Problem>,
 }
 
 pub fn config_path(env: &Env) -> PathBuf {
@@ -182,10 +206,19 @@ pub fn credentials_path(env: &Env) -> PathBuf {
 }
 
 impl Settings {
-    /// Reads config.toml's `[backend]` and credentials.toml, then applies the environment.
+    /// Reads config.toml's `[backend]` (key by key, as the hooks do: see
+    /// [`crate::config::Config::load_lenient`]) and credentials.toml, then applies the
+    /// environment. A setting it cannot use is in [`Settings::problems`], not an error.
     pub fn load(env: &Env) -> Result<Self> {
-        let cfg = read_backend_table(&config_path(env))?;
-        Self::resolve(env, &cfg)
+        let (cfg, problems) = crate::config::Config::load_lenient(env);
+        let mut s = Self::resolve(env, &cfg.backend)?;
+        s.problems = problems
+            .into_iter()
+            .filter(|p| {
+                p.key.as_deref().is_none_or(|k| k == "backend" || k.starts_with("backend.") || k == "OVMEM_BACKEND")
+            })
+            .collect();
+        Ok(s)
     }
 
     /// The settings for an already-parsed `[backend]` table (e.g. from `Config::load`).
@@ -196,12 +229,18 @@ impl Settings {
                 .filter(|s| !s.trim().is_empty())
                 .map(|s| Sourced { value: s.trim().to_string(), from: Source::Config(config.clone()) })
         };
-        let kind = match env.var("OVMEM_BACKEND") {
-            Some(k) => Sourced {
-                value: Kind::parse(k)
-                    .with_context(|| format!("OVMEM_BACKEND=`{k}` is not one of local, hindsight, openviking"))?,
-                from: Source::Env("OVMEM_BACKEND"),
-            },
+        let mut unusable = Vec::new();
+        let from_env = env.var("OVMEM_BACKEND").and_then(|k| {
+            let parsed = Kind::parse(k);
+            if parsed.is_none() {
+                // Not the file's kind in its place: a shell that says "not this server" (a
+                // mistyped `local`) must not get the configured one.
+                unusable.push("`OVMEM_BACKEND` is not one of local, hindsight, openviking".to_string());
+            }
+            parsed
+        });
+        let kind = match from_env {
+            Some(value) => Sourced { value, from: Source::Env("OVMEM_BACKEND") },
             None if cfg.kind != Kind::Local => Sourced { value: cfg.kind, from: Source::Config(config.clone()) },
             None => Sourced { value: Kind::Local, from: Source::Default },
         };
@@ -214,11 +253,22 @@ impl Settings {
             .filter(|n| env.var(n).is_some())
             .collect();
         if k == Kind::Local {
-            return Ok(Self::local(kind, cfg, ignored_env));
+            return Ok(Self::local(kind, cfg, ignored_env, unusable));
         }
         let env_value = |name: Option<&'static str>| {
             name.and_then(|n| env.var(n).map(|v| Sourced { value: v.trim().to_string(), from: Source::Env(n) }))
         };
+        for p in &cfg.unusable {
+            let applies = match p.key.as_deref() {
+                Some("backend.url") => env_value(k.url_env()).is_none(),
+                Some("backend.bank") => k == Kind::Hindsight,
+                Some("backend.user" | "backend.account") => k == Kind::Openviking,
+                _ => true,
+            };
+            if applies {
+                unusable.push(format!("{} {}", p.place, p.what));
+            }
+        }
         let url = env_value(k.url_env()).or_else(|| from_file(&cfg.url));
         let token = match k.token_env().and_then(|n| env.var(n).map(|v| (n, v))) {
             Some((n, v)) => Some(Sourced { value: Secret::new(v.trim()), from: Source::Env(n) }),
@@ -234,13 +284,15 @@ impl Settings {
             send_budget: Duration::from_millis(cfg.send_budget_ms),
             recall_max_tokens: cfg.recall_max_tokens,
             ignored_env,
+            unusable,
+            problems: Vec::new(),
             kind,
         })
     }
 }
 
 impl Settings {
-    fn local(kind: Sourced<Kind>, cfg: &BackendConfig, ignored_env: Vec<&'static str>) -> Self {
+    fn local(kind: Sourced<Kind>, cfg: &BackendConfig, ignored_env: Vec<&'static str>, unusable: Vec<String>) -> Self {
         Self {
             kind,
             url: None,
@@ -252,27 +304,17 @@ impl Settings {
             send_budget: Duration::from_millis(cfg.send_budget_ms),
             recall_max_tokens: cfg.recall_max_tokens,
             ignored_env,
+            unusable,
+            problems: Vec::new(),
         }
     }
 }
 
-/// `[backend]` as config.toml has it, without the environment: what the user configured.
-pub fn configured(env: &Env) -> Result<BackendConfig> {
-    read_backend_table(&config_path(env))
-}
-
-/// Just `[backend]` of config.toml; the rest of the file is [`crate::config::Config`]'s business.
-fn read_backend_table(path: &Path) -> Result<BackendConfig> {
-    #[derive(Deserialize, Default)]
-    struct Only {
-        #[serde(default)]
-        backend: BackendConfig,
-    }
-    let Some(bytes) = read_opt(path)? else { return Ok(BackendConfig::default()) };
-    let text = String::from_utf8_lossy(&bytes);
-    let only: Only = toml::from_str(&text)
-        .with_context(|| format!("`{}` is not a valid ovmem config ([backend])", path.display()))?;
-    Ok(only.backend)
+/// `[backend]` as config.toml has it, without the environment: what the user configured, key by
+/// key (a key ovmem cannot use keeps its default, and is in [`BackendConfig::unusable`] when it
+/// decides where memories go).
+pub fn configured(env: &Env) -> BackendConfig {
+    crate::config::Config::load_lenient(env).0.backend
 }
 
 fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
@@ -711,7 +753,62 @@ mod tests {
         assert_eq!(s.kind.from, Source::Env("OVMEM_BACKEND"));
         assert!(s.url.is_none(), "a Hindsight URL does not switch a local setup to Hindsight");
         assert_eq!(s.ignored_env, vec!["HINDSIGHT_API_URL"]);
-        assert!(Settings::load(&env_in(t.path(), &[("OVMEM_BACKEND", "redis")])).is_err());
+        // A junk kind is named, and keeps the configured server from being used.
+        let s = Settings::load(&env_in(t.path(), &[("OVMEM_BACKEND", "redis")])).unwrap();
+        assert_eq!(s.problems[0].key.as_deref(), Some("OVMEM_BACKEND"));
+        assert!(super::super::connect(&s, None).is_err());
+    }
+
+    /// One junk key of `[backend]` costs only itself: the valid keys apply and the bad one is
+    /// named. A bad key that decides where memories go (a bank, a URL) keeps them off the server
+    /// instead of sending them to its default, and a junk `OVMEM_BACKEND` never falls back to the
+    /// configured server.
+    #[test]
+    fn a_bad_backend_setting_is_named_and_fails_closed_where_it_decides_where_memories_go() {
+        let t = tempfile::tempdir().unwrap();
+        let env = env_in(t.path(), &[]);
+        let home = env.ovmem_home();
+        fs::create_dir_all(&home).unwrap();
+        let write = |text: &str| fs::write(home.join("config.toml"), text).unwrap();
+        let server = "[backend]\nkind = \"hindsight\"\nurl = \"http://127.0.0.1:9\"\n";
+        // A budget of the wrong type and an unknown key: defaults, and the server still used.
+        write(&format!("{server}bank = \"team\"\nsend_budget_ms = \"fast\"\ncolour = 1\n"));
+        let s = Settings::load(&env).unwrap();
+        assert_eq!((s.kind.value, s.bank.as_ref().unwrap().value.as_str()), (Kind::Hindsight, "team"));
+        assert_eq!(s.send_budget, Duration::from_millis(1500));
+        let keys: Vec<_> = s.problems.iter().map(|p| p.key.clone().unwrap()).collect();
+        assert_eq!(keys, ["backend.colour", "backend.send_budget_ms"]);
+        assert!(s.problems.iter().all(|p| !p.to_string().contains("fast")));
+        assert!(s.unusable.is_empty() && super::super::connect(&s, None).unwrap().is_some());
+        // A bank of the wrong type: not the per-project team bank in its place, no server at all.
+        write(&format!("{server}bank = [\"team\"]\n"));
+        let s = Settings::load(&env).unwrap();
+        let err = super::super::connect(&s, None).err().unwrap().to_string();
+        assert!(err.contains("backend.bank") && err.contains("local store"), "{err}");
+        // The same for the hooks, which read the whole config key by key.
+        let (cfg, _) = crate::config::Config::load_lenient(&env);
+        assert!(!Settings::resolve(&env, &cfg.backend).unwrap().unusable.is_empty());
+        // A bank of OpenViking's kind does not matter to it.
+        write("[backend]\nkind = \"openviking\"\nurl = \"http://127.0.0.1:9\"\nbank = 3\n");
+        assert!(Settings::load(&env).unwrap().unusable.is_empty());
+        // A URL of the wrong type: no server, unless the environment names one.
+        write("[backend]\nkind = \"hindsight\"\nurl = 8888\n");
+        assert!(!Settings::load(&env).unwrap().unusable.is_empty());
+        let named = env_in(t.path(), &[("HINDSIGHT_API_URL", "http://127.0.0.1:9")]);
+        assert!(Settings::load(&named).unwrap().unusable.is_empty());
+        // A junk kind is local (nothing is sent anywhere), and named.
+        write("[backend]\nkind = \"hindsigth\"\nurl = \"http://127.0.0.1:9\"\n");
+        let s = Settings::load(&env).unwrap();
+        assert_eq!((s.kind.value, s.problems.len()), (Kind::Local, 1));
+        // A junk OVMEM_BACKEND does not fall back to the configured server.
+        write(server);
+        let s = Settings::load(&env_in(t.path(), &[("OVMEM_BACKEND", "locl")])).unwrap();
+        assert_eq!(s.kind.value, Kind::Hindsight);
+        assert!(super::super::connect(&s, None).is_err());
+        // A file that is not TOML: local, named as the whole file.
+        write("[backend\nkind = \"hindsight\"\n");
+        let s = Settings::load(&env).unwrap();
+        assert!(s.kind.value == Kind::Local && s.problems[0].whole_file);
     }
 
     #[test]

@@ -37,6 +37,14 @@ pub enum BackendCommand {
 pub fn run(cmd: BackendCommand) -> Result<i32> {
     let env = Env::from_process()?;
     let settings = Settings::load(&env)?;
+    // A setting it cannot use is named (the hooks only log it), and the rest is shown or tested.
+    let as_json = matches!(cmd, BackendCommand::Show { json: true } | BackendCommand::Test { json: true, .. });
+    if !as_json {
+        let p = Printer::new();
+        for problem in &settings.problems {
+            p.warn(&format!("config: {}", problem.for_terminal()));
+        }
+    }
     match cmd {
         BackendCommand::Show { json } => show(&env, &settings, json),
         BackendCommand::Test { bank, json } => test(&env, &settings, bank, json),
@@ -70,6 +78,8 @@ fn show(env: &Env, s: &Settings, as_json: bool) -> Result<i32> {
             "recall_budget_ms": s.recall_budget.as_millis() as u64,
             "send_budget_ms": s.send_budget.as_millis() as u64,
             "ignored_env": s.ignored_env,
+            "unusable": s.unusable,
+            "problems": s.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
         }));
         return Ok(0);
     }
@@ -105,6 +115,13 @@ fn show(env: &Env, s: &Settings, as_json: bool) -> Result<i32> {
                 }
             }
             row("token", if token.is_some() { "present" } else { "absent" }, token);
+            if !s.unusable.is_empty() {
+                row(
+                    "status",
+                    &p.red("not used: memories stay in the local store until the setting(s) above are fixed"),
+                    None,
+                );
+            }
             row(
                 "budgets",
                 &format!("recall {} ms, send {} ms", s.recall_budget.as_millis(), s.send_budget.as_millis()),
@@ -137,12 +154,18 @@ fn timed<T>(f: impl FnOnce() -> backend::Result<T>) -> (backend::Result<T>, u64)
 fn test(env: &Env, s: &Settings, bank: Option<String>, as_json: bool) -> Result<i32> {
     let p = Printer::new();
     if s.kind.value == Kind::Local {
+        // Local because a setting was dropped (`kind = "hindsigth"`) is not the local the user
+        // chose: that fails the test.
+        let ok = s.problems.is_empty();
         if as_json {
-            output::json(&json!({ "kind": "local", "ok": true }));
-        } else {
+            let problems: Vec<String> = s.problems.iter().map(ToString::to_string).collect();
+            output::json(&json!({ "kind": "local", "ok": ok, "problems": problems }));
+        } else if ok {
             println!("backend is local: nothing to test (memories stay in this machine's store)");
+        } else {
+            println!("backend is local until the setting(s) above are fixed: memories stay in this machine's store");
         }
-        return Ok(0);
+        return Ok(if ok { 0 } else { 1 });
     }
     let remote = match backend::connect(s, Some(&env.ovmem_home().join("state"))) {
         Ok(r) => r.expect("a remote kind"),

@@ -109,7 +109,7 @@ pub fn plan(env: &Env, findings: &[&Finding], wanted: &[String], project: Option
     if found.sources.iter().any(in_project) {
         return Ok(Carry::Untrusted { integration, found });
     }
-    let current = backend::settings::configured(env)?;
+    let current = backend::settings::configured(env);
     if current.kind == Kind::Local {
         return Ok(Carry::Adopt { integration, found });
     }

@@ -109,7 +109,7 @@ pub fn backend_choice(a: &BackendArgs, env: &Env) -> Result<Option<Planned>> {
     }
     let k = if kind == BackendKind::Hindsight { Kind::Hindsight } else { Kind::Openviking };
     let env_name = k.url_env().expect("a server kind");
-    let configured = backend::settings::configured(env)?;
+    let configured = backend::settings::configured(env);
     let (url, url_from) = match (&a.api_url, env.var(env_name)) {
         (Some(u), _) => (u.trim().to_string(), "--api-url".to_string()),
         (None, Some(u)) => (u.trim().to_string(), format!("${env_name}")),
