@@ -118,7 +118,35 @@ impl std::fmt::Display for Problem {
     }
 }
 
+/// How a hook's log line about a [`Problem`] starts, so the doctor (which reports each problem
+/// once, as a finding) can tell it from a hook's own errors.
+const LOG_PREFIX: &str = "config: ";
+
 impl Problem {
+    /// The line a hook logs (never the value).
+    pub fn log_message(&self) -> String {
+        match self.whole_file {
+            true => format!("{LOG_PREFIX}{self}; every turn is stored with the built-in rules only until it is fixed"),
+            false => format!("{LOG_PREFIX}{self}"),
+        }
+    }
+
+    /// Whether a hook's log message is one of [`Problem::log_message`]'s.
+    pub fn is_log_message(msg: &str) -> bool {
+        msg.starts_with(LOG_PREFIX)
+    }
+
+    /// What the user does about it: fix the key or the file, or fix or unset the variable.
+    pub fn fix(&self, file: &Path) -> String {
+        match (&self.key, self.value.is_some()) {
+            (Some(var), true) => format!("fix or unset `{var}` (in your shell profile, or wherever it is set)"),
+            (Some(key), false) => format!("fix or remove `{key}` in `{}`", file.display()),
+            (None, _) => {
+                format!("make `{}` valid TOML again (or move it away to start from the defaults)", file.display())
+            }
+        }
+    }
+
     /// The problem as the user's terminal gets it: with an environment variable's value.
     pub fn for_terminal(&self) -> String {
         match &self.value {

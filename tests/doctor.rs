@@ -341,22 +341,49 @@ fn a_memory_server_that_does_not_answer_is_a_problem_and_gets_nothing() {
     }
 }
 
+/// ovmem's own config is checked like the rest: a setting it cannot use (a file that is not
+/// TOML, a key of the wrong type, a junk variable) is a finding naming the file, the key and
+/// what to do, exit 1, and every other check still runs. Exit 2 stays for bad usage and a
+/// harness file that does not parse.
 #[test]
-fn usage_errors_and_an_unreadable_config_exit_2() {
+fn a_bad_config_is_a_finding_and_every_hook_is_still_run() {
     let home = Home::new();
     home.ok(&["install", "--harness", "claude-code"]);
     assert_eq!(home.run(&["doctor", "--harness", "nonesuch"]).status.code(), Some(2));
+    let all_ok = |v: &Value| {
+        let hs = hooks(v, "claude-code");
+        assert!(!hs.is_empty() && hs.iter().all(|h| h["status"] == "ok"), "{v:#}");
+    };
+    // Not TOML at all: one finding for the file; the hooks run on the defaults, as the user's do.
     home.put(".ovmem/config.toml", b"bank = [\n");
-    let out = home.run(&["doctor"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("config.toml"), "{}", stderr(&out));
-    // A junk variable is named, with what to do.
-    std::fs::remove_file(home.path().join(".ovmem/config.toml")).unwrap();
+    let (code, v) = doctor(&home, &[]);
+    assert_eq!(code, 1, "{v:#}");
+    let c = &v["config"][0];
+    assert!(c["file"].as_str().unwrap().ends_with(".ovmem/config.toml") && c["key"].is_null(), "{v:#}");
+    assert!(c["problem"].as_str().unwrap().contains("not valid TOML (line 2"), "{v:#}");
+    assert!(c["fix"].as_str().unwrap().contains("valid TOML"), "{v:#}");
+    all_ok(&v);
+    // A key of the wrong type and a junk variable: each named, with what to do; the variable's
+    // value on the terminal only.
+    home.put(".ovmem/config.toml", b"recall_limit = \"five-9932\"\n");
     let out = home.cmd(&["doctor"]).env("OVMEM_BANK", "projects").output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("`OVMEM_BANK` (it is `projects`) is not one of"), "{}", stderr(&out));
-    assert!(stderr(&out).contains("unset the variable"), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(text.contains("`OVMEM_BANK` (it is `projects`) is not one of"), "{text}");
+    assert!(text.contains("fix or unset `OVMEM_BANK`") && text.contains("fix or remove `recall_limit`"), "{text}");
+    assert!(!text.contains("five-9932"), "{text}");
+    let out = home.cmd(&["doctor", "--json"]).env("OVMEM_BANK", "projects").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let keys: Vec<&str> = v["config"].as_array().unwrap().iter().map(|c| c["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["recall_limit", "OVMEM_BANK"], "{v:#}");
+    assert!(v["config"][1]["file"].is_null(), "{v:#}");
+    let raw = String::from_utf8_lossy(&out.stdout);
+    assert!(!raw.contains("projects") && !raw.contains("five-9932"), "{raw}");
+    assert_eq!(v["problems"], 2, "{v:#}");
+    all_ok(&v);
     // A hooks file that no longer parses.
+    std::fs::remove_file(home.path().join(".ovmem/config.toml")).unwrap();
     home.put(".claude/settings.json", b"{ \"hooks\": ");
     let (code, v) = doctor(&home, &[]);
     assert_eq!(code, 2, "{v:#}");

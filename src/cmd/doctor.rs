@@ -1,12 +1,13 @@
 //! `ovmem doctor [--json]`: runs every installed hook as its harness would and reports what works
-//! (a CI gate like `check`: exit 0 healthy, 1 problems, 2 bad usage or an unreadable config).
+//! (a CI gate like `check`: exit 0 healthy, 1 problems, ovmem's own config's among them, 2 bad
+//! usage or a harness file or receipt it cannot read).
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
 
-use super::{parse_harnesses, tilde, Refusal};
+use super::{parse_harnesses, tilde};
 use crate::doctor::{self, HookReport, Report};
 use crate::env::Env;
 use crate::output::{self, Printer};
@@ -27,13 +28,9 @@ pub struct DoctorArgs {
 pub fn run(args: DoctorArgs, env: &Env) -> Result<i32> {
     let harnesses = args.harness.as_deref().map(|l| parse_harnesses(l, env)).transpose()?;
     let project = args.project.as_deref().map(|p| super::project_dir(Some(p))).transpose()?;
-    let report = match doctor::run(env, &doctor::Options { harnesses, project }) {
-        Ok(r) => r,
-        Err(e) if e.downcast_ref::<doctor::sandbox::BadConfig>().is_some() => {
-            return Err(Refusal(format!("{e:#}")).into());
-        }
-        Err(e) => return Err(e),
-    };
+    // A config ovmem cannot use is a finding like the others: doctor is where the user finds
+    // out what is wrong, so it says so and goes on with every other check.
+    let report = doctor::run(env, &doctor::Options { harnesses, project })?;
     let code = if !report.errors.is_empty() {
         2
     } else if report.problems > 0 {
@@ -139,6 +136,20 @@ fn print(env: &Env, r: &Report) {
     }
     if let Some(stale) = &r.runtime.stale {
         println!("\n{} {stale}", p.red("!"));
+    }
+    for c in &r.config {
+        let file = c.file.as_ref().map(|f| tilde(env, f));
+        let place = match (&c.key, &file) {
+            (Some(k), Some(f)) => format!("`{k}` in `{f}`"),
+            (Some(k), None) => match &c.value {
+                Some(v) => format!("`{k}` (it is `{v}`)"),
+                None => format!("`{k}`"),
+            },
+            (None, Some(f)) => format!("`{f}`"),
+            (None, None) => String::new(),
+        };
+        println!("\n{} {place} {}; hooks meanwhile: {}", p.red("config"), c.problem, c.hooks);
+        println!("       {}", p.dim(&format!("fix: {}", c.fix)));
     }
     let b = &r.backend;
     let mark = match b.status {

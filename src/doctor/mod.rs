@@ -53,8 +53,45 @@ pub struct Report {
     /// Legacy or deprecated memory integrations elsewhere (warnings: see `ovmem check`).
     pub legacy: Vec<String>,
     pub backend: BackendState,
+    /// Settings in ovmem's config (`config.toml`, `OVMEM_*` variables) it cannot use: each a
+    /// problem (exit 1). The hooks run on without them, so the other checks still run.
+    pub config: Vec<ConfigFinding>,
     /// Files that could not be read or parsed (exit 2).
     pub errors: Vec<FileError>,
+}
+
+/// One setting of ovmem's config that it cannot use.
+#[derive(Debug, Serialize)]
+pub struct ConfigFinding {
+    /// `config.toml`, or none for an environment variable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
+    /// The key (`recall_limit`, `backend.bank`, `redact_patterns[1]`) or the variable; none when
+    /// the file as a whole cannot be used (not TOML, unreadable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// What is wrong with it (never its value: a report is pasted into issues).
+    pub problem: String,
+    /// What the hooks do meanwhile.
+    pub hooks: String,
+    /// What to do.
+    pub fix: String,
+    /// A variable's value, for the terminal only (scrubbed; never in `--json`).
+    #[serde(skip)]
+    pub value: Option<String>,
+}
+
+impl ConfigFinding {
+    fn new(p: &crate::config::Problem, path: &Path) -> Self {
+        Self {
+            file: p.value.is_none().then(|| path.to_path_buf()),
+            key: p.key.clone(),
+            problem: p.what.clone(),
+            hooks: p.instead.clone(),
+            fix: p.fix(path),
+            value: p.value.as_deref().map(|v| crate::redact::scrub(v).into_owned()),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -226,7 +263,7 @@ fn order(kind: Option<Canonical>) -> usize {
     SESSION.iter().position(|c| Some(*c) == kind).unwrap_or(SESSION.len())
 }
 
-/// Runs every check; `Err` only when the doctor cannot work at all (an unreadable config).
+/// Runs every check; `Err` only when the doctor cannot work at all (no temporary directory).
 pub fn run(env: &Env, opts: &Options) -> Result<Report> {
     let home = env.ovmem_home();
     let mut report = Report {
@@ -239,6 +276,11 @@ pub fn run(env: &Env, opts: &Options) -> Result<Report> {
         duplicates: Vec::new(),
         legacy: Vec::new(),
         backend: backend(env),
+        config: {
+            let path = crate::config::Config::path(env);
+            let (_, problems) = crate::config::Config::load_lenient(env);
+            problems.iter().map(|p| ConfigFinding::new(p, &path)).collect()
+        },
         errors: Vec::new(),
     };
     let sandbox = sandbox::Sandbox::new(env)?;
@@ -298,6 +340,7 @@ pub fn run(env: &Env, opts: &Options) -> Result<Report> {
         problems += t.problems.len();
     }
     problems += report.duplicates.len();
+    problems += report.config.len();
     if report.backend.status == "failed" {
         problems += 1;
     }
@@ -825,6 +868,8 @@ fn backend(env: &Env) -> BackendState {
         .and_then(|r| r.health(budget).map_err(|e| e.to_string()));
     let (status, detail) = match result {
         Ok(d) => ("ok", d),
+        // Not used at all (a setting that says where memories go is bad): nothing is queued.
+        Err(e) if !settings.unusable.is_empty() => ("failed", e),
         Err(e) => ("failed", format!("{e}; hooks answer from the local store and queue turns until it works")),
     };
     BackendState { kind: kind.id().into(), status, url, latency_ms: Some(ms(started.elapsed())), detail: Some(detail) }

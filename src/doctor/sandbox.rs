@@ -15,22 +15,14 @@ use crate::env::Env;
 use crate::harness::{Adapter, Canonical};
 use crate::store::Store;
 
-/// A config with settings ovmem cannot use (a junk `OVMEM_*` variable, a key of the wrong type,
-/// a `config.toml` that does not parse): reported as it is, with what the hooks do meanwhile,
-/// and exit 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{detail}. Run `ovmem doctor` again once it is fixed")]
-pub struct BadConfig {
-    pub detail: String,
-}
-
 pub struct Sandbox {
     _dir: tempfile::TempDir,
     /// The `OVMEM_HOME` the hooks get.
     pub home: PathBuf,
     /// A project directory (a git work tree) for user-scope hooks to run in.
     pub project: PathBuf,
-    /// The user's config (with the environment's overrides), as the hooks will read it.
+    /// The user's config (with the environment's overrides), as the hooks read it: a setting they
+    /// cannot use has its default here too (the doctor reports it as a finding of its own).
     pub cfg: Config,
     /// Where synthetic transcripts go.
     pub scratch: PathBuf,
@@ -39,23 +31,15 @@ pub struct Sandbox {
 impl Sandbox {
     pub fn new(env: &Env) -> Result<Self> {
         let path = Config::path(env);
-        let bad = |why: String| BadConfig {
-            detail: format!(
-                "`{}` cannot be read as ovmem's config ({why}); every hook would run with the defaults",
-                path.display()
-            ),
-        };
-        let cfg = Config::load(env).map_err(|e| BadConfig { detail: e.to_string() })?;
-        let copy = match crate::fsx::read_opt(&path)? {
-            None => None,
-            Some(bytes) => {
-                let text = String::from_utf8(bytes).map_err(|_| bad("it is not UTF-8 text".into()))?;
-                let mut doc = crate::edit::toml::parse(&text).map_err(|e| bad(e.to_string().trim().to_string()))?;
-                // Memories the doctor's hooks capture must never reach the user's memory server.
-                doc.remove("backend");
-                Some(doc.to_string())
-            }
-        };
+        let (cfg, _) = Config::load_lenient(env);
+        // The file as the hooks read it (lossy UTF-8), without `[backend]`: memories the doctor's
+        // hooks capture must never reach the user's memory server. One that is not TOML is not
+        // copied: the hooks then run on the defaults, as the user's own hooks do meanwhile.
+        let copy = crate::fsx::read_opt(&path).ok().flatten().and_then(|bytes| {
+            let mut doc = crate::edit::toml::parse(&String::from_utf8_lossy(&bytes)).ok()?;
+            doc.remove("backend");
+            Some(doc.to_string())
+        });
         let dir = tempfile::Builder::new()
             .prefix("ovmem-doctor-")
             .tempdir()
@@ -109,7 +93,8 @@ impl Sandbox {
     }
 
     /// The errors the runtime logged since `mark` (each hook answers with a no-op on an error and
-    /// says why only there).
+    /// says why only there), but for the config's problems: every hook logs those, and the doctor
+    /// reports each once, as a finding of its own.
     pub fn logged_errors(&self, mark: u64) -> Vec<String> {
         let Ok(bytes) = std::fs::read(self.log()) else { return Vec::new() };
         let from = (mark as usize).min(bytes.len());
@@ -118,6 +103,7 @@ impl Sandbox {
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .filter(|v| v["level"] == "error")
             .filter_map(|v| v["msg"].as_str().map(String::from))
+            .filter(|m| !crate::config::Problem::is_log_message(m))
             .collect()
     }
 }

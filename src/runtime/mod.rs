@@ -87,11 +87,7 @@ pub fn main(args: &[String]) -> i32 {
     // user's redact_patterns, backend and deadlines still apply.
     let (cfg, problems) = env.as_ref().map(Config::load_lenient).unwrap_or_default();
     for problem in problems {
-        let msg = match problem.whole_file {
-            true => format!("config: {problem}; every turn is stored with the built-in rules only until it is fixed"),
-            false => format!("config: {problem}"),
-        };
-        log(env.as_ref(), harness_id, native, "error", &msg, started);
+        log(env.as_ref(), harness_id, native, "error", &problem.log_message(), started);
     }
     for problem in crate::redact::configure(&cfg.redact_patterns) {
         log(env.as_ref(), harness_id, native, "error", &problem, started);
