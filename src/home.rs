@@ -45,8 +45,8 @@ pub enum Refused {
     /// create `memory.db` and `logs/` among the system's files, and make ovmem's names there
     /// private: `/usr/bin`, `/var/cache` or `/var/spool` at 0700 breaks the machine for everyone.
     #[error(
-        "OVMEM_HOME is `{}`, a system directory (`/`, a directory directly under it, or one directly under \
-         the system's own: /usr, /usr/local, /var, /etc, /dev, /run, /home, …); ovmem would put its memories, \
+        "OVMEM_HOME is `{}`, a system directory (`/`, one of the system's directories directly under it, \
+         or one directly under those: /usr, /usr/local, /var, /etc, /dev, /run, /home, …); ovmem would put its memories, \
          logs and runtime among the system's files, and writes nothing there. Unset OVMEM_HOME (ovmem then \
          uses ~/.ovmem) or point it at a directory of its own, one level deeper (`/tmp/ovmem`, `/opt/ovmem`, \
          `~/.ovmem-work`)",
@@ -69,6 +69,43 @@ pub fn check(env: &Env) -> Result<(), Refused> {
     Ok(())
 }
 
+/// The system's own directories directly under `/` (Linux's hierarchy and macOS's): none may be
+/// an `OVMEM_HOME`. Another directory there (`/data`, `/ovmem`) is most likely a volume mounted
+/// for the purpose, in a container, and may be.
+const SYSTEM_ROOTS: &[&str] = &[
+    "usr",
+    "var",
+    "etc",
+    "dev",
+    "proc",
+    "sys",
+    "run",
+    "boot",
+    "bin",
+    "sbin",
+    "lib",
+    "lib32",
+    "lib64",
+    "libx32",
+    "home",
+    "tmp",
+    "opt",
+    "srv",
+    "mnt",
+    "media",
+    "root",
+    "snap",
+    "nix",
+    "lost+found",
+    "Users",
+    "private",
+    "System",
+    "Library",
+    "Applications",
+    "Volumes",
+    "cores",
+];
+
 /// The top directories whose every sub-directory is the system's (or a user's home): no
 /// `OVMEM_HOME` may be one of those either. `/tmp`, `/opt`, `/srv`, `/mnt`, `/media` and others
 /// are not here: `/tmp/ovmem-test` or `/opt/ovmem` is a directory made for ovmem.
@@ -77,8 +114,9 @@ const SYSTEM_TOPS: &[&str] = &[
     "Users", "private",
 ];
 
-/// A directory of the system's own, which no `OVMEM_HOME` may be: `/` and every directory
-/// directly under it (`/usr`, `/etc`, `/tmp`, `/var`, `/opt`, `/root`, `/proc`, `/data`, …),
+/// A directory of the system's own, which no `OVMEM_HOME` may be: `/` and the system's
+/// directories directly under it ([`SYSTEM_ROOTS`]: `/usr`, `/etc`, `/tmp`, `/var`, `/opt`,
+/// `/root`, `/proc`, …),
 /// every directory directly under one of [`SYSTEM_TOPS`] (`/usr/local`, `/usr/bin`, `/var/lib`,
 /// `/var/tmp`, `/etc/ssh`, `/dev/shm`, `/home/ann`; macOS's `/private` holds its `/tmp`, `/var`
 /// and `/etc`), and every directory directly under `/usr/local` (`/usr/local/bin`). Deeper ones
@@ -101,7 +139,8 @@ pub fn is_system_dir(path: &Path, home: &Path) -> bool {
             .collect();
         let top = |n: &str| SYSTEM_TOPS.contains(&n);
         match names.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-            [] | [_] => true,
+            [] => true,
+            [first] => SYSTEM_ROOTS.contains(first),
             [first, _] => top(first),
             [first, second, _] => (*first, *second) == ("usr", "local") || *first == "private" && top(second),
             _ => false,
@@ -427,7 +466,7 @@ mod tests {
         assert_eq!(before, after);
     }
 
-    /// A system directory is never an `OVMEM_HOME`: `/` and what is directly under it, what is
+    /// A system directory is never an `OVMEM_HOME`: `/` and the system's names directly under it, what is
     /// directly under the system's top directories and `/usr/local`; a directory one level deeper
     /// (a test's `/tmp/xyz`) and anything inside the home directory are fine.
     #[test]
@@ -449,7 +488,6 @@ mod tests {
             "/opt",
             "/srv",
             "/root",
-            "/data",
             "/usr/local",
             "/usr/bin",
             "/usr/lib",
@@ -476,6 +514,8 @@ mod tests {
             "/opt/ovmem",
             "/srv/ovmem",
             "/data/ovmem",
+            "/data",
+            "/ovmem",
             "/usr/local/share/ovmem",
             "/run/user/1000/ovmem",
             "/home/ann/.ovmem",
