@@ -3,6 +3,11 @@
 //! `$OVMEM_HOME/spool/`. It has to work when the database itself does not, so it is plain
 //! files. Replayed at the next session start and by the next stop of the same session; every
 //! item carries an id, so a replay stores it exactly once even if it is replayed twice.
+//!
+//! A hook also writes what it takes on here *ahead* of storing it ([`Ahead`]), locked for as long
+//! as the hook lives: a hook killed where it can catch nothing (SIGKILL, the OOM killer) leaves
+//! the file, and the kernel its lock, to the next replay; a replay leaves a locked file to the
+//! live hook that holds it.
 
 use std::path::{Path, PathBuf};
 
@@ -187,13 +192,72 @@ fn session_tag(session: &str) -> String {
     crate::fsx::sha256_hex(session.as_bytes())[..8].to_string()
 }
 
-/// Writes an item to the spool (atomically, private to the user).
-pub fn write(env: &Env, item: &Spooled) -> Result<()> {
+/// The item's file in the spool (the directory made if need be). One name per item, whatever
+/// its text: spooling an item replaces its copy written ahead, never adds a second file.
+fn path_for(env: &Env, item: &Spooled) -> Result<PathBuf> {
     let dir = dir(env);
     std::fs::create_dir_all(&dir).with_context(|| format!("could not create `{}`", dir.display()))?;
-    let name = format!("{}-{}-{}-{}.json", item.taken_at, item.kind, session_tag(&item.session), &item.id[..12]);
+    Ok(dir.join(format!("{}-{}-{}-{}.json", item.taken_at, item.kind, session_tag(&item.session), &item.id[..12])))
+}
+
+/// Writes an item to the spool (atomically, private to the user).
+pub fn write(env: &Env, item: &Spooled) -> Result<()> {
     let bytes = serde_json::to_vec(item)?;
-    crate::fsx::write_atomic(&dir.join(name), &bytes, Some(0o600))
+    crate::fsx::write_atomic(&path_for(env, item)?, &bytes, Some(0o600))
+}
+
+/// An item written ahead to the spool while its hook works on it, under an advisory lock the hook
+/// holds as long as it lives. A replay skips a file it cannot lock, so no other hook stores the
+/// item under its owner's feet; when the process dies, however it dies (SIGKILL included), the
+/// kernel drops the lock and the next replay stores the item. Dropping an `Ahead` without
+/// [`Ahead::stored`] leaves the file to a replay as well.
+#[derive(Debug)]
+pub struct Ahead {
+    path: PathBuf,
+    /// Open only for its lock.
+    _lock: std::fs::File,
+}
+
+impl Ahead {
+    /// Writes `item` ahead, replacing this item's earlier copy (the lock of that one goes when its
+    /// `Ahead` is dropped). Not flushed to disk: what a process wrote survives its death in the
+    /// page cache, and a death is what this copy is for; a machine that crashes before the turn is
+    /// stored loses it with the hook anyway (a spooled item, written when the store failed, is
+    /// flushed).
+    pub fn write(env: &Env, item: &Spooled) -> Result<Self> {
+        let path = path_for(env, item)?;
+        let tmp = crate::fsx::temp_beside(&path, &serde_json::to_vec(item)?, 0o600, None)?;
+        // Locked before it takes its name, so no replay sees it unlocked while this hook lives.
+        // Where files cannot be locked, nothing is written ahead: replays would take the item
+        // from under the hook (still once, by its id, but twice the work and a race).
+        if let Err(e) = tmp.as_file().try_lock() {
+            anyhow::bail!("could not lock `{}`: {e}", tmp.path().display());
+        }
+        let lock =
+            tmp.persist(&path).map_err(|e| e.error).with_context(|| format!("could not write `{}`", path.display()))?;
+        Ok(Self { path, _lock: lock })
+    }
+
+    /// The item is in the store: its copy goes. (A replay that locks the file once it is gone
+    /// finds no file at its name and leaves it.)
+    pub fn stored(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Locks a spool file for a replay: `None` when a live hook holds it (its item in flight) or it is
+/// gone (stored by that hook or another replay).
+fn claim(path: &Path) -> Option<std::fs::File> {
+    let file = std::fs::File::open(path).ok()?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return None,
+        // Files cannot be locked here, so none was written ahead: every file is a plain spooled
+        // item.
+        Err(std::fs::TryLockError::Error(_)) => {}
+    }
+    // Opened before its hook stored it and removed it, locked after.
+    path.exists().then_some(file)
 }
 
 /// The last turn of a transcript in its format, as it was at `upto` bytes.
@@ -251,7 +315,8 @@ fn replay_one(store: &Store, item: &Spooled) -> Result<()> {
 }
 
 /// Stores spooled items, oldest first (only those of `session` when given); each file is
-/// removed once its item is in the store. Returns how many were stored.
+/// removed once its item is in the store. Items a live hook holds (written ahead, locked) are left
+/// to it, this process's own included. Returns how many were stored.
 ///
 /// The order is when each was taken on, to the millisecond, a prompt before a turn taken the
 /// same millisecond: a turn takes the session's prompts buffered before it, so a turn replayed
@@ -275,6 +340,8 @@ pub fn replay(env: &Env, store: &Store, session: Option<&str>) -> usize {
     });
     let mut n = 0;
     for (path, item) in items {
+        // Held until the file is removed: a concurrent replay skips it too.
+        let Some(_claimed) = claim(&path) else { continue };
         if replay_one(store, &item).is_ok() && std::fs::remove_file(&path).is_ok() {
             n += 1;
         }
@@ -338,5 +405,57 @@ mod tests {
             ]
         );
         assert_eq!(depth(&env).0, 0, "every file was removed");
+    }
+
+    fn replies(store: &Store) -> Vec<String> {
+        store.list(None, None).unwrap().into_iter().map(|m| m.reply).collect()
+    }
+
+    /// A turn written ahead is left alone by every replay while its hook holds it (this process's
+    /// own replay included: the stop replays its session before storing its turn); once the hook is
+    /// gone (the kernel drops its lock, here the handle is dropped), a replay stores it, once.
+    #[test]
+    fn a_turn_in_flight_is_left_to_its_hook_and_stored_once_the_hook_is_gone() {
+        let t = tempfile::tempdir().unwrap();
+        let env = env(t.path());
+        let store = Store::open_in_memory().unwrap();
+        let item = Spooled::turn("b", "codex", "s", Some("which port?"), Some("port 7011"), store::now(), 100);
+        let ahead = Ahead::write(&env, &item).unwrap();
+        assert_eq!(depth(&env).0, 1);
+        assert_eq!(replay(&env, &store, Some("s")), 0);
+        assert_eq!(replay(&env, &store, None), 0);
+        assert!(replies(&store).is_empty());
+        drop(ahead);
+        assert_eq!(replay(&env, &store, None), 1);
+        assert_eq!(replies(&store), ["port 7011"]);
+        assert_eq!(depth(&env).0, 0);
+        assert_eq!(replay(&env, &store, None), 0);
+    }
+
+    /// Written ahead twice (the transcript's text read in between), then spooled because the store
+    /// failed: one file all along, the last text in it, stored once; a turn stored by its hook
+    /// leaves nothing.
+    #[test]
+    fn an_item_has_one_file_however_often_it_is_written() {
+        let t = tempfile::tempdir().unwrap();
+        let env = env(t.path());
+        let store = Store::open_in_memory().unwrap();
+        let mut item = Spooled::turn("b", "codex", "s", Some("which port?"), None, store::now(), 100);
+        let first = Ahead::write(&env, &item).unwrap();
+        item.reply = Some("port 7021".into());
+        let second = Ahead::write(&env, &item).unwrap();
+        drop(first);
+        assert_eq!(depth(&env).0, 1);
+        assert_eq!(replay(&env, &store, None), 0, "the second copy is still held");
+        drop(second);
+        write(&env, &item).unwrap();
+        assert_eq!(depth(&env).0, 1);
+        assert_eq!(replay(&env, &store, None), 1);
+        assert_eq!(replies(&store), ["port 7021"]);
+
+        let other = Spooled::turn("b", "codex", "s", None, Some("port 7031"), store::now(), 100);
+        Ahead::write(&env, &other).unwrap().stored();
+        assert_eq!(depth(&env).0, 0);
+        assert!(std::fs::read_dir(dir(&env)).unwrap().next().is_none(), "no temp file either");
     }
 }
