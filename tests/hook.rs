@@ -564,6 +564,56 @@ fn a_stop_ended_by_the_harness_spools_its_turn() {
     assert_eq!(stored, 1);
 }
 
+/// A stop killed outright while it waits for the store (SIGKILL: a harness killing its hook hard,
+/// the OOM killer, `kill -9`) can catch nothing, yet its turn was written to the spool before the
+/// store was opened: the next stop of the session stores it with its question, a session start
+/// after that stores nothing twice, and the spool is left empty.
+#[test]
+fn a_stop_killed_outright_leaves_its_turn_to_the_next_hook() {
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    let p = lab.proj.to_str().unwrap();
+    let spool = lab.home().join(".ovmem/spool");
+    let items = || {
+        let Ok(rd) = std::fs::read_dir(&spool) else { return 0 };
+        rd.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "json")).count()
+    };
+    let question = "How many attempts may a retry take?";
+    lab.hook("codex", "UserPromptSubmit", &payload("codex", "UserPromptSubmit", &[("P", p), ("PROMPT", question)]));
+    let conn = rusqlite_lock(&lab.home().join(".ovmem/memory.db"));
+    let stop = payload("codex", "Stop", &[("P", p), ("REPLY", "The retry budget is 7 attempts.")]);
+    let mut child = Command::new(OVMEM)
+        .args(["hook", "codex", "Stop"])
+        .env_clear()
+        .env("HOME", lab.home())
+        .env("OVMEM_DEADLINE_MS", "20000")
+        .current_dir(&lab.proj)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stop.as_bytes()).unwrap();
+    // Until the turn is taken on (its file in the spool), then into its wait for the store; without
+    // a file, long enough to be waiting there too.
+    let started = std::time::Instant::now();
+    while items() == 0 && started.elapsed() < std::time::Duration::from_secs(2) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(conn);
+    let next = payload("codex", "Stop", &[("P", p), ("REPLY", "Retries back off by 2 seconds.")]);
+    lab.hook("codex", "Stop", &next);
+    lab.hook("codex", "SessionStart", &payload("codex", "SessionStart", &[("P", p)]));
+    let mems = lab.memories();
+    let killed: Vec<&Value> = mems.iter().filter(|m| m["reply"] == "The retry budget is 7 attempts.").collect();
+    assert_eq!(killed.len(), 1, "{mems:?}\n{}", lab.log());
+    assert_eq!(killed[0]["prompt"], question);
+    assert_eq!(mems.iter().filter(|m| m["reply"] == "Retries back off by 2 seconds.").count(), 1);
+    assert_eq!(std::fs::read_dir(&spool).unwrap().count(), 0);
+}
+
 /// Another process holding the write lock does not cost a prompt its recall: reading is not
 /// blocked, so the prompt is spooled after a short wait and the memories are shown at once; the
 /// turn that follows keeps the question.

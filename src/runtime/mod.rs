@@ -48,9 +48,16 @@ pub const STDIN_CAP: usize = 8 << 20;
 /// second.
 const STDIN_DRAIN: usize = 512 << 20;
 
-/// What a hook has taken on but not yet stored: if the deadline passes first, the main thread
-/// spools it before answering, so nothing is lost.
-type Pending = Arc<Mutex<Option<Spooled>>>;
+/// What a hook has taken on but not yet stored: if the deadline passes first, or the harness ends
+/// the hook, the watchdog spools it before answering, so nothing is lost.
+type Pending = Arc<Mutex<Option<Taken>>>;
+
+/// A pending item and its copy written ahead to the spool, which is what is left of it when the
+/// process dies where nothing can be caught (SIGKILL, the OOM killer): the next replay stores it.
+struct Taken {
+    item: Spooled,
+    ahead: Option<spool::Ahead>,
+}
 
 /// Runs a hook and returns the process exit code: 0, or 2 for a tool-guard deny of a harness whose
 /// adapter says `deny_style = "exit2-stderr"`.
@@ -112,13 +119,22 @@ pub fn main(args: &[String]) -> i32 {
             if answered.swap(true, Ordering::SeqCst) {
                 return;
             }
-            let spooled = take_pending(&pending).map(|item| match env.as_ref() {
-                Some(env) => spool::write(env, &item).map(|_| item.kind),
-                None => Err(anyhow::anyhow!("HOME is not set")),
+            let spooled = take_pending(&pending).map(|Taken { item, ahead }| {
+                // Let go first: its file is replaced by the spooled item (one file, not two).
+                let held = ahead.is_some();
+                drop(ahead);
+                let written = match env.as_ref() {
+                    Some(env) => spool::write(env, &item).map(|_| item.kind),
+                    None => Err(anyhow::anyhow!("HOME is not set")),
+                };
+                (written, held)
             });
             let what = match spooled {
-                Some(Ok(kind)) => format!("; the {kind} was spooled and will be stored later"),
-                Some(Err(e)) => format!("; spooling it failed too: {e:#}"),
+                Some((Ok(kind), _)) => format!("; the {kind} was spooled and will be stored later"),
+                Some((Err(e), true)) => {
+                    format!("; spooling it failed ({e:#}), its copy written ahead waits in the spool")
+                }
+                Some((Err(e), false)) => format!("; spooling it failed too: {e:#}"),
                 None => String::new(),
             };
             let msg = match signal {
@@ -239,12 +255,8 @@ fn wait_for(_: Option<()>, deadline: Duration) -> Option<&'static str> {
     None
 }
 
-fn take_pending(p: &Pending) -> Option<Spooled> {
+fn take_pending(p: &Pending) -> Option<Taken> {
     p.lock().unwrap_or_else(|e| e.into_inner()).take()
-}
-
-fn set_pending(p: &Pending, item: Option<Spooled>) {
-    *p.lock().unwrap_or_else(|e| e.into_inner()) = item;
 }
 
 /// Writes `s` and a newline (nothing at all for an empty answer: a plain-text harness's no-op).
@@ -380,6 +392,30 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn note(&self, n: impl Into<String>) {
         self.notes.borrow_mut().push(n.into());
+    }
+
+    /// Takes `item` on: pending (the watchdog spools it) and written ahead to the spool (a
+    /// SIGKILL leaves it there), in place of what was pending. Pending first, so the watchdog
+    /// spools it even while its copy is being written; the copy is written outside the mutex, so a
+    /// slow disk never holds the watchdog from answering. A copy that cannot be written costs only
+    /// itself (the earlier copy, if any, stays held).
+    fn take_on(&self, item: &Spooled) {
+        let lock = || self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let earlier = lock().replace(Taken { item: item.clone(), ahead: None }).and_then(|t| t.ahead);
+        let ahead = spool::Ahead::write(self.env, item)
+            .map_err(|e| self.note(format!("could not write the {} ahead to the spool: {e:#}", item.kind)))
+            .ok();
+        // Taken by the watchdog meanwhile: it spools the item, and the copies are let go.
+        if let Some(taken) = lock().as_mut() {
+            taken.ahead = ahead.or(earlier);
+        }
+    }
+
+    /// What was pending is in the store (or had been stored already): its copy written ahead goes.
+    fn done(&self) {
+        if let Some(ahead) = take_pending(self.pending).and_then(|t| t.ahead) {
+            ahead.stored();
+        }
     }
 
     fn link(&self) -> Option<&remote::Link> {
@@ -612,21 +648,27 @@ impl Ctx<'_> {
         // a slow disk, a migration), and then the watchdog spools the prompt instead of losing it.
         let item = (!clean.is_empty())
             .then(|| Spooled::prompt(&bank, &self.event.harness, &self.event.session, &clean, self.at()));
-        set_pending(self.pending, item.clone());
+        if let Some(item) = &item {
+            self.take_on(item);
+        }
         // Opened (and if need be created) within the full budget; its writes then wait briefly.
         let store = self.open().map(|s| s.with_write_wait(PROMPT_WRITE_WAIT.min(self.busy)));
         if let Some(item) = item {
             let buffered = store.as_ref().map_err(|e| anyhow::anyhow!("{e:#}")).and_then(|s| {
                 s.buffer_prompt_item(&item.id, &self.event.session, &bank, &self.event.harness, &clean, item.taken_ms())
             });
-            set_pending(self.pending, None);
+            let taken = take_pending(self.pending);
             if let Err(e) = buffered {
+                // Let go first: the spooled item replaces its copy written ahead.
+                drop(taken);
                 spool::write(self.env, &item)?;
                 // Only the write failed: a store that can be read still answers the question.
                 if store.is_err() {
                     return Err(e.context("could not buffer the prompt; spooled it"));
                 }
                 self.note(format!("could not buffer the prompt ({e:#}); spooled it"));
+            } else if let Some(ahead) = taken.and_then(|t| t.ahead) {
+                ahead.stored();
             }
         }
         if clean.chars().count() < self.cfg.min_prompt_chars {
@@ -695,29 +737,35 @@ impl Ctx<'_> {
         // The turn is where the transcript ends now; a later turn of the session must never be
         // read in its place.
         item.transcript_len = item.transcript.as_deref().and_then(capture::transcript_len);
-        // From here on the turn is ours: if the deadline passes, the main thread spools it.
-        set_pending(self.pending, Some(item.clone()));
+        // From here on the turn is ours: written ahead to the spool, and if the deadline passes
+        // (or the harness ends the hook) the watchdog spools it.
+        self.take_on(&item);
         if let (true, Some(reply)) = (self.adapter.stop_once_per_reply, ev.reply.as_deref()) {
             let flag = format!("reply:{}", &crate::fsx::sha256_hex(reply.as_bytes())[..16]);
             // A store that cannot say (locked, read-only, damaged) does not cost the turn: it is
             // stored or spooled below like any other. Asked once the turn is pending: an open
             // that outlasts the deadline spools it.
             if let Ok(false) = self.open().and_then(|s| s.set_flag_once(&ev.session, &flag)) {
-                set_pending(self.pending, None);
+                self.done();
                 return Ok((Outcome::default(), Some("this reply was captured already in this session".into())));
             }
         }
         // Its text, read now (a spooled copy then holds the text itself).
-        item.resolve_transcript(self.cfg.max_memory_chars);
-        set_pending(self.pending, Some(item.clone()));
+        if item.reply.is_none() && item.transcript.is_some() {
+            item.resolve_transcript(self.cfg.max_memory_chars);
+            if item.reply.is_some() {
+                self.take_on(&item);
+            }
+        }
         let stored = (|| -> Result<(String, Store)> {
             let store = self.open()?;
+            // Its own copy written ahead is locked by this hook: the replay leaves it.
             spool::replay(self.env, &store, Some(&ev.session));
             Ok((spool::store_turn(&store, &item, self.cfg.max_memory_chars)?, store))
         })();
-        set_pending(self.pending, None);
         match stored {
             Ok((note, store)) => {
+                self.done();
                 // An older store's memories get their vectors and revision links a few at a
                 // time, after the turn is safe, so no stop waits long for them.
                 let _ = store.backfill(BACKFILL_BUDGET);
@@ -729,7 +777,9 @@ impl Ctx<'_> {
                 Ok((Outcome::default(), Some(note)))
             }
             Err(e) => {
-                // Nothing is lost: the turn waits in the spool for the next session start.
+                // Nothing is lost: the turn waits in the spool for the next session start (its
+                // copy written ahead let go first, then replaced).
+                drop(take_pending(self.pending));
                 spool::write(self.env, &item)?;
                 Err(e.context("could not store the turn; spooled it"))
             }
