@@ -309,3 +309,86 @@ fn a_damaged_receipt_is_rebuilt_by_repair_and_uninstall_is_exact_again() {
     assert!(diff.is_empty(), "{diff:#?}");
     no_backups(&home);
 }
+
+/// Edits the user makes to ovmem's entries after install: a key added to the Codex and Claude
+/// Code MCP servers, a Claude Code hook's timeout changed, a line added to the Cline Stop script
+/// and to the opencode plugin. Returns what each edit leaves in its file, to look for.
+fn edit_ovmem_s_entries(home: &Home) -> Vec<(std::path::PathBuf, &'static str)> {
+    let codex = home.path().join(".codex/config.toml");
+    let mut toml = std::fs::read_to_string(&codex).unwrap();
+    toml.push_str("env = { MY_TOKEN = \"user-secret\" }\n");
+    std::fs::write(&codex, toml).unwrap();
+    let claude = home.path().join(".claude.json");
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&claude).unwrap()).unwrap();
+    v["mcpServers"]["ovmem"]["env"] = serde_json::json!({"MY_TOKEN": "user-secret2"});
+    std::fs::write(&claude, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let settings = home.path().join(".claude/settings.json");
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    v["hooks"]["Stop"][0]["hooks"][0]["timeout"] = serde_json::json!(99);
+    std::fs::write(&settings, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let cline = home.path().join("Documents/Cline/Hooks/TaskComplete");
+    let mut script = std::fs::read_to_string(&cline).unwrap();
+    script.push_str("# user: keep this line\n");
+    std::fs::write(&cline, script).unwrap();
+    let plugin = home.path().join(".config/opencode/plugin/ovmem.js");
+    let mut js = std::fs::read_to_string(&plugin).unwrap();
+    js.push_str("// user: keep this line too\n");
+    std::fs::write(&plugin, js).unwrap();
+    vec![
+        (codex, "user-secret\""),
+        (claude, "user-secret2"),
+        (settings, "\"timeout\": 99"),
+        (cline, "user: keep this line"),
+        (plugin, "user: keep this line too"),
+    ]
+}
+
+#[test]
+fn without_a_receipt_an_entry_the_user_edited_is_left_and_reported_as_with_one() {
+    const HARNESSES: &str = "claude-code,codex,cline,opencode";
+    for repaired in [false, true] {
+        let home = Home::new();
+        home.put(".claude/settings.json", b"{\"model\": \"x\"}\n");
+        home.ok(&["install", "--harness", HARNESSES]);
+        let edits = edit_ovmem_s_entries(&home);
+        std::fs::remove_dir_all(home.path().join(".ovmem")).unwrap();
+        if repaired {
+            // `repair` rebuilds the receipt from the markers: the edits count as edits there too.
+            home.ok(&["repair"]);
+        } else {
+            // Install without a receipt does not put ovmem's entry back over the edit either.
+            let err = stderr(&home.ok(&["install", "--harness", HARNESSES]));
+            assert!(err.contains("edited since install; left as it is (--force replaces it)"), "{err}");
+        }
+        let err = stderr(&home.ok(&["uninstall", "--harness", HARNESSES, "--yes"]));
+        for (path, edit) in &edits {
+            let now = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}\n{err}", path.display()));
+            assert!(now.contains(edit), "repaired {repaired}: {} lost the user's edit:\n{now}\n{err}", path.display());
+        }
+        // Each is reported (the Stop hook, both MCP servers, the script and the plugin).
+        let reported = err.matches("left in place (--force removes it)").count();
+        assert!(reported >= 5, "repaired {repaired}: {reported} reported:\n{err}");
+        // Entries nobody edited still go.
+        let settings = std::fs::read_to_string(home.path().join(".claude/settings.json")).unwrap();
+        assert_eq!(ovmem_hooks(&settings), 1, "{settings}");
+        // --force takes the edited entries out, and the files ovmem created with them.
+        home.ok(&["uninstall", "--harness", HARNESSES, "--yes", "--force"]);
+        assert!(!home.path().join(".codex/config.toml").exists());
+        assert!(!home.path().join("Documents/Cline/Hooks/TaskComplete").exists());
+        let settings = std::fs::read_to_string(home.path().join(".claude/settings.json")).unwrap();
+        assert_eq!(ovmem_hooks(&settings), 0, "{settings}");
+    }
+}
+
+#[test]
+fn a_json_file_ovmem_created_keeps_a_comment_the_user_wrote_into_it() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "cursor"]);
+    let hooks = home.path().join(".cursor/hooks.json");
+    let text = std::fs::read_to_string(&hooks).unwrap();
+    let commented = text.replacen('{', "{\n  // my note: hooks for the team go here\n", 1);
+    std::fs::write(&hooks, &commented).unwrap();
+    home.ok(&["uninstall", "--harness", "cursor", "--yes"]);
+    let after = std::fs::read_to_string(&hooks).expect("the file with the user's comment was deleted");
+    assert!(after.contains("my note"), "{after}");
+}

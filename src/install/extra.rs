@@ -208,7 +208,8 @@ impl Editor for Member {
             drop_objects(&mut doc, parents, created_keys, empty)?;
             restore_empty(&mut doc, &[], empty)?;
             let created = record.is_some_and(|r| r.created);
-            let after = if created && doc.root.members().is_empty() { None } else { Some(doc.finish()) };
+            let out = doc.finish();
+            let after = if created && super::json_hooks::bare(&out) { None } else { Some(out) };
             return Ok(Edit { after, notes, ..Edit::default() });
         }
         let created = text.is_none() || record.is_some_and(|r| r.created);

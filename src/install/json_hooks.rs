@@ -263,6 +263,12 @@ pub fn restore_empty(doc: &mut Document, path: &[&str], empty: &[EmptyContainer]
     Ok(())
 }
 
+/// Whether a JSON file ovmem created holds nothing once ovmem's keys are out: `{}` and
+/// whitespace only. A comment the user wrote into it (JSONC) keeps the file.
+pub fn bare(text: &str) -> bool {
+    text.chars().filter(|c| !c.is_whitespace()).eq("{}".chars())
+}
+
 /// The node of handler `slot` (see [`marker::handlers`]) inside entry node `el`.
 fn handler_node<'d>(el: &'d Node, slot: &Option<(String, usize)>) -> Option<&'d Node> {
     match slot {
@@ -688,7 +694,8 @@ impl Editor for Uninstall {
         }
         restore_empty(&mut doc, &[], empty)?;
         let created = record.is_some_and(|r| r.created);
-        let after = if created && doc.root.members().is_empty() { None } else { Some(doc.finish()) };
+        let out = doc.finish();
+        let after = if created && super::json_hooks::bare(&out) { None } else { Some(out) };
         Ok(Edit { after, record: None, notes, warnings })
     }
 }

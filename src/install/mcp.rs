@@ -243,7 +243,8 @@ impl Editor for Uninstall {
         }
         restore_empty(&mut doc, &[], empty)?;
         let created = record.is_some_and(|r| r.created);
-        let after = if created && doc.root.members().is_empty() { None } else { Some(doc.finish()) };
+        let out = doc.finish();
+        let after = if created && super::json_hooks::bare(&out) { None } else { Some(out) };
         Ok(Edit { after, record: None, notes, warnings })
     }
 }

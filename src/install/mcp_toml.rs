@@ -490,7 +490,8 @@ impl Editor for Uninstall {
 
 /// A receipt record for ovmem's entry in a TOML file found without a receipt (`repair`): the
 /// spliced bytes are recovered when the file is exactly the pristine copy plus ovmem's table.
-pub fn rebuild(path: &Path, real: &Path, text: &str, key: &str, ours: &Path) -> Option<FileRecord> {
+/// The entry is recorded as ovmem writes it (`want`), so one the user edited reads as edited.
+pub fn rebuild(path: &Path, real: &Path, text: &str, key: &str, ours: &Path, want: &Value) -> Option<FileRecord> {
     let keys: Vec<&str> = key.split('.').collect();
     let full: Vec<&str> = keys.iter().copied().chain([NAME]).collect();
     let value = value_at(text, &full)?;
@@ -522,7 +523,7 @@ pub fn rebuild(path: &Path, real: &Path, text: &str, key: &str, ours: &Path) -> 
         entries: vec![Entry {
             event: "mcp".into(),
             key_path: full.join("."),
-            sha256: hash(&value),
+            sha256: hash(want),
             handler: None,
             commands: Vec::new(),
             text: spliced,
@@ -750,7 +751,7 @@ mod tests {
         std::fs::write(fsx::sibling(&real, ".ovmem.bak"), CODEX).unwrap();
         let m = install(Some(CODEX), None);
         let after = m.after.unwrap();
-        let rec = rebuild(&real, &real, &after, "mcp_servers", Path::new(BIN)).unwrap();
+        let rec = rebuild(&real, &real, &after, "mcp_servers", Path::new(BIN), &value()).unwrap();
         assert_eq!(rec.entries[0].text, m.record.as_ref().unwrap().entries[0].text);
         assert_eq!(rec.entries[0].sha256, m.record.unwrap().entries[0].sha256);
         assert_eq!(uninstall(Some(rec), Some(CODEX)).edit(Some(&after)).unwrap().after.as_deref(), Some(CODEX));

@@ -142,11 +142,24 @@ fn extras(t: &Target, files: &mut Vec<FileRecord>) -> Result<()> {
     Ok(())
 }
 
+/// The hash a rebuilt receipt records for an entry of an event this version of ovmem does not
+/// write: it matches no entry, so that entry counts as edited (left in place, reported;
+/// `--force` removes it). Without a receipt nothing says what another version wrote there.
+const NOT_WRITTEN: &str = "not-written-by-this-version";
+
 /// ovmem's entries of `t` on disk, as a receipt; `None` when there are none.
+///
+/// Each entry is recorded with the hash of the entry as this ovmem writes it now, never of what is
+/// on disk: a marker says whose an entry is, not that it is as ovmem left it. So an entry the user
+/// edited since (a key added, a value changed) is, without the receipt too, "edited since
+/// install": install leaves it and uninstall leaves it, and both say so (`--force` replaces or
+/// removes it). An entry an older ovmem wrote differently counts as edited the same way.
 pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
     let ours = t.env.runtime_bin();
     let id = t.harness.id();
     let m = &t.harness.manifest;
+    let desired = t.desired()?;
+    let want = |event: &str| desired.iter().find(|d| d.event == event);
     let mut files = Vec::new();
     match m.kind {
         InstallKind::JsonHooks => {
@@ -161,11 +174,22 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                     if marker::owner(&f.runtime, &ours) != Owner::Us || entries.iter().any(|e| e.event == f.event) {
                         continue;
                     }
+                    // The whole entry and ovmem's handler in it (what a group shared with the
+                    // user's handlers is judged by), as ovmem writes them.
+                    let (sha256, handler) = match want(&f.event) {
+                        Some(d) => {
+                            let value = d.value()?;
+                            let handler = marker::handlers(&value).first().map(|(_, h)| (*h).clone());
+                            let handler = handler.unwrap_or_else(|| value.clone());
+                            (receipt::hash_value(&value), receipt::hash_value(&handler))
+                        }
+                        None => (NOT_WRITTEN.to_string(), NOT_WRITTEN.to_string()),
+                    };
                     entries.push(Entry {
                         event: f.event.clone(),
                         key_path: super::json_hooks::join_path(&base, &f.event),
-                        sha256: receipt::hash_value(&f.value),
-                        handler: Some(receipt::hash_value(&f.handler)),
+                        sha256,
+                        handler: Some(handler),
                         commands: vec![f.command],
                         text: None,
                     });
@@ -221,10 +245,14 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                     if marker::owner(&f.runtime, &ours) != Owner::Us || entries.iter().any(|e| e.event == f.event) {
                         continue;
                     }
+                    let sha256 = match want(&f.event) {
+                        Some(d) => receipt::hash_value(&super::toml_hooks::body_value(&d.text)?),
+                        None => NOT_WRITTEN.to_string(),
+                    };
                     entries.push(Entry {
                         event: f.event.clone(),
                         key_path: format!("{key}[event={}]", f.event),
-                        sha256: receipt::hash_value(&f.value),
+                        sha256,
                         commands: vec![f.command],
                         ..Entry::default()
                     });
@@ -254,6 +282,10 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                     if marker::owner(&r, &ours) != Owner::Us {
                         continue;
                     }
+                    let sha256 = match super::script_dir::expected(t, &hook.event, suffix)? {
+                        Some(text) => fsx::sha256_hex(text.as_bytes()),
+                        None => NOT_WRITTEN.to_string(),
+                    };
                     files.push(FileRecord {
                         path: path.clone(),
                         format: "script".into(),
@@ -263,7 +295,7 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
                         entries: vec![Entry {
                             event: hook.event.clone(),
                             key_path: format!("{}{suffix}", hook.event),
-                            sha256: fsx::sha256_hex(text.as_bytes()),
+                            sha256,
                             handler: None,
                             commands: vec![marker::command(&ours, id, &hook.event)],
                             text: None,
@@ -279,9 +311,10 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
             let path = t.location()?;
             let (_, text) = read_text(t, &path)?;
             let mine = text.as_deref().and_then(|x| plugin_file::plugin_runtime(x, id));
-            if let (Some(text), Some(r)) = (&text, mine) {
+            if let (Some(_), Some(r)) = (&text, mine) {
                 if marker::owner(&r, &ours) == Owner::Us {
-                    files.push(plugin_file::record(&path, fsx::sha256_hex(text.as_bytes()), None));
+                    let sha256 = fsx::sha256_hex(plugin_file::desired(t)?.as_bytes());
+                    files.push(plugin_file::record(&path, sha256, None));
                 }
             }
         }
@@ -291,7 +324,8 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
         let (real, text) = read_text(t, &path)?;
         if m.mcp_format == McpFormat::Toml {
             if let Some(text) = text {
-                files.extend(super::mcp_toml::rebuild(&path, &real, &text, key, &ours));
+                let want = t.desired_mcp()?.expect("a template");
+                files.extend(super::mcp_toml::rebuild(&path, &real, &text, key, &ours, &want));
             }
         } else if let Some(text) = text {
             let doc = parse(&path, &text)?;
@@ -301,13 +335,14 @@ pub fn rebuild(t: &Target) -> Result<Option<Receipt>> {
             let value = doc.node_at(&full).and_then(|n| doc.value(n));
             let mine =
                 value.as_ref().and_then(marker::mcp_runtime).is_some_and(|r| marker::owner(&r, &ours) == Owner::Us);
-            if let (true, Some(v)) = (mine, value) {
+            if let (true, Some(_)) = (mine, value) {
+                let want = t.desired_mcp()?.expect("a template");
                 let before = pristine(&real);
                 let paths: Vec<Vec<&str>> = (0..keys.len()).map(|i| keys[..=i].to_vec()).collect();
                 let entry = Entry {
                     event: "mcp".into(),
                     key_path: format!("{key}.{MCP_NAME}"),
-                    sha256: receipt::hash_value(&v),
+                    sha256: receipt::hash_value(&want),
                     handler: None,
                     commands: Vec::new(),
                     text: None,

@@ -144,6 +144,22 @@ fn windows_script(t: &super::Target, event: &str) -> Result<Option<(String, Stri
     Ok(Some((w.suffix.clone(), crate::harness::render(&w.template, &t.placeholders(&bin, &home, &hook))?)))
 }
 
+/// The hook file for `event` with name suffix `suffix` (`""`, or the Windows file's `.ps1`) as
+/// ovmem writes it now for `t`; `None` for an event or suffix this version does not write.
+pub fn expected(t: &super::Target, event: &str, suffix: &str) -> Result<Option<String>> {
+    if suffix.is_empty() {
+        return Ok(t.desired()?.into_iter().find(|d| d.event == event).map(|d| d.text));
+    }
+    let Some(w) = t.harness.manifest.script_windows.as_ref().filter(|w| w.suffix == suffix) else { return Ok(None) };
+    if !t.harness.manifest.hooks.iter().any(|h| h.event == event) {
+        return Ok(None);
+    }
+    let bin = t.env.runtime_bin();
+    let home = t.env.ovmem_home();
+    let hook = crate::harness::HookSpec { event: event.to_string(), matcher: None, timeout: None };
+    Ok(Some(crate::harness::render(&w.template, &t.placeholders(&bin, &home, &hook))?))
+}
+
 pub struct Install {
     pub harness: String,
     pub path: PathBuf,
