@@ -254,3 +254,57 @@ fn a_project_s_names_never_reach_the_terminal_as_escapes() {
         assert!(!all.contains(&0x1b) && !all.contains(&0x07), "{args:?}: {}", String::from_utf8_lossy(&all));
     }
 }
+
+/// Sets the path of file record `i` of a receipt, as a hand edit (or a planted receipt) would.
+fn point_receipt_at(receipt: &Path, i: usize, path: &str) {
+    let mut r: serde_json::Value = serde_json::from_slice(&std::fs::read(receipt).unwrap()).unwrap();
+    r["files"][i]["path"] = serde_json::json!(path);
+    r["files"][i]["created"] = serde_json::json!(false);
+    std::fs::write(receipt, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+}
+
+#[test]
+fn a_receipt_naming_a_file_its_harness_never_writes_is_damaged_and_nothing_is_touched() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "claude-code"]);
+    let receipt = home.path().join(".ovmem/receipts/claude-code.user.json");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&receipt).unwrap()).unwrap();
+    let i = r["files"].as_array().unwrap().iter().position(|f| f["path"].as_str().unwrap().ends_with(".claude.json"));
+    let i = i.expect("the MCP file's record");
+    let outside = home.put("etc/other.json", b"{\"mcpServers\": {}, \"keep\": 1}\n");
+    let h = home.path().to_str().unwrap();
+    for named in [format!("{h}/.claude/../etc/other.json"), format!("{h}/etc/other.json")] {
+        point_receipt_at(&receipt, i, &named);
+        let before = home.tree();
+        let out = home.run(&["uninstall", "--harness", "claude-code", "--yes"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{named}: {err}");
+        assert!(err.contains("claude-code.user.json") && err.contains("ovmem repair --harness claude-code"), "{err}");
+        assert!(err.contains("never writes at user scope"), "{err}");
+        assert_eq!(home.tree(), before, "{named}: something was touched");
+        assert_eq!(std::fs::read(&outside).unwrap(), b"{\"mcpServers\": {}, \"keep\": 1}\n");
+    }
+    // `repair` rebuilds it from the markers, and uninstall is whole again.
+    home.ok(&["repair", "--harness", "claude-code"]);
+    home.ok(&["uninstall", "--harness", "claude-code", "--yes"]);
+    assert!(!std::fs::read_to_string(home.path().join(".claude.json")).unwrap_or_default().contains("/bin/ovmem"));
+    assert!(!home.path().join("etc/other.json.bak").exists());
+}
+
+#[test]
+fn a_receipt_made_under_another_config_dir_is_still_taken_out_where_it_was_made() {
+    let home = Home::new();
+    let codex = home.path().join("cfg/codex");
+    std::fs::create_dir_all(&codex).unwrap();
+    let out = home
+        .cmd(&["install", "--harness", "codex,claude-code"])
+        .env("CODEX_HOME", &codex)
+        .env("CLAUDE_CONFIG_DIR", home.path().join("cfg/claude"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Uninstall without the variables: the receipt's paths are still ones these harnesses write.
+    let out = home.ok(&["uninstall", "--harness", "codex,claude-code", "--yes"]);
+    assert!(!codex.join("hooks.json").exists(), "{}", stderr(&out));
+    assert!(!home.path().join("cfg/claude/settings.json").exists(), "{}", stderr(&out));
+}

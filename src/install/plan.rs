@@ -68,7 +68,7 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
             return Err(Refused::NoScope(format!("{e:#}")).into());
         }
     }
-    let old = match receipt::load(&t.receipt_path()) {
+    let old = match receipt::load(&t.receipt_path()).and_then(|r| plausible(t, r)) {
         Ok(r) => r,
         Err(e) if verb == Verb::Repair && e.downcast_ref::<receipt::Damaged>().is_some() => None,
         Err(e) => match e.downcast::<receipt::Damaged>() {
@@ -130,6 +130,104 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
         p.warnings.extend(w);
     }
     Ok(p)
+}
+
+/// `r` when every path it names is one `t`'s harness may have written at `t`'s scope; else the
+/// receipt is damaged (edited by hand, or planted), and nothing it names is touched: uninstall
+/// would otherwise edit, back up or delete whatever file it points at. The harness's config dir
+/// may have moved since install (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`, … set otherwise then), so a
+/// part of a manifest path that a variable decides may be anything; the rest must be as the
+/// manifest writes it, and no path may climb out through `..`.
+fn plausible(t: &Target, r: Option<Receipt>) -> Result<Option<Receipt>> {
+    let Some(r) = r else { return Ok(None) };
+    let Ok(spec) = t.harness.scope(t.scope) else { return Ok(Some(r)) };
+    let mut files: Vec<String> = Vec::new();
+    files.extend(spec.file.iter().chain(&spec.files_glob).chain(&spec.mcp_file).chain(&spec.mcp_file_macos).cloned());
+    files.extend(spec.owned_files.iter().map(|f| f.path.clone()));
+    files.extend(spec.array_members.iter().map(|a| a.file.clone()));
+    files.extend(spec.dir.iter().chain(&spec.fallback_dir).map(|d| format!("{d}/*")));
+    let trust: Vec<String> = t.harness.manifest.trust_config.iter().cloned().collect();
+    let fits = |path: &Path, patterns: &[String]| {
+        clean(path) && patterns.iter().any(|p| fits_pattern(t, p, path).unwrap_or(false))
+    };
+    let bad = r
+        .files
+        .iter()
+        .map(|f| &f.path)
+        .find(|p| !fits(p, &files))
+        .or_else(|| r.files.iter().flat_map(|f| &f.created_dirs).find(|d| !clean(d)))
+        .or_else(|| {
+            r.trust.iter().map(|x| &x.config).chain(r.trust_config.iter().map(|c| &c.path)).find(|p| !fits(p, &trust))
+        });
+    match bad {
+        None => Ok(Some(r)),
+        Some(bad) => Err(receipt::Damaged {
+            path: t.receipt_path(),
+            detail: format!(
+                "it names `{}`, which {} never writes at {} scope; nothing was changed. If you did not edit the \
+                 receipt, something else did",
+                bad.display(),
+                t.harness.manifest.name,
+                t.scope.as_str()
+            ),
+            harness: t.harness.id().to_string(),
+            project: String::new(),
+        }
+        .into()),
+    }
+}
+
+/// An absolute path with no `..` in it.
+fn clean(path: &Path) -> bool {
+    path.is_absolute() && !path.components().any(|c| c == std::path::Component::ParentDir)
+}
+
+/// Whether `path` may be what manifest path `pattern` named at install: what follows the last
+/// `${…}` in the pattern (all of it, expanded, when it has none) ends the path, component by
+/// component, a `*` matching any name (an empty rest: the variable named the whole path).
+fn fits_pattern(t: &Target, pattern: &str, path: &Path) -> Result<bool> {
+    let (fixed, exact) = match after_variables(pattern) {
+        Some(rest) => (PathBuf::from(rest), false),
+        None => (t.env.expand(pattern, t.project.as_deref())?, true),
+    };
+    let want: Vec<String> = fixed.components().filter_map(name).collect();
+    let have: Vec<String> = path.components().filter_map(name).collect();
+    if want.len() > have.len() || (exact && want.len() != have.len()) {
+        return Ok(false);
+    }
+    let glob = |w: &str, h: &str| match w.split_once('*') {
+        Some((pre, suf)) => h.len() >= pre.len() + suf.len() && h.starts_with(pre) && h.ends_with(suf),
+        None => w == h,
+    };
+    Ok(want.iter().rev().zip(have.iter().rev()).all(|(w, h)| glob(w, h)))
+}
+
+fn name(c: std::path::Component) -> Option<String> {
+    match c {
+        std::path::Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+        _ => None,
+    }
+}
+
+/// The text after the last top-level `${…}` of a manifest path; `None` when it has none.
+fn after_variables(pattern: &str) -> Option<&str> {
+    let b = pattern.as_bytes();
+    let (mut depth, mut end, mut i) = (0usize, None, 0);
+    while i < b.len() {
+        if b[i..].starts_with(b"${") {
+            depth += 1;
+            i += 2;
+            continue;
+        }
+        if b[i] == b'}' && depth > 0 {
+            depth -= 1;
+            if depth == 0 {
+                end = Some(i + 1);
+            }
+        }
+        i += 1;
+    }
+    end.map(|e| &pattern[e..])
 }
 
 /// At project scope, a file that is also the harness's user-scope file (the project is the home
