@@ -152,6 +152,15 @@ impl Document {
         s
     }
 
+    /// [`Document::finish`] without a copy of the text, for an editor done with the document
+    /// (a 100 MB `~/.claude.json` is not held twice).
+    pub fn into_string(mut self) -> String {
+        if self.bom {
+            self.text.insert(0, '\u{feff}');
+        }
+        self.text
+    }
+
     fn newline(&self) -> &'static str {
         if self.crlf {
             "\r\n"
@@ -431,7 +440,7 @@ impl Parser<'_> {
             Some(b'{') => self.object(depth)?,
             Some(b'[') => self.array(depth)?,
             Some(b'"') => {
-                self.string()?;
+                self.string_value()?;
                 Kind::String
             }
             Some(b't') => self.word("true")?,
@@ -502,7 +511,32 @@ impl Parser<'_> {
         }
     }
 
+    /// A string whose value is not needed (only keys are decoded): checked as [`Parser::string`]
+    /// checks it, without decoding one that has no escape or control character in it (prompt
+    /// history is most of a large config's bytes).
+    fn string_value(&mut self) -> Result<(), ParseError> {
+        let start = self.i;
+        self.skip_string()?;
+        let body = &self.s[start + 1..self.i - 1];
+        if memchr::memchr(b'\\', body).is_none() && !body.iter().any(|b| *b < 0x20) {
+            return Ok(());
+        }
+        self.i = start;
+        self.string().map(drop)
+    }
+
     fn string(&mut self) -> Result<String, ParseError> {
+        let start = self.i;
+        self.skip_string()?;
+        let raw = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| self.err("invalid UTF-8"))?;
+        serde_json::from_str(raw).map_err(|_| {
+            self.i = start;
+            self.err("invalid escape in string")
+        })
+    }
+
+    /// Past the string at `self.i` (its closing quote), or the error of one that does not end.
+    fn skip_string(&mut self) -> Result<(), ParseError> {
         let start = self.i;
         self.i += 1;
         loop {
@@ -515,11 +549,7 @@ impl Parser<'_> {
             match self.s.get(self.i) {
                 Some(b'"') => {
                     self.i += 1;
-                    let raw = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| self.err("invalid UTF-8"))?;
-                    return serde_json::from_str(raw).map_err(|_| {
-                        self.i = start;
-                        self.err("invalid escape in string")
-                    });
+                    return Ok(());
                 }
                 Some(b'\\') => self.i += 2,
                 Some(b'\n') => return Err(self.err("unterminated string")),

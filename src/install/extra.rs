@@ -208,7 +208,7 @@ impl Editor for Member {
             drop_objects(&mut doc, parents, created_keys, empty)?;
             restore_empty(&mut doc, &[], empty)?;
             let created = record.is_some_and(|r| r.created);
-            let out = doc.finish();
+            let out = doc.into_string();
             let after = if created && super::json_hooks::bare(&out) { None } else { Some(out) };
             return Ok(Edit { after, notes, ..Edit::default() });
         }
@@ -252,7 +252,7 @@ impl Editor for Member {
         });
         let detail = (!mine).then(|| format!("`{}` already allows it", self.path.display()));
         Ok(Edit {
-            after: Some(doc.finish()),
+            after: Some(doc.into_string()),
             record,
             notes: vec![EntryNote { event: "member".into(), action, detail }],
             warnings: Vec::new(),

@@ -472,7 +472,7 @@ impl Editor for Install {
             }
         }
         Ok(Edit {
-            after: Some(doc.finish()),
+            after: Some(doc.into_string()),
             record: Some(FileRecord {
                 path: self.path.clone(),
                 format: "json".into(),
@@ -694,7 +694,7 @@ impl Editor for Uninstall {
         }
         restore_empty(&mut doc, &[], empty)?;
         let created = record.is_some_and(|r| r.created);
-        let out = doc.finish();
+        let out = doc.into_string();
         let after = if created && super::json_hooks::bare(&out) { None } else { Some(out) };
         Ok(Edit { after, record: None, notes, warnings })
     }

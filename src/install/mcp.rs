@@ -160,7 +160,7 @@ impl Editor for Install {
         };
         let ours = action != Action::Conflict;
         Ok(Edit {
-            after: Some(doc.finish()),
+            after: Some(doc.into_string()),
             record: ours.then(|| FileRecord {
                 path: self.path.clone(),
                 format: "json".into(),
@@ -243,7 +243,7 @@ impl Editor for Uninstall {
         }
         restore_empty(&mut doc, &[], empty)?;
         let created = record.is_some_and(|r| r.created);
-        let out = doc.finish();
+        let out = doc.into_string();
         let after = if created && super::json_hooks::bare(&out) { None } else { Some(out) };
         Ok(Edit { after, record: None, notes, warnings })
     }
