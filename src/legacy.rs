@@ -1029,7 +1029,7 @@ mod tests {
         let plan = crate::install::plan::plan(&target, crate::install::Verb::Install, Default::default()).unwrap();
         for f in &plan.files {
             std::fs::create_dir_all(f.real.parent().unwrap()).unwrap();
-            std::fs::write(&f.real, f.edit.after.as_deref().unwrap()).unwrap();
+            std::fs::write(&f.real, f.after.as_deref().unwrap()).unwrap();
         }
         let s = Scan { env: &env, project: None };
         let mut r = Report::default();

@@ -181,7 +181,7 @@ fn run_once(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
         for f in &files {
             eprintln!("  {} `{}`", p.yellow("edit"), tilde(env, &f.path));
             if sel.dry_run {
-                print!("{}", editor::diff(&f.path, f.before.as_deref(), f.edit.after.as_deref()).unwrap_or_default());
+                print!("{}", editor::diff(&f.path, f.before.as_deref(), f.after.as_deref()).unwrap_or_default());
             }
         }
         for m in &removal.moves {
@@ -250,8 +250,8 @@ fn run_once(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
             }
         }
         for f in files.iter_mut() {
-            let before = f.before.clone().map(String::into_bytes);
-            let after = f.edit.after.clone().map(String::into_bytes);
+            let before = f.before.clone().map(fsx::Blob::from);
+            let after = f.after.clone().map(fsx::Blob::from);
             changes.push(Change {
                 path: f.real.clone(),
                 before,

@@ -55,6 +55,9 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
     let opts = Options { dry_run: sel.dry_run, force: sel.force, no_trust: false };
     let targets: Vec<Target> =
         harnesses.iter().map(|h| Target { env, harness: h, scope, project: project.clone() }).collect();
+    // With --yes nothing comes between the look and the removal: the files are read once for
+    // both (a prompt ends this first, so the removal plans from what is on disk by then).
+    let mut reads = Some(crate::fsx::reads::scope());
     if !sel.dry_run {
         // What removing would do, planned without writing: nothing at all needs no --yes.
         let plan = install::run(env, &targets, Verb::Uninstall, Options { dry_run: true, ..opts })?;
@@ -96,6 +99,7 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
             return Ok(0);
         }
         if !sel.yes {
+            reads = None;
             if !interactive() || sel.json {
                 return Err(Refusal(format!(
                     "uninstall changes config files of {}; pass --yes to go ahead (or --dry-run to see the diff)",
@@ -126,6 +130,7 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
         }
     }
     let out = install::run(env, &targets, Verb::Uninstall, opts)?;
+    drop(reads);
     if sel.json {
         output::json(&serde_json::json!({"dry_run": opts.dry_run, "scope": scope, "harnesses": out.results}));
         return Ok(out.code);

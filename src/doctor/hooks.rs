@@ -89,7 +89,7 @@ fn timeout_of(h: &Harness, event: &str, handler: Option<&Value>) -> Duration {
     m.timeout_unit.duration(n.max(1))
 }
 
-fn read(t: &Target, path: &Path, errors: &mut Vec<(PathBuf, String)>) -> Option<String> {
+fn read(t: &Target, path: &Path, errors: &mut Vec<(PathBuf, String)>) -> Option<crate::fsx::Text> {
     match crate::install::editor::read_text(t, path) {
         Ok((_, text)) => text,
         Err(e) => {
@@ -189,7 +189,9 @@ fn in_script_dir(t: &Target, receipt: Option<&Receipt>, f: &mut Found) {
             let kind = match script_runtime(&text, h.id(), event) {
                 // A file is ovmem's own only as ovmem writes it, every line of it.
                 Some(r) => match kind_of(&r, &ours) {
-                    Kind::Ours if !desired.iter().any(|(e, d)| e == event && *d == text) => Kind::Edited,
+                    Kind::Ours if !desired.iter().any(|(e, d)| e == event && d.as_str() == text.as_str()) => {
+                        Kind::Edited
+                    }
                     k => k,
                 },
                 // The file ovmem wrote there, edited since: still what the harness runs.

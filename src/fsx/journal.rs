@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{fault_point, meta, read_opt, sha256_hex, sync_dirs, sync_files, temp_beside, Meta};
+use super::{fault_point, holds, meta, read_opt, reads, sha256_hex, sync_dirs, sync_files, temp_beside, Blob, Meta};
 use crate::interrupt;
 use crate::sys;
 
@@ -45,15 +45,16 @@ pub enum Mode {
 /// before a rename put another program's write back), so that program may have read them and
 /// `current` may hold a copy of ovmem's edit: what ovmem created then is still ovmem's.
 pub trait Redo {
-    fn redo(&mut self, current: Option<&[u8]>, over_ours: bool) -> Result<Option<Vec<u8>>>;
+    fn redo(&mut self, current: Option<&Blob>, over_ours: bool) -> Result<Option<Blob>>;
 }
 
 /// One file to change: its real path (symlinks already resolved), the bytes the change was
-/// computed from, and the bytes it should hold (`None`: the file goes).
+/// computed from, and the bytes it should hold (`None`: the file goes). Shared, not copied: the
+/// plan, the backups and the journal hold the same bytes of a file.
 pub struct Change<'a> {
     pub path: PathBuf,
-    pub before: Option<Vec<u8>>,
-    pub after: Option<Vec<u8>>,
+    pub before: Option<Blob>,
+    pub after: Option<Blob>,
     pub mode: Mode,
     pub kind: Kind,
     pub redo: Option<&'a mut dyn Redo>,
@@ -143,7 +144,7 @@ pub struct Tx {
 struct Kept {
     k: usize,
     tmp: tempfile::TempPath,
-    bytes: Option<Vec<u8>>,
+    bytes: Option<Blob>,
 }
 
 /// A staged new file: anonymous (`O_TMPFILE`, invisible until linked in) where the filesystem
@@ -289,7 +290,7 @@ impl Tx {
     }
 
     /// Keeps a copy of `bytes` in the journal; the file is returned unflushed.
-    fn keep(&mut self, bytes: &[u8], path: &Path, kind: Kind) -> Result<(Before, File)> {
+    fn keep(&mut self, bytes: &Blob, path: &Path, kind: Kind) -> Result<(Before, File)> {
         let name = format!("before-{}", self.copies);
         self.copies += 1;
         let copy = self.dir.join(&name);
@@ -300,7 +301,7 @@ impl Tx {
             .with_context(|| format!("could not write `{}`", copy.display()))?;
         std::io::Write::write_all(&mut &f, bytes).with_context(|| format!("could not write `{}`", copy.display()))?;
         let m = meta(path).unwrap_or(Meta { mode: 0o644, uid: 0, gid: 0 });
-        let sha256 = if kind == Kind::Own { String::new() } else { sha256_hex(bytes) };
+        let sha256 = if kind == Kind::Own { String::new() } else { bytes.sha256().to_string() };
         Ok((Before { sha256, meta: m, copy: name }, f))
     }
 
@@ -335,7 +336,7 @@ impl Tx {
                 None => None,
             };
             // ovmem's own files are restored whatever they hold: no hash needed (the runtime is large).
-            let afters = if c.kind == Kind::Own { Vec::new() } else { vec![c.after.as_deref().map(sha256_hex)] };
+            let afters = if c.kind == Kind::Own { Vec::new() } else { vec![c.after.as_ref().map(sha)] };
             self.j.files.push(JFile { path: c.path.clone(), kind: c.kind, before, afters });
         }
         self.j.dirs.extend(new_dirs.iter().cloned());
@@ -352,6 +353,10 @@ impl Tx {
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e).with_context(|| format!("could not create the directory `{}`", d.display())),
             }
+        }
+        // What was read of these paths in this run is stale from here on.
+        for &i in &idx {
+            reads::forget(&changes[i].path);
         }
         let mut staged: Vec<Option<Staged>> = Vec::new();
         for &i in &idx {
@@ -410,10 +415,12 @@ impl Tx {
             }
             // Named now, so that nothing but a comparison lies between the read and the rename.
             let tmp = staged.take().map(|s| s.link(&c.path)).transpose()?;
-            let now = if shared { read_opt(&c.path)? } else { None };
-            if shared && now != expect {
+            // Read from disk, whatever this run read before: it is how another program's write
+            // since the plan is seen.
+            if shared && !holds(&c.path, expect.as_deref())? {
                 // Written since ovmem read it: redo on what is there, before replacing anything.
                 drop(tmp);
+                let now = read_opt(&c.path)?.map(Blob::from);
                 if !self.redo(k, c, now.clone())? {
                     return Ok(());
                 }
@@ -430,8 +437,7 @@ impl Tx {
                 sys::rename_noreplace(&c.path, &aside)
                     .or_else(|e| if sys::unsupported(&e) { fs::rename(&c.path, &aside) } else { Err(e) })
                     .with_context(|| format!("could not remove `{}`", c.path.display()))?;
-                let gone = read_opt(&aside)?;
-                if !shared || gone == expect {
+                if !shared || holds(&aside, expect.as_deref())? {
                     let _ = fs::remove_file(&aside);
                     return Ok(());
                 }
@@ -451,7 +457,7 @@ impl Tx {
             if !self.exposed.contains(&k) {
                 self.exposed.push(k);
             }
-            if now.is_none() {
+            if expect.is_none() {
                 match sys::rename_noreplace(&tmp, &c.path) {
                     Ok(()) => return Ok(()),
                     // Created in that instant by someone else: theirs stays, ovmem redoes.
@@ -481,11 +487,10 @@ impl Tx {
                 Err(e) => return Err(e).with_context(|| format!("could not replace `{}`", c.path.display())),
             }
             moment("exchanged", &c.path);
-            let displaced = read_opt(&tmp)?;
-            if displaced == expect {
+            if holds(&tmp, expect.as_deref())? {
                 // The replaced file is kept a moment: a program that opened it before the rename
                 // may still be writing into it (see `verify`).
-                self.kept.push(Kept { k, tmp, bytes: displaced });
+                self.kept.push(Kept { k, tmp, bytes: expect });
                 return Ok(());
             }
             // Another program wrote between ovmem's read and its rename: its bytes go back at once
@@ -493,7 +498,7 @@ impl Tx {
             sys::rename_exchange(&tmp, &c.path)
                 .with_context(|| format!("could not put `{}` back", c.path.display()))?;
             moment("put-back", &c.path);
-            if read_opt(&tmp)? != c.after {
+            if !holds(&tmp, c.after.as_deref())? {
                 let _ = sys::rename_exchange(&tmp, &c.path);
             }
             staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
@@ -502,11 +507,11 @@ impl Tx {
     }
 
     /// Redoes `c` on `current` (another program's bytes). `false` when nothing is left to write.
-    fn redo(&mut self, k: usize, c: &mut Change, current: Option<Vec<u8>>) -> Result<bool> {
+    fn redo(&mut self, k: usize, c: &mut Change, current: Option<Blob>) -> Result<bool> {
         self.contended(&c.path);
         let over_ours = self.exposed.contains(&k);
         let Some(r) = c.redo.as_mut() else { return Ok(false) };
-        let after = r.redo(current.as_deref(), over_ours)?;
+        let after = r.redo(current.as_ref(), over_ours)?;
         let before = match &current {
             Some(b) => {
                 let (before, f) = self.keep(b, &c.path, c.kind)?;
@@ -518,7 +523,7 @@ impl Tx {
                 None
             }
         };
-        self.j.files[k].afters.push(after.as_deref().map(sha256_hex));
+        self.j.files[k].afters.push(after.as_ref().map(sha));
         self.note_journal(before.into_iter().collect())?;
         c.before = current;
         let same = c.before == after;
@@ -544,18 +549,18 @@ impl Tx {
             // and had it open): those bytes go back in place, and the edit is redone on them.
             let kept = std::mem::take(&mut held);
             for kf in kept {
-                let late = read_opt(&kf.tmp)?;
-                if late == kf.bytes {
+                if holds(&kf.tmp, kf.bytes.as_deref())? {
                     held.push(kf);
                     continue;
                 }
+                let late = read_opt(&kf.tmp)?.map(Blob::from);
                 moved = true;
                 let k = kf.k;
                 let c = &mut changes[idx[k - base]];
                 // Only when nothing newer was written at the path since: then that late write is
                 // the newest state of the file. Else it was superseded, and the check below
                 // redoes on what is there now.
-                if read_opt(&c.path)? != c.after {
+                if !holds(&c.path, c.after.as_deref())? {
                     continue;
                 }
                 sys::rename_exchange(&kf.tmp, &c.path)
@@ -571,14 +576,14 @@ impl Tx {
                 if c.kind != Kind::Shared || c.redo.is_none() {
                     continue;
                 }
-                let now = read_opt(&c.path)?;
-                if now == c.after {
+                if holds(&c.path, c.after.as_deref())? {
                     continue;
                 }
+                let now = read_opt(&c.path)?.map(Blob::from);
                 moved = true;
                 let expect = now.clone();
                 let Some(r) = c.redo.as_mut() else { continue };
-                let redone = r.redo(now.as_deref(), true)?;
+                let redone = r.redo(now.as_ref(), true)?;
                 if redone == now {
                     // Their write already holds ovmem's edit.
                     c.after = redone;
@@ -596,7 +601,7 @@ impl Tx {
                     }
                     None => None,
                 };
-                self.j.files[base + k].afters.push(c.after.as_deref().map(sha256_hex));
+                self.j.files[base + k].afters.push(c.after.as_ref().map(sha));
                 self.note_journal(before.into_iter().collect())?;
                 let staged = c.after.as_ref().map(|a| stage(c, a)).transpose()?;
                 self.place(base + k, c, staged)?;
@@ -672,6 +677,11 @@ pub(crate) mod moments {
             AT.with(|at| *at.borrow_mut() = None);
         }
     }
+}
+
+/// The hash the journal records of `b` (computed once per buffer).
+fn sha(b: &Blob) -> String {
+    b.sha256().to_string()
 }
 
 fn stage(c: &Change, after: &[u8]) -> Result<Staged> {
@@ -891,8 +901,8 @@ mod tests {
     fn change<'a>(path: &Path, before: Option<&str>, after: Option<&str>) -> Change<'a> {
         Change {
             path: path.to_path_buf(),
-            before: before.map(|s| s.as_bytes().to_vec()),
-            after: after.map(|s| s.as_bytes().to_vec()),
+            before: before.map(|s| Blob::from(s.to_string())),
+            after: after.map(|s| Blob::from(s.to_string())),
             mode: Mode::Keep { new: 0o644 },
             kind: Kind::Shared,
             redo: None,
@@ -962,10 +972,10 @@ mod tests {
 
     struct Append;
     impl Redo for Append {
-        fn redo(&mut self, current: Option<&[u8]>, _: bool) -> Result<Option<Vec<u8>>> {
-            let mut v = current.unwrap_or_default().to_vec();
+        fn redo(&mut self, current: Option<&Blob>, _: bool) -> Result<Option<Blob>> {
+            let mut v = current.map(|b| b.to_vec()).unwrap_or_default();
             v.extend_from_slice(b"+ovmem");
-            Ok(Some(v))
+            Ok(Some(v.into()))
         }
     }
 

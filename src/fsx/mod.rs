@@ -3,7 +3,11 @@
 //! files get random names opened `O_EXCL`; every change to a shared file goes through a journaled
 //! transaction ([`journal::Tx`]) held under the one installer lock of an `OVMEM_HOME`.
 
+pub mod blob;
 pub mod journal;
+pub mod reads;
+
+pub use blob::{Blob, Text};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
@@ -135,12 +139,71 @@ pub fn read_capped(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
         }
         Err(e) => return Err(e).with_context(|| format!("could not read `{}`", path.display())),
     };
+    count_read(path);
     let mut out = Vec::with_capacity(meta.len() as usize);
     f.take(max + 1).read_to_end(&mut out).with_context(|| format!("could not read `{}`", path.display()))?;
     if out.len() as u64 > max {
         bail!("`{}` is larger than {}; ovmem does not read it", path.display(), size_text(max));
     }
     Ok(Some(out))
+}
+
+/// Whether `path` holds exactly `expect` (`None`: the file does not exist), read from disk and
+/// compared as it is read, a chunk at a time. The journal re-reads a file right before replacing
+/// it and after, to see another program's write; this is that re-read without a copy of the
+/// file each time (Claude Code's `~/.claude.json` passes 100 MB). A file that is not a regular
+/// one is an error, as for [`read_opt`].
+pub fn holds(path: &Path, expect: Option<&[u8]>) -> Result<bool> {
+    let mut f = match sys::open_regular(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(expect.is_none()),
+        Err(e) if e.kind() == ErrorKind::InvalidInput => {
+            bail!("`{}` is not a regular file; ovmem reads only regular files", path.display())
+        }
+        Err(e) => return Err(e).with_context(|| format!("could not read `{}`", path.display())),
+    };
+    count_read(path);
+    let Some(expect) = expect else { return Ok(false) };
+    let len = f.metadata().with_context(|| format!("could not read `{}`", path.display()))?.len();
+    if len != expect.len() as u64 {
+        return Ok(false);
+    }
+    let mut buf = vec![0u8; (1 << 20).min(expect.len() + 1)];
+    let mut at = 0;
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).with_context(|| format!("could not read `{}`", path.display())),
+        };
+        if n == 0 {
+            return Ok(at == expect.len());
+        }
+        if expect.get(at..at + n) != Some(&buf[..n]) {
+            return Ok(false);
+        }
+        at += n;
+    }
+}
+
+// Test builds count every read of a file's contents, per path and thread: the guard that a run
+// reads a large file only as often as it must (`reads`, `holds`).
+#[cfg(test)]
+thread_local! {
+    static READS: std::cell::RefCell<std::collections::HashMap<PathBuf, usize>> = Default::default();
+}
+
+fn count_read(path: &Path) {
+    #[cfg(test)]
+    READS.with(|r| *r.borrow_mut().entry(path.to_path_buf()).or_default() += 1);
+    #[cfg(not(test))]
+    let _ = path;
+}
+
+/// How often this thread read `path` (test builds).
+#[cfg(test)]
+pub(crate) fn counted_reads(path: &Path) -> usize {
+    READS.with(|r| r.borrow().get(path).copied().unwrap_or(0))
 }
 
 fn size_text(n: u64) -> String {

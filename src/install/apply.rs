@@ -15,7 +15,7 @@ use super::plan;
 use super::{check_runtime_path, trust, Action, Options, Refused, Report, Target, Verb};
 use crate::env::Env;
 use crate::fsx::journal::{self, Change, Kind, Mode, Post, Tx};
-use crate::fsx::{self, InstallLock};
+use crate::fsx::{self, reads, Blob, InstallLock};
 use crate::harness::Scope;
 use crate::interrupt;
 use crate::receipt::{self, Receipt, TrustConfig, TrustRecord};
@@ -90,7 +90,14 @@ fn runtime_change<'a>(env: &Env) -> Result<Option<Change<'a>>> {
         return Ok(None);
     }
     // Private like everything in `$OVMEM_HOME`; the harnesses run it as its owner.
-    Ok(Some(Change { path: dest, before, after: Some(bytes), mode: Mode::Set(0o700), kind: Kind::Own, redo: None }))
+    Ok(Some(Change {
+        path: dest,
+        before: before.map(Blob::from),
+        after: Some(bytes.into()),
+        mode: Mode::Set(0o700),
+        kind: Kind::Own,
+        redo: None,
+    }))
 }
 
 /// Takes the installer lock, then finishes a transaction a dead process left (it may have died
@@ -98,6 +105,8 @@ fn runtime_change<'a>(env: &Env) -> Result<Option<Change<'a>>> {
 pub fn lock(home: &Path) -> Result<InstallLock> {
     let lock = InstallLock::acquire(home)?;
     if let Some(r) = journal::recover(home)? {
+        // Files were put back: what this command read before is stale.
+        reads::forget_all();
         let p = crate::output::Printer::new();
         p.warn(&r.to_string());
         for w in &r.warnings {
@@ -122,6 +131,9 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
         interrupt::arm();
     }
     let _lock = if opts.dry_run { None } else { Some(lock(&home)?) };
+    // Every file is read once for the plan (the journal still reads each one again from disk
+    // right before replacing it).
+    let _reads = reads::scope();
     let mut out = Outcome::default();
     let mut plans: Vec<Option<TargetPlan>> = Vec::new();
     for t in targets {
@@ -202,8 +214,8 @@ fn transact(env: &Env, plans: &mut [Option<TargetPlan>], out: &mut Outcome, verb
     }
     for p in plans.iter_mut().flatten() {
         for f in p.files.iter_mut() {
-            let before = f.before.clone().map(String::into_bytes);
-            let after = f.edit.after.clone().map(String::into_bytes);
+            let before = f.before.clone().map(Blob::from);
+            let after = f.after.clone().map(Blob::from);
             changes.push(Change {
                 path: f.real.clone(),
                 before,
@@ -248,6 +260,7 @@ fn transact(env: &Env, plans: &mut [Option<TargetPlan>], out: &mut Outcome, verb
         if before == after {
             continue;
         }
+        let (before, after) = (before.map(Blob::from), after.map(Blob::from));
         rchanges.push(Change { path, before, after, mode: Mode::Keep { new: 0o600 }, kind: Kind::Own, redo: None });
     }
     tx.apply(&mut rchanges)?;
@@ -450,19 +463,21 @@ fn trust_step(tx: &mut Tx, p: &TargetPlan, opts: Options) -> Result<TrustOut> {
     let mut fp = FilePlan {
         path: config.clone(),
         real: real.clone(),
-        before: before.clone(),
-        edit,
+        before: before.clone().map(Into::into),
+        after: None,
+        edit: Default::default(),
         mode: Mode::Keep { new: 0o600 },
         editor: Box::new(editor),
         backups: Vec::new(),
         backup_hash: None,
         new_dirs: Vec::new(),
     };
+    fp.set_edit(edit);
     let mode_before = fsx::meta(&real).map(|m| m.mode);
     let mut change = [Change {
         path: real.clone(),
-        before: before.clone().map(String::into_bytes),
-        after: fp.edit.after.clone().map(String::into_bytes),
+        before: fp.before.clone().map(Blob::from),
+        after: fp.after.clone().map(Blob::from),
         mode: fp.mode,
         kind: Kind::Shared,
         redo: Some(&mut fp),
@@ -512,6 +527,7 @@ mod tests {
 
     use super::*;
     use crate::fsx::journal::moments;
+    use crate::fsx::reads;
 
     /// Runs `verb` for Claude Code's user settings in `env` through the real plan and transaction
     /// (the runtime is a link to this test binary, so nothing is staged).
@@ -587,5 +603,99 @@ mod tests {
             want["writer"] = 2.into();
             assert_eq!(after, want, "uninstall left ovmem's containers (or took the user's): from {original}");
         }
+    }
+
+    /// A home with the runtime linked to this test binary (nothing staged) and a
+    /// `~/.claude.json` holding `text`; returns the env and the path of that file.
+    fn claude_home(home: &Path, text: &str) -> (Env, PathBuf) {
+        let env = Env::from_vars(HashMap::from([("HOME".to_string(), home.display().to_string())])).unwrap();
+        let bin = env.runtime_bin();
+        std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(std::env::current_exe().unwrap(), &bin).unwrap();
+        let path = fsx::resolve(&home.join(".claude.json")).unwrap();
+        std::fs::write(&path, text).unwrap();
+        (env, path)
+    }
+
+    fn history(n: usize) -> String {
+        let items: Vec<String> = (0..n)
+            .map(|i| format!("{{\"display\": \"prompt {i} {}\", \"pastedContents\": {{}}}}", "x".repeat(500)))
+            .collect();
+        format!(
+            "{{\n  \"projects\": {{\n    \"/work/app\": {{\n      \"history\": [{}]\n    }}\n  }}\n}}\n",
+            items.join(", ")
+        )
+    }
+
+    /// The read-count guard: an install plans from one read of `~/.claude.json` (the rebuilt
+    /// receipt, the editor and the backups share it), and the read right before the rename is
+    /// one more, from disk. Anything else that reads the whole file again shows up here.
+    #[test]
+    fn an_install_reads_the_mcp_file_once_to_plan_and_again_from_disk_before_replacing_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (env, path) = claude_home(tmp.path(), &history(2_000));
+        let t = Target {
+            env: &env,
+            harness: crate::harness::find("claude-code").unwrap(),
+            scope: Scope::User,
+            project: None,
+        };
+        let at_rename = Rc::new(RefCell::new(None));
+        let seen = Rc::clone(&at_rename);
+        let watched = path.clone();
+        let guard = moments::set(move |moment, p| {
+            if moment == "before-exchange" && p == watched && seen.borrow().is_none() {
+                *seen.borrow_mut() = Some(fsx::counted_reads(&watched));
+            }
+        });
+        let before = fsx::counted_reads(&path);
+        let out = run(&env, std::slice::from_ref(&t), Verb::Install, Options::default()).unwrap();
+        drop(guard);
+        assert_eq!(out.code, 0, "{:?}", out.results);
+        assert_eq!(
+            *at_rename.borrow(),
+            Some(before + 2),
+            "reads of the file up to its rename: the plan's one and the re-read"
+        );
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(v["mcpServers"]["ovmem"].is_object());
+        assert_eq!(std::fs::read(fsx::sibling(&path, ".ovmem.bak")).unwrap(), history(2_000).as_bytes());
+    }
+
+    /// Another program writes the file after ovmem planned from it (and kept what it read for
+    /// the rest of the run): the read right before the rename goes to disk and sees it, so the
+    /// edit is redone on those bytes before anything is replaced (no put-back needed).
+    #[test]
+    fn a_write_between_plan_and_apply_is_seen_by_the_reread_not_hidden_by_the_runs_reads() {
+        let tmp = tempfile::tempdir().unwrap();
+        let original = history(50);
+        let (env, path) = claude_home(tmp.path(), &original);
+        let _lock = lock(&env.ovmem_home()).unwrap();
+        let _reads = reads::scope();
+        let t = Target {
+            env: &env,
+            harness: crate::harness::find("claude-code").unwrap(),
+            scope: Scope::User,
+            project: None,
+        };
+        let mut plans = vec![Some(plan::plan(&t, Verb::Install, Options::default()).unwrap())];
+        // Claude Code writes its file meanwhile.
+        let theirs = original.replacen("\"projects\"", "\"numStartups\": 313,\n  \"projects\"", 1);
+        std::fs::write(&path, &theirs).unwrap();
+        let moments_seen = Rc::new(RefCell::new(Vec::new()));
+        let m = Rc::clone(&moments_seen);
+        let guard = moments::set(move |moment, _| m.borrow_mut().push(moment));
+        let mut out = Outcome { results: vec![HarnessResult::new(t.harness.id())], ..Outcome::default() };
+        transact(&env, &mut plans, &mut out, Verb::Install, Options::default()).unwrap();
+        drop(guard);
+        assert!(
+            !moments_seen.borrow().contains(&"put-back"),
+            "the stale plan reached the disk: {:?}",
+            moments_seen.borrow()
+        );
+        assert!(out.warnings.iter().any(|w| w.contains("written by another program")), "{:?}", out.warnings);
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(v["numStartups"], 313, "their write is lost");
+        assert!(v["mcpServers"]["ovmem"].is_object(), "ovmem's edit is lost");
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::{EntryNote, FileReport, Refused, Target, Verb};
-use crate::fsx::{self, journal};
+use crate::fsx::{self, journal, reads, Blob, Text};
 use crate::receipt::{FileRecord, Receipt};
 
 /// Computes a file's new text from its current text (`None`: the file does not exist).
@@ -80,12 +80,12 @@ impl Edit {
     }
 }
 
-/// A backup beside a shared file: its bytes now and after.
+/// A backup beside a shared file: its bytes now and after (the file's own bytes, shared).
 #[derive(Debug, Clone)]
 pub struct Backup {
     pub path: PathBuf,
-    pub before: Option<Vec<u8>>,
-    pub after: Option<Vec<u8>>,
+    pub before: Option<Blob>,
+    pub after: Option<Blob>,
 }
 
 /// One shared file of a target, planned.
@@ -94,7 +94,12 @@ pub struct FilePlan {
     pub path: PathBuf,
     /// Where writes go: `path` with every symlink followed.
     pub real: PathBuf,
-    pub before: Option<String>,
+    /// The text the plan was made from, shared with the backups and the transaction.
+    pub before: Option<Text>,
+    /// The text the file should hold (the editor's [`Edit::after`]).
+    pub after: Option<Text>,
+    /// The rest of what the editor made of it; its `after` is moved into [`FilePlan::after`]
+    /// (see [`FilePlan::set_edit`]), so that the text is held once.
     pub edit: Edit,
     pub mode: journal::Mode,
     pub editor: Box<dyn Editor>,
@@ -106,17 +111,23 @@ pub struct FilePlan {
 }
 
 impl FilePlan {
+    /// Takes an editor's result: its text into [`FilePlan::after`], the rest into `edit`.
+    pub fn set_edit(&mut self, mut edit: Edit) {
+        self.after = edit.after.take().map(Text::from);
+        self.edit = edit;
+    }
+
     pub fn changed(&self) -> bool {
-        self.before != self.edit.after
+        self.before != self.after
             || matches!(self.mode, journal::Mode::Set(m) if fsx::meta(&self.real).is_some_and(|x| x.mode != m))
     }
 
     pub fn report(&self, with_diff: bool) -> FileReport {
         FileReport {
             path: self.path.clone(),
-            change: change_kind(self.before.as_deref(), self.edit.after.as_deref()),
+            change: change_kind(self.before.as_deref(), self.after.as_deref()),
             entries: self.edit.notes.clone(),
-            diff: if with_diff { diff(&self.path, self.before.as_deref(), self.edit.after.as_deref()) } else { None },
+            diff: if with_diff { diff(&self.path, self.before.as_deref(), self.after.as_deref()) } else { None },
             backups: self
                 .backups
                 .iter()
@@ -142,18 +153,13 @@ fn is_unparseable(e: &anyhow::Error) -> bool {
 }
 
 /// Runs `editor` on `bytes` (what `real` held). A file that does not parse may be caught in the
-/// middle of another program's in-place write: it is read again until it parses or stays the
-/// same for a while (then it really is broken, and refused).
-fn edit_settled(
-    path: &Path,
-    real: &Path,
-    editor: &dyn Editor,
-    bytes: Option<Vec<u8>>,
-) -> Result<(Option<String>, Edit)> {
+/// middle of another program's in-place write: it is read again (from disk) until it parses or
+/// stays the same for a while (then it really is broken, and refused).
+fn edit_settled(path: &Path, real: &Path, editor: &dyn Editor, bytes: Option<Blob>) -> Result<(Option<Text>, Edit)> {
     let mut bytes = bytes;
     let mut since = std::time::Instant::now();
     for _ in 0..1000 {
-        let attempt = bytes.as_deref().map(|b| utf8(path, b)).transpose().and_then(|t| {
+        let attempt = bytes.as_ref().map(|b| utf8(path, b)).transpose().and_then(|t| {
             let e = editor.edit(t.as_deref())?;
             Ok((t, e))
         });
@@ -164,7 +170,8 @@ fn edit_settled(
                     return Err(e);
                 }
                 std::thread::sleep(SETTLE_POLL);
-                let again = fsx::read_opt(real)?;
+                reads::forget(real);
+                let again = fsx::read_opt(real)?.map(Blob::from);
                 if again != bytes {
                     since = std::time::Instant::now();
                 }
@@ -177,8 +184,8 @@ fn edit_settled(
 }
 
 impl journal::Redo for FilePlan {
-    fn redo(&mut self, current: Option<&[u8]>, over_ours: bool) -> Result<Option<Vec<u8>>> {
-        let (text, mut edit) = edit_settled(&self.path, &self.real, self.editor.as_ref(), current.map(<[u8]>::to_vec))?;
+    fn redo(&mut self, current: Option<&Blob>, over_ours: bool) -> Result<Option<Blob>> {
+        let (text, mut edit) = edit_settled(&self.path, &self.real, self.editor.as_ref(), current.cloned())?;
         if over_ours {
             // `current` may hold ovmem's own earlier edit (or another program's copy of it): what
             // that edit created is still ovmem's, and what it did is what this run did.
@@ -189,8 +196,8 @@ impl journal::Redo for FilePlan {
         } else {
             self.before = text;
         }
-        self.edit = edit;
-        Ok(self.edit.after.clone().map(String::into_bytes))
+        self.set_edit(edit);
+        Ok(self.after.clone().map(Blob::from))
     }
 }
 
@@ -236,37 +243,51 @@ pub struct TargetPlan<'t> {
     pub warnings: Vec<String>,
 }
 
-fn utf8(path: &Path, b: &[u8]) -> Result<String> {
-    String::from_utf8(b.to_vec())
-        .map_err(|_| Refused::Unparseable { path: path.to_path_buf(), detail: "it is not UTF-8 text".into() }.into())
+/// The bytes as text, without a copy.
+fn utf8(path: &Path, b: &Blob) -> Result<Text> {
+    b.text()
+        .ok_or_else(|| Refused::Unparseable { path: path.to_path_buf(), detail: "it is not UTF-8 text".into() }.into())
 }
 
-/// Reads a file of `t` as text (confined to the project at project scope).
 /// The `.ovmem.bak` copy beside `real` (a regular file, UTF-8): the file before ovmem first
 /// changed it.
-pub fn pristine_text(real: &Path) -> Option<String> {
+pub fn pristine_text(real: &Path) -> Option<Text> {
     let p = fsx::sibling(real, ".ovmem.bak");
     if !std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file()) {
         return None;
     }
-    String::from_utf8(fsx::read_opt(&p).ok()??).ok()
+    reads::read(&p).ok()??.text()
 }
 
-pub fn read_text(t: &Target, path: &Path) -> Result<(PathBuf, Option<String>)> {
+/// Reads a file of `t` as text (confined to the project at project scope), once per run.
+pub fn read_text(t: &Target, path: &Path) -> Result<(PathBuf, Option<Text>)> {
     let real = fsx::resolve_in(path, t.root())?;
-    let text = fsx::read_opt(&real)?.map(|b| utf8(path, &b)).transpose()?;
+    let text = reads::read(&real)?.map(|b| utf8(path, &b)).transpose()?;
     Ok((real, text))
 }
 
-/// Plans one file: reads it (confined to `root`), runs the editor.
+/// Plans one file: reads it (confined to `root`, once per run), runs the editor.
 pub fn file_plan(path: PathBuf, root: Option<&Path>, mode: journal::Mode, editor: Box<dyn Editor>) -> Result<FilePlan> {
     let real = fsx::resolve_in(&path, root)?;
-    let (before, edit) = edit_settled(&path, &real, editor.as_ref(), fsx::read_opt(&real)?)?;
+    let (before, edit) = edit_settled(&path, &real, editor.as_ref(), reads::read(&real)?)?;
     let new_dirs = match (&before, &edit.after) {
         (None, Some(_)) => fsx::missing_dirs(real.parent().unwrap_or(Path::new("/"))),
         _ => Vec::new(),
     };
-    Ok(FilePlan { path, real, before, edit, mode, editor, backups: Vec::new(), backup_hash: None, new_dirs })
+    let mut f = FilePlan {
+        path,
+        real,
+        before,
+        after: None,
+        edit: Edit::default(),
+        mode,
+        editor,
+        backups: Vec::new(),
+        backup_hash: None,
+        new_dirs,
+    };
+    f.set_edit(edit);
+    Ok(f)
 }
 
 pub fn change_kind(before: Option<&str>, after: Option<&str>) -> &'static str {

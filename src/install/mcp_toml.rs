@@ -37,7 +37,7 @@ pub fn editor(
         Box::new(Install { path, key, value, record, force: opts.force, ours, harness: t.harness.id().into() })
     } else {
         let pristine = super::editor::pristine_text(&fsx::resolve_in(&path, t.root())?);
-        Box::new(Uninstall { path, key, record, force: opts.force, ours, pristine })
+        Box::new(Uninstall { path, key, record, force: opts.force, ours, pristine: pristine.map(|t| t.to_string()) })
     })
 }
 

@@ -12,7 +12,7 @@ use super::editor::{file_plan, settle_budget, Backup, Editor, FilePlan, TargetPl
 use super::{
     extra, json_hooks, mcp, plugin_file, repair, script_dir, toml_hooks, trust, Options, Refused, Target, Verb,
 };
-use crate::fsx::{self, journal};
+use crate::fsx::{self, journal, reads, Blob};
 use crate::harness::InstallKind;
 use crate::receipt::{self, FileRecord, Receipt};
 
@@ -58,6 +58,8 @@ fn rebuild_settled(t: &Target) -> Result<Option<Receipt>> {
             return Err(e);
         }
         std::thread::sleep(SETTLE_POLL);
+        // Read again from disk, not from this run's reads.
+        reads::forget(&fsx::resolve_in(path, t.root()).unwrap_or_else(|_| path.clone()));
     }
 }
 
@@ -265,10 +267,10 @@ fn same_as_user(p: &mut TargetPlan, install: bool) -> Result<()> {
 
 /// A backup path ovmem may use: absent, or a regular file (never a link or anything else a
 /// project could plant there).
-fn backup_slot(path: &Path) -> Option<Option<Vec<u8>>> {
+fn backup_slot(path: &Path) -> Option<Option<Blob>> {
     match std::fs::symlink_metadata(path) {
         Err(_) => Some(None),
-        Ok(m) if m.is_file() => fsx::read_opt(path).ok(),
+        Ok(m) if m.is_file() => reads::read(path).ok(),
         Ok(_) => None,
     }
 }
@@ -279,7 +281,7 @@ fn backup_slot(path: &Path) -> Option<Option<Vec<u8>>> {
 pub fn plan_backups(f: &mut FilePlan, rec: Option<&FileRecord>, verb: Verb) -> Vec<String> {
     let mut warnings = Vec::new();
     let Some(before) = f.before.clone() else { return warnings };
-    if f.edit.after.as_deref() == Some(before.as_str()) {
+    if f.after.as_ref() == Some(&before) {
         return warnings;
     }
     let pristine_path = fsx::sibling(&f.real, ".ovmem.bak");
@@ -295,8 +297,7 @@ pub fn plan_backups(f: &mut FilePlan, rec: Option<&FileRecord>, verb: Verb) -> V
     let bak_ours = match &bak {
         None => true,
         Some(b) => {
-            rec.and_then(|r| r.backup_hash.as_deref()).is_some_and(|h| h == fsx::sha256_hex(b))
-                || pristine.as_deref() == Some(&b[..])
+            rec.and_then(|r| r.backup_hash.as_deref()).is_some_and(|h| h == b.sha256()) || pristine.as_ref() == Some(b)
         }
     };
     // A file ovmem only keeps trust records in has no file record and got no backups at install
@@ -305,9 +306,12 @@ pub fn plan_backups(f: &mut FilePlan, rec: Option<&FileRecord>, verb: Verb) -> V
         return warnings;
     }
     let restored = verb == Verb::Uninstall
-        && (f.edit.after.is_none()
-            || pristine.as_deref().is_some_and(|p| Some(p) == f.edit.after.as_deref().map(str::as_bytes)));
+        && (f.after.is_none() || pristine.as_deref().is_some_and(|p| Some(p) == f.after.as_deref().map(str::as_bytes)));
     if restored {
+        // The file gets its pristine copy's bytes back: one buffer for both.
+        if let Some(p) = pristine.as_ref().filter(|p| Some(&p[..]) == f.after.as_deref().map(str::as_bytes)) {
+            f.after = p.text();
+        }
         if pristine.is_some() {
             f.backups.push(Backup { path: pristine_path, before: pristine, after: None });
         }
@@ -317,12 +321,14 @@ pub fn plan_backups(f: &mut FilePlan, rec: Option<&FileRecord>, verb: Verb) -> V
         return warnings;
     }
     let created = rec.is_some_and(|r| r.created);
+    // The backups hold the very bytes the plan was made from (one buffer, hashed once).
+    let before = Blob::from(before);
     if pristine.is_none() && !created {
-        f.backups.push(Backup { path: pristine_path.clone(), before: None, after: Some(before.clone().into_bytes()) });
+        f.backups.push(Backup { path: pristine_path.clone(), before: None, after: Some(before.clone()) });
     }
     if bak_ours {
-        f.backup_hash = Some(fsx::sha256_hex(before.as_bytes()));
-        f.backups.push(Backup { path: bak_path, before: bak, after: Some(before.into_bytes()) });
+        f.backup_hash = Some(before.sha256().to_string());
+        f.backups.push(Backup { path: bak_path, before: bak, after: Some(before) });
     } else {
         warnings.push(format!(
             "`{}` exists and was not written by ovmem, so it was left alone (the pristine copy is `{}`)",

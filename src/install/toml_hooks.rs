@@ -35,7 +35,15 @@ pub fn plan(p: &mut TargetPlan, install: bool, opts: Options) -> Result<()> {
         })
     } else {
         let pristine = super::editor::pristine_text(&crate::fsx::resolve_in(&path, t.root())?);
-        Box::new(Uninstall { harness: t.harness, path: path.clone(), key, record, force: opts.force, ours, pristine })
+        Box::new(Uninstall {
+            harness: t.harness,
+            path: path.clone(),
+            key,
+            record,
+            force: opts.force,
+            ours,
+            pristine: pristine.map(|t| t.to_string()),
+        })
     };
     p.file(path, Mode::Keep { new: 0o600 }, editor)
 }

@@ -323,7 +323,7 @@ pub fn plan_untrust(p: &mut TargetPlan) -> Result<()> {
         if let Some(shared) = p.files.iter_mut().find(|f| f.real == real) {
             let first = std::mem::replace(&mut shared.editor, Box::new(Keep));
             let chain = then_untrust(first, Untrust { path: file.clone(), records, before });
-            shared.edit = chain.edit(shared.before.as_deref())?;
+            shared.set_edit(chain.edit(shared.before.as_deref())?);
             shared.editor = Box::new(chain);
             if let Mode::Set(_) = mode {
                 shared.mode = mode;
@@ -333,17 +333,20 @@ pub fn plan_untrust(p: &mut TargetPlan) -> Result<()> {
         let text = fsx::read_opt(&real)?.map(|b| String::from_utf8_lossy(&b).into_owned());
         let editor = Untrust { path: file.clone(), records, before };
         let edit = editor.edit(text.as_deref())?;
-        p.files.push(super::editor::FilePlan {
+        let mut f = super::editor::FilePlan {
             path: file,
             real,
-            before: text,
-            edit,
+            before: text.map(Into::into),
+            after: None,
+            edit: Default::default(),
             mode,
             editor: Box::new(editor),
             backups: Vec::new(),
             backup_hash: None,
             new_dirs: Vec::new(),
-        });
+        };
+        f.set_edit(edit);
+        p.files.push(f);
     }
     Ok(())
 }
