@@ -283,12 +283,13 @@ impl Scan<'_> {
 /// parsed once (a large hostile config costs one parse, not one per rule).
 #[derive(Default)]
 struct Files {
-    texts: HashMap<PathBuf, Option<Rc<str>>>,
+    texts: HashMap<PathBuf, Option<fsx::Text>>,
     docs: HashMap<PathBuf, Option<Result<Rc<Document>, String>>>,
 }
 
 impl Files {
-    fn text(&mut self, s: &Scan, path: &Path, errors: &mut Vec<ScanError>) -> Option<Rc<str>> {
+    fn text(&mut self, s: &Scan, path: &Path, errors: &mut Vec<ScanError>) -> Option<fsx::Text> {
+        // `Text` moves the bytes read in, not a copy of them: `~/.claude.json` passes 100 MB.
         self.texts.entry(path.to_path_buf()).or_insert_with(|| read(s, path, errors).map(Into::into)).clone()
     }
 
