@@ -615,3 +615,28 @@ fn install_makes_an_open_ovmem_home_private() {
     home.ok(&["uninstall", "--yes"]);
     assert!(home.tree().is_empty(), "left behind: {:?}", home.tree().keys().collect::<Vec<_>>());
 }
+
+/// A user-scope file that is a project's (`CLAUDE_CONFIG_DIR=<project>/.claude`, set per project
+/// by direnv) after a project-scope install there: the user-scope install is refused, as the other
+/// order is, and a user-scope uninstall leaves the project's hooks to the project's receipt.
+#[test]
+fn a_user_scope_install_never_takes_a_project_s_entries() {
+    let home = Home::new();
+    let proj = home.path().join("work/app");
+    std::fs::create_dir_all(proj.join(".git")).unwrap();
+    let settings = home.put("work/app/.claude/settings.json", b"{\"model\": \"x\"}\n");
+    let p = proj.to_str().unwrap();
+    home.ok(&["install", "--harness", "claude-code", "--scope", "project", "--project", p]);
+    let installed = std::fs::read(&settings).unwrap();
+    let config_dir = proj.join(".claude");
+    let as_user = |args: &[&str]| home.cmd(args).env("CLAUDE_CONFIG_DIR", &config_dir).output().unwrap();
+    let out = as_user(&["install", "--harness", "claude-code", "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("project's file too"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&settings).unwrap(), installed);
+    // Nor does a user-scope uninstall (by ovmem's markers, with no receipt of its own) take them.
+    let out = as_user(&["uninstall", "--harness", "claude-code", "--yes"]);
+    assert_eq!(std::fs::read(&settings).unwrap(), installed, "{}", stderr(&out));
+    home.ok(&["uninstall", "--project", p, "--yes"]);
+    assert_eq!(std::fs::read(&settings).unwrap(), b"{\"model\": \"x\"}\n");
+}

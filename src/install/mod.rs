@@ -71,11 +71,18 @@ pub enum Refused {
     )]
     BadRuntimePath(PathBuf),
     #[error(
-        "`{path}` is this project's file and your user-scope file both (the project is your home directory), so ovmem \
-         left it alone: two receipts would own the same entries. Install at user scope (without --scope project), or \
+        "`{path}` is this project's file and your user-scope file both (the project is your home directory, or the \
+         harness's config directory is set into the project, e.g. CLAUDE_CONFIG_DIR), so ovmem left it alone: two receipts would own the same entries. Install at user scope (without --scope project), or \
          for a project of its own"
     )]
     ProjectIsUser { path: PathBuf },
+    #[error(
+        "`{path}` is a project's file too (the user-scope file is inside a project, e.g. through CLAUDE_CONFIG_DIR), \
+         and `{receipt}` records ovmem's entries there, so ovmem left it alone: two receipts would own the same \
+         entries. Keep the project-scope install (`ovmem status --project <dir>`), or remove it first with \
+         `ovmem uninstall --scope project --project <dir> --yes` and install at user scope again"
+    )]
+    UserIsProject { path: PathBuf, receipt: PathBuf },
     #[error("`{path}`: {detail}; it was left untouched")]
     Shape { path: PathBuf, detail: String },
     /// The harness has no hooks location at the scope asked for (TRAE CLI at project scope).

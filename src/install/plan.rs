@@ -238,7 +238,10 @@ fn after_variables(pattern: &str) -> Option<&str> {
 /// project scope leaves it to the user scope's, with a warning.
 fn same_as_user(p: &mut TargetPlan, install: bool) -> Result<()> {
     let t = p.target;
-    if t.scope != crate::harness::Scope::Project || t.harness.scope(crate::harness::Scope::User).is_err() {
+    if t.scope == crate::harness::Scope::User {
+        return same_as_project(p, install);
+    }
+    if t.harness.scope(crate::harness::Scope::User).is_err() {
         return Ok(());
     }
     let user = Target { env: t.env, harness: t.harness, scope: crate::harness::Scope::User, project: None };
@@ -257,7 +260,8 @@ fn same_as_user(p: &mut TargetPlan, install: bool) -> Result<()> {
     for i in shared.into_iter().rev() {
         let f = p.files.remove(i);
         p.warnings.push(format!(
-            "`{}` is your user-scope file too (the project is your home directory); left as it is: `ovmem uninstall` \
+            "`{}` is your user-scope file too (the project is your home directory, or holds the harness's config \
+             directory); left as it is: `ovmem uninstall` \
              at user scope removes ovmem's entries from it",
             f.path.display()
         ));
@@ -337,4 +341,42 @@ pub fn plan_backups(f: &mut FilePlan, rec: Option<&FileRecord>, verb: Verb) -> V
         ));
     }
     warnings
+}
+
+/// At user scope, a file a project-scope receipt of this harness records (the user-scope file
+/// moved into a project: `CLAUDE_CONFIG_DIR=<project>/.claude`, set per project by direnv). The
+/// user-scope receipt would take the project's entries as its own, and uninstalling at user scope
+/// would take them out of the project: install refuses, and uninstall leaves the file to the
+/// project scope's, with a warning.
+fn same_as_project(p: &mut TargetPlan, install: bool) -> Result<()> {
+    let t = p.target;
+    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    let mut owned: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for (receipt_path, r) in crate::receipt::load_all(&t.env.ovmem_home())? {
+        if r.harness != t.harness.id() || r.scope != crate::harness::Scope::Project {
+            continue;
+        }
+        owned.extend(r.files.iter().filter_map(|f| Some((real(&f.path)?, receipt_path.clone()))));
+    }
+    if owned.is_empty() {
+        return Ok(());
+    }
+    let owner = |i: usize| {
+        let here = real(&p.files[i].real)?;
+        owned.iter().find(|(path, _)| *path == here).map(|(_, receipt)| receipt.clone())
+    };
+    let shared: Vec<(usize, PathBuf)> = (0..p.files.len()).filter_map(|i| Some((i, owner(i)?))).collect();
+    if let (true, Some((i, receipt))) = (install, shared.first()) {
+        return Err(Refused::UserIsProject { path: p.files[*i].path.clone(), receipt: receipt.clone() }.into());
+    }
+    for (i, receipt) in shared.into_iter().rev() {
+        let f = p.files.remove(i);
+        p.warnings.push(format!(
+            "`{}` is a project's file too (`{}` records it); left as it is: `ovmem uninstall --scope project` for \
+             that project removes ovmem's entries from it",
+            f.path.display(),
+            receipt.display()
+        ));
+    }
+    Ok(())
 }
