@@ -227,6 +227,23 @@ fn own_entries(home: &Path) -> (Vec<(PathBuf, fs::Metadata)>, bool) {
     (own, foreign)
 }
 
+/// Whether the directory `home` itself is ovmem's to make private: the default `~/.ovmem`, or one
+/// that holds nothing but ovmem's files (`foreign`: it holds others).
+fn whole(env: &Env, home: &Path, foreign: bool) -> bool {
+    !foreign || home == env.home.join(".ovmem")
+}
+
+/// Whether `$OVMEM_HOME` is open to others (made under umask 000, or by a dotfiles script) and
+/// plainly ovmem's: the default `~/.ovmem`, or an empty directory. [`prepare`] makes it private.
+/// (A directory with something in it is judged by [`prepare`] itself, at the first hook: names
+/// such as `bin` and `state` are ovmem's in `~/.ovmem` and the user's in `~/.local`.)
+pub fn open_to_others(env: &Env) -> bool {
+    let home = env.ovmem_home();
+    sys::has_modes()
+        && fs::metadata(&home).is_ok_and(|m| m.is_dir() && sys::mode(&m) & OTHERS != 0)
+        && (home == env.home.join(".ovmem") || fs::read_dir(&home).is_ok_and(|mut rd| rd.next().is_none()))
+}
+
 /// Creates `$OVMEM_HOME` (0700) or, when it or its store is readable by others, makes ovmem's
 /// own files in it private. Returns the directory. An `OVMEM_HOME` that is the home directory
 /// or above it is refused before anything is written ([`is_refused`]).
@@ -244,7 +261,7 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
             // The directory itself is ovmem's when it is the default `~/.ovmem` or holds nothing
             // but ovmem's files; one shared with other files keeps its mode (ovmem's files in it
             // are private each).
-            let top = !foreign || home == env.home.join(".ovmem");
+            let top = whole(env, &home, foreign);
             let store_loose = fs::symlink_metadata(home.join("memory.db")).is_ok_and(|s| sys::mode(&s) & OTHERS != 0);
             if (top && sys::mode(&m) & OTHERS != 0) || store_loose {
                 let stamp = std::time::SystemTime::now();

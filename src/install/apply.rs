@@ -123,10 +123,14 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
     }
     let home = env.ovmem_home();
     if !opts.dry_run {
-        // ovmem's home private before anything is staged in it: an existing `~/.ovmem` left open
+        // ovmem's home private before the runtime is staged in it: an existing `~/.ovmem` left open
         // to others (made under umask 000, or by a dotfiles script) would let another local user
         // swap `bin/`, and every hook would run their program.
-        crate::home::prepare(env).with_context(|| format!("could not prepare `{}`", home.display()))?;
+        // (Only then: a home that is private already is left as it is, and missing directories
+        // are made private as the lock makes them.)
+        if verb == Verb::Install && crate::home::open_to_others(env) {
+            crate::home::prepare(env).with_context(|| format!("could not prepare `{}`", home.display()))?;
+        }
         // From here on a signal is answered by rolling back, never by dying half-way.
         interrupt::arm();
     }
