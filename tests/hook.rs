@@ -532,13 +532,9 @@ fn a_locked_database_answers_in_time_and_spools_the_turn() {
 
 /// A harness ends a hook that is still at work (SIGTERM when the user cancels or quits): the turn
 /// it took on is spooled, the hook answers its no-op and exits 0, and the next hook stores it.
-#[test]
-fn a_stop_ended_by_the_harness_spools_its_turn() {
-    let lab = Lab::new();
-    teach(&lab, "claude-code");
-    let conn = rusqlite_lock(&lab.home().join(".ovmem/memory.db"));
-    let p = lab.proj.to_str().unwrap();
-    let stop = payload("codex", "Stop", &[("P", p), ("REPLY", "The retry budget is 7 attempts.")]);
+/// Codex's Stop hook started with `stop` on its stdin and a deadline far off (it may wait for a
+/// locked store as long as a test needs).
+fn codex_stop_started(lab: &Lab, stop: &str) -> std::process::Child {
     let mut child = Command::new(OVMEM)
         .args(["hook", "codex", "Stop"])
         .env_clear()
@@ -550,6 +546,17 @@ fn a_stop_ended_by_the_harness_spools_its_turn() {
         .spawn()
         .unwrap();
     child.stdin.take().unwrap().write_all(stop.as_bytes()).unwrap();
+    child
+}
+
+#[test]
+fn a_stop_ended_by_the_harness_spools_its_turn() {
+    let lab = Lab::new();
+    teach(&lab, "claude-code");
+    let conn = rusqlite_lock(&lab.home().join(".ovmem/memory.db"));
+    let p = lab.proj.to_str().unwrap();
+    let stop = payload("codex", "Stop", &[("P", p), ("REPLY", "The retry budget is 7 attempts.")]);
+    let child = codex_stop_started(&lab, &stop);
     // Waiting on the lock by now.
     std::thread::sleep(std::time::Duration::from_millis(700));
     let started = std::time::Instant::now();
@@ -582,17 +589,7 @@ fn a_stop_killed_outright_leaves_its_turn_to_the_next_hook() {
     lab.hook("codex", "UserPromptSubmit", &payload("codex", "UserPromptSubmit", &[("P", p), ("PROMPT", question)]));
     let conn = rusqlite_lock(&lab.home().join(".ovmem/memory.db"));
     let stop = payload("codex", "Stop", &[("P", p), ("REPLY", "The retry budget is 7 attempts.")]);
-    let mut child = Command::new(OVMEM)
-        .args(["hook", "codex", "Stop"])
-        .env_clear()
-        .env("HOME", lab.home())
-        .env("OVMEM_DEADLINE_MS", "20000")
-        .current_dir(&lab.proj)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stop.as_bytes()).unwrap();
+    let mut child = codex_stop_started(&lab, &stop);
     // Until the turn is taken on (its file in the spool), then into its wait for the store; without
     // a file, long enough to be waiting there too.
     let started = std::time::Instant::now();
