@@ -1129,7 +1129,9 @@ impl Tmux {
             if s.contains(text) {
                 return s;
             }
-            assert!(t.elapsed() < Duration::from_secs(5), "`{text}` never appeared:\n{s}");
+            // Generous: an install behind the prompt stages a 100 MB debug binary, which a loaded
+            // machine took more than 5 s to do.
+            assert!(t.elapsed() < Duration::from_secs(20), "`{text}` never appeared:\n{s}");
             std::thread::sleep(Duration::from_millis(50));
         }
     }

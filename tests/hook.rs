@@ -1170,12 +1170,14 @@ fn concurrent_hooks_write_whole_json_log_lines_and_rotation_loses_none() {
     let p = lab.proj.to_str().unwrap().to_string();
     let logs = lab.home().join(".ovmem/logs");
     std::fs::create_dir_all(&logs).unwrap();
-    // Just under the rotation size, so the concurrent hooks rotate it while they log.
+    // Just under the rotation size (a few hooks' lines: each hook logs about 170 bytes), so the
+    // concurrent hooks rotate it while they log. With 4 KB to go, on a loaded machine every hook
+    // could look at the size before enough of them had written to cross it, and none rotated.
     let filler = format!(
         "{}\n",
         json!({"ts": 0, "level": "info", "harness": "x", "event": "y", "ms": 0, "msg": "z".repeat(200)})
     );
-    let n_fill = ((1 << 20) - 4096) / filler.len();
+    let n_fill = ((1 << 20) - 600) / filler.len();
     std::fs::write(logs.join("hook.log"), filler.repeat(n_fill)).unwrap();
     let n = 50;
     let handles: Vec<_> = (0..n)
