@@ -529,16 +529,25 @@ fn parse_adapter(spec: &Spec) -> Result<Adapter> {
 /// Every harness, parsed once.
 pub fn all() -> &'static [Harness] {
     static ALL: OnceLock<Vec<Harness>> = OnceLock::new();
-    ALL.get_or_init(|| {
-        HARNESSES
-            .iter()
-            .map(|spec| Harness {
-                manifest: toml::from_str(spec.manifest)
-                    .unwrap_or_else(|e| panic!("manifests/{}.toml does not parse: {e}", spec.id)),
-                spec,
-            })
-            .collect()
-    })
+    ALL.get_or_init(|| HARNESSES.iter().map(parse).collect())
+}
+
+fn parse(spec: &'static Spec) -> Harness {
+    Harness {
+        manifest: toml::from_str(spec.manifest)
+            .unwrap_or_else(|e| panic!("manifests/{}.toml does not parse: {e}", spec.id)),
+        spec,
+    }
+}
+
+/// The harness registered as `id` exactly, parsed alone: a hook names its harness by id and
+/// needs that one manifest, not the other 25 (parsing all of them was a fifth of what a prompt
+/// hook's main thread did before its store was opened).
+fn by_id(id: &str) -> Option<&'static Harness> {
+    static EACH: OnceLock<Vec<OnceLock<Harness>>> = OnceLock::new();
+    let i = HARNESSES.iter().position(|s| s.id == id)?;
+    let each = EACH.get_or_init(|| HARNESSES.iter().map(|_| OnceLock::new()).collect());
+    Some(each[i].get_or_init(|| parse(&HARNESSES[i])))
 }
 
 /// A name as ids and aliases are written: trimmed, lower case, `-` for `_` and spaces, so
@@ -550,7 +559,7 @@ pub fn normalise(name: &str) -> String {
 /// Looks a harness up by id or alias (in any case, `_` for `-`).
 pub fn find(name: &str) -> Option<&'static Harness> {
     let name = normalise(name);
-    all().iter().find(|h| h.manifest.id == name || h.manifest.aliases.contains(&name))
+    by_id(&name).or_else(|| all().iter().find(|h| h.manifest.id == name || h.manifest.aliases.contains(&name)))
 }
 
 /// `--harness` names that are no harness: the first line names each of them with the closest

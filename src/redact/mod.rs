@@ -108,7 +108,12 @@ fn triggered(text: &str) -> Vec<bool> {
     static KEYWORDS: LazyLock<(AhoCorasick, Vec<usize>)> = LazyLock::new(|| {
         let (words, owners): (Vec<&str>, Vec<usize>) =
             RULES.iter().enumerate().flat_map(|(i, r)| r.keywords.iter().map(move |k| (*k, i))).unzip();
-        let ac = AhoCorasick::builder().ascii_case_insensitive(true).build(words).expect("keyword automaton");
+        // A contiguous NFA: quick to build in a process that scans a few texts (see `shadow`).
+        let ac = AhoCorasick::builder()
+            .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+            .ascii_case_insensitive(true)
+            .build(words)
+            .expect("keyword automaton");
         (ac, owners)
     });
     let (ac, owners) = &*KEYWORDS;

@@ -310,11 +310,15 @@ fn for_camel_parts(word: &str, mut f: impl FnMut(usize, &str)) {
 /// their IDF: its list also holds words a question means ("von wann bis wann", "manche
 /// Zähler"), and dropping them lost two of twelve German dev questions.
 pub fn part_term(part: &str, lang: Option<Lang>) -> Option<(String, bool)> {
-    let lower = if part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
-        part.to_string()
-    } else {
-        part.to_lowercase()
-    };
+    if part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()) {
+        return plain_term(part, lang);
+    }
+    any_term(part, lang)
+}
+
+/// [`part_term`] of any part: lowercased first.
+fn any_term(part: &str, lang: Option<Lang>) -> Option<(String, bool)> {
+    let lower = part.to_lowercase();
     let has_digit = lower.chars().any(|c| c.is_ascii_digit());
     if has_digit {
         return Some((lower, true));
@@ -334,6 +338,23 @@ pub fn part_term(part: &str, lang: Option<Lang>) -> Option<(String, bool)> {
         Some(l) => Some((stem(&lower, l), false)),
         None => Some((lower, false)),
     }
+}
+
+/// [`part_term`] of a part of ASCII lower-case letters and digits (most words of most texts),
+/// read in place: a stop word is dropped without a copy, and a word is copied once, as its term.
+fn plain_term(part: &str, lang: Option<Lang>) -> Option<(String, bool)> {
+    if part.bytes().any(|b| b.is_ascii_digit()) {
+        return Some((part.to_string(), true));
+    }
+    if part.len() < 2 || is_stopword(part) {
+        return None;
+    }
+    // Longer than three letters, every one of them a letter: stemmed by the text's language's
+    // rules (English's when it has none told), as in `part_term`.
+    if part.len() > 3 {
+        return Some((stem(part, lang.unwrap_or(Lang::English)), false));
+    }
+    Some((part.to_string(), false))
 }
 
 /// Analyses `text` into terms, appending to `out`. Positions continue from `start`; returns the
@@ -490,7 +511,9 @@ pub fn analyse_as(text: &str, analysis: i64) -> Vec<Term> {
 
 /// [`analyse`] by the rules of language `lang`, told already ([`language`]).
 pub fn analyse_with(text: &str, lang: Option<Lang>) -> Vec<Term> {
-    let mut out = Vec::new();
+    // About one term in eight bytes of English prose: a long reply's terms grow the vector once
+    // or twice, not ten times.
+    let mut out = Vec::with_capacity(text.len() / 8);
     analyse_into_with(text, 0, &mut out, lang);
     out
 }
@@ -512,6 +535,24 @@ mod tests {
                 if s[a..b].chars().all(is_cjk) {
                     proptest::prop_assert_eq!(&s[a..b], t.text.as_str());
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_plain_word_is_read_as_any_other(part in "[a-z0-9]{0,12}", which in 0..4usize) {
+            let lang = [None, Some(Lang::English), Some(Lang::German), Some(Lang::Russian)][which];
+            proptest::prop_assert_eq!(plain_term(&part, lang), any_term(&part, lang));
+        }
+    }
+
+    #[test]
+    fn stop_words_and_short_words_are_read_alike_too() {
+        let words = STOPWORDS.iter().copied().chain(["a", "db", "api", "running", "retries", "x9", "2024"]);
+        for w in words {
+            for lang in [None, Some(Lang::English), Some(Lang::German)] {
+                assert_eq!(plain_term(w, lang), any_term(w, lang), "{w} {lang:?}");
             }
         }
     }
