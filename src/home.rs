@@ -7,9 +7,12 @@
 //! checked (one `readdir`, a `stat` each of ovmem's), ovmem's whole tree is repaired when the top
 //! directory or the store is readable by others (as an older ovmem left it), and one of its
 //! sub-directories is walked only when it changed since the last check (another process, such as
-//! the installer, added to it). An `OVMEM_HOME` that is the home directory or above it, or a
-//! system directory (`/usr`, `/etc`, `/tmp` itself, `/usr/local/bin`, …), is not used at all
-//! ([`Refused`]).
+//! the installer, added to it). Only a home that is plainly ovmem's is repaired ([`plainly_own`]:
+//! the default `~/.ovmem`, or a directory ovmem created or found empty, which it marks with
+//! [`STAMP`]): `bin`, `state` and `cache` are ovmem's names in `~/.ovmem` and the user's in
+//! `~/.local`, so in any other directory no mode is changed, and the hook says so once. An
+//! `OVMEM_HOME` that is the home directory or above it, or a system directory (`/usr`, `/etc`,
+//! `/tmp` itself, `/usr/local/bin`, …), is not used at all ([`Refused`]).
 
 use std::fs;
 use std::io::{self, ErrorKind};
@@ -233,31 +236,101 @@ fn whole(env: &Env, home: &Path, foreign: bool) -> bool {
     !foreign || home == env.home.join(".ovmem")
 }
 
+/// What [`STAMP`] holds once ovmem has taken the directory as its own (an older ovmem's stamp is
+/// empty, and was written into any `OVMEM_HOME`, `~/.local` too).
+const STAMP_MARK: &[u8] = b"ovmem: this directory is ovmem's home; ovmem keeps its own files in it private\n";
+
+/// What [`STAMP`] says of `home`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stamp {
+    Absent,
+    /// Written by an older ovmem, which wrote it into any `OVMEM_HOME` it was given.
+    Empty,
+    /// [`STAMP_MARK`]: ovmem created this directory, or found it empty, or took it over from an
+    /// older ovmem's home holding nothing but ovmem's names.
+    Marked,
+}
+
+fn stamp(home: &Path) -> Stamp {
+    let path = home.join(STAMP);
+    match fs::symlink_metadata(&path) {
+        Ok(m) if m.is_file() && m.len() == 0 => Stamp::Empty,
+        Ok(m) if m.is_file() && m.len() == STAMP_MARK.len() as u64 => match fs::read(&path) {
+            Ok(b) if b == STAMP_MARK => Stamp::Marked,
+            _ => Stamp::Absent,
+        },
+        _ => Stamp::Absent,
+    }
+}
+
+/// Whether `$OVMEM_HOME` is plainly ovmem's, so that ovmem's names in it (`bin`, `state`,
+/// `cache`, …) and what is inside them may be made private: the default `~/.ovmem`; a directory
+/// ovmem created, or found empty, or took over (its [`STAMP`] holds [`STAMP_MARK`]); or one
+/// holding an older ovmem's empty stamp and nothing but ovmem's names (`foreign`: something
+/// else is there). Not `~/.local`, given as `OVMEM_HOME` by mistake: its `bin` and `state` are
+/// the user's, whatever ovmem wrote into it since.
+fn plainly_own(env: &Env, home: &Path, foreign: bool) -> bool {
+    home == env.home.join(".ovmem")
+        || match stamp(home) {
+            Stamp::Marked => true,
+            Stamp::Empty => !foreign,
+            Stamp::Absent => fs::read_dir(home).is_ok_and(|mut rd| rd.next().is_none()),
+        }
+}
+
 /// Whether `$OVMEM_HOME` is open to others (made under umask 000, or by a dotfiles script) and
-/// plainly ovmem's: the default `~/.ovmem`, or an empty directory. [`prepare`] makes it private.
-/// (A directory with something in it is judged by [`prepare`] itself, at the first hook: names
-/// such as `bin` and `state` are ovmem's in `~/.ovmem` and the user's in `~/.local`.)
+/// plainly ovmem's ([`plainly_own`]: the default `~/.ovmem`, an empty directory, one ovmem
+/// marked as its own). [`prepare`] makes it private. (Names such as `bin` and `state` are
+/// ovmem's in `~/.ovmem` and the user's in `~/.local`.)
 pub fn open_to_others(env: &Env) -> bool {
     let home = env.ovmem_home();
     sys::has_modes()
         && fs::metadata(&home).is_ok_and(|m| m.is_dir() && sys::mode(&m) & OTHERS != 0)
-        && (home == env.home.join(".ovmem") || fs::read_dir(&home).is_ok_and(|mut rd| rd.next().is_none()))
+        && plainly_own(env, &home, own_entries(&home).1)
 }
 
+/// What [`prepare`] did.
+#[derive(Debug)]
+pub struct Prepared {
+    /// `$OVMEM_HOME`.
+    pub path: PathBuf,
+    /// Said once per home (a hook logs it, a command prints it): the home is not plainly ovmem's,
+    /// so no mode in it was changed.
+    pub note: Option<String>,
+}
+
+/// Where it is remembered that [`Prepared::note`] was said (in ovmem's `logs`, beside the log
+/// that says it).
+const NOTED: &str = ".modes-left-alone";
+
 /// Creates `$OVMEM_HOME` (0700) or, when it or its store is readable by others, makes ovmem's
-/// own files in it private. Returns the directory. An `OVMEM_HOME` that is the home directory
-/// or above it is refused before anything is written ([`is_refused`]).
-pub fn prepare(env: &Env) -> io::Result<PathBuf> {
+/// own files in it private, if it is plainly ovmem's ([`plainly_own`]); in any other directory
+/// nothing changes mode (files ovmem creates are private from their first byte all the same:
+/// [`private_umask`]). An `OVMEM_HOME` that is the home directory or above it is refused before
+/// anything is written ([`is_refused`]).
+pub fn prepare(env: &Env) -> io::Result<Prepared> {
     check(env).map_err(|r| io::Error::new(ErrorKind::PermissionDenied, r))?;
     let home = env.ovmem_home();
     if !sys::has_modes() {
         // Without Unix modes the user's profile directory is private already (Windows ACLs).
         fs::create_dir_all(&home)?;
-        return Ok(home);
+        return Ok(Prepared { path: home, note: None });
     }
     match fs::metadata(&home) {
         Ok(m) if m.is_dir() => {
             let (own, foreign) = own_entries(&home);
+            if !plainly_own(env, &home, foreign) {
+                let note = note_once(&home);
+                return Ok(Prepared { path: home, note });
+            }
+            // An older ovmem's stamp in a home taken as ovmem's: marked, its time kept (it says
+            // when the tree was last checked).
+            if stamp(&home) == Stamp::Empty {
+                let path = home.join(STAMP);
+                let at =
+                    fs::metadata(&path).and_then(|m| m.modified()).unwrap_or_else(|_| std::time::SystemTime::now());
+                touch(&path, at);
+            }
             // The directory itself is ovmem's when it is the default `~/.ovmem` or holds nothing
             // but ovmem's files; one shared with other files keeps its mode (ovmem's files in it
             // are private each).
@@ -282,7 +355,7 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
                 fs::create_dir_all(parent)?;
             }
             match sys::dir_mode(&mut fs::DirBuilder::new(), 0o700).create(&home) {
-                Ok(()) => {}
+                Ok(()) => mark(&home),
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
             }
@@ -290,14 +363,47 @@ pub fn prepare(env: &Env) -> io::Result<PathBuf> {
         }
         Err(e) => return Err(e),
     }
-    Ok(home)
+    Ok(Prepared { path: home, note: None })
 }
 
-/// Touched after each check; a sub-directory changed after it is walked again.
+/// Marks `home`, a directory ovmem has just created (the installer's lock, the doctor's
+/// throwaway home, [`prepare`]), as ovmem's own: see [`plainly_own`].
+pub fn mark(home: &Path) {
+    if stamp(home) != Stamp::Marked {
+        touch(&home.join(STAMP), std::time::SystemTime::now());
+    }
+}
+
+/// The note that `home` is not plainly ovmem's, the first time only.
+fn note_once(home: &Path) -> Option<String> {
+    let logs = home.join("logs");
+    let noted = logs.join(NOTED);
+    if fs::symlink_metadata(&noted).is_ok() {
+        return None;
+    }
+    let _ = fs::create_dir_all(&logs);
+    sys::create_mode(fs::OpenOptions::new().create_new(true).write(true), 0o600).open(&noted).ok()?;
+    Some(format!(
+        "OVMEM_HOME `{}` is not plainly ovmem's home (not ~/.ovmem, not a directory ovmem created or found empty), so \
+         ovmem changes no mode in it: names such as `bin`, `state` and `cache` there may be yours (as in ~/.local). \
+         The files ovmem creates there are private all the same. Point OVMEM_HOME at a directory of ovmem's own, or \
+         unset it (~/.ovmem). Said once",
+        home.display()
+    ))
+}
+
+/// Touched after each check; a sub-directory changed after it is walked again. Holds
+/// [`STAMP_MARK`]: the directory is ovmem's own ([`plainly_own`]).
 pub const STAMP: &str = ".private-checked";
 
 fn touch(path: &Path, at: std::time::SystemTime) {
-    if let Ok(f) = sys::create_mode(fs::OpenOptions::new().create(true).truncate(false).write(true), 0o600).open(path) {
+    if let Ok(mut f) =
+        sys::create_mode(fs::OpenOptions::new().create(true).truncate(false).write(true), 0o600).open(path)
+    {
+        if f.metadata().is_ok_and(|m| m.len() == 0) {
+            use std::io::Write;
+            let _ = f.write_all(STAMP_MARK);
+        }
         let _ = f.set_modified(at);
     }
 }
@@ -386,10 +492,10 @@ mod tests {
     #[test]
     fn a_new_home_is_private() {
         let t = tempfile::tempdir().unwrap();
-        let home = prepare(&env(&t.path().join("u"))).unwrap();
+        let home = prepare(&env(&t.path().join("u"))).unwrap().path;
         assert_eq!(home, t.path().join("u/.ovmem"));
         assert_eq!(mode(&home), 0o700);
-        assert_eq!(prepare(&env(&t.path().join("u"))).unwrap(), home, "a second call is a no-op");
+        assert_eq!(prepare(&env(&t.path().join("u"))).unwrap().path, home, "a second call is a no-op");
     }
 
     #[test]
@@ -559,12 +665,23 @@ mod tests {
         check_with(&[("HOME", "/home/ann"), ("OVMEM_HOME", "/tmp/xyz")]).unwrap();
     }
 
-    /// An `OVMEM_HOME` that holds other files: ovmem's own files are made private, the others
-    /// and the directory itself keep their modes, at the first check and every later one.
+    fn with_home(t: &Path, ovmem_home: &Path) -> Env {
+        Env::from_vars(HashMap::from([
+            ("HOME".to_string(), t.display().to_string()),
+            ("OVMEM_HOME".to_string(), ovmem_home.display().to_string()),
+        ]))
+        .unwrap()
+    }
+
+    /// An `OVMEM_HOME` ovmem marked as its own (it created it) that the user put other files in
+    /// since: ovmem's own files are made private, the others and the directory itself keep their
+    /// modes, at the first check and every later one.
     #[test]
     fn a_shared_directory_keeps_the_modes_of_what_is_not_ovmem_s() {
         let t = tempfile::tempdir().unwrap();
         let shared = t.path().join("share");
+        let e = with_home(t.path(), &shared);
+        assert!(prepare(&e).unwrap().note.is_none());
         for d in ["www", "logs"] {
             fs::create_dir_all(shared.join(d)).unwrap();
         }
@@ -576,13 +693,8 @@ mod tests {
         for d in ["", "www", "logs"] {
             fs::set_permissions(shared.join(d), fs::Permissions::from_mode(0o755)).unwrap();
         }
-        let vars = HashMap::from([
-            ("HOME".to_string(), t.path().display().to_string()),
-            ("OVMEM_HOME".to_string(), shared.display().to_string()),
-        ]);
-        let e = Env::from_vars(vars).unwrap();
         for _ in 0..2 {
-            prepare(&e).unwrap();
+            assert!(prepare(&e).unwrap().note.is_none());
             let modes: Vec<u32> =
                 ["", "www", "www/index.html", "notes.txt"].iter().map(|f| mode(&shared.join(f))).collect();
             assert_eq!(modes, [0o755, 0o755, 0o644, 0o664], "not ovmem's: untouched");
@@ -590,12 +702,59 @@ mod tests {
                 ["memory.db", "logs", "logs/hook.log"].iter().map(|f| mode(&shared.join(f))).collect();
             assert_eq!(modes, [0o600, 0o700, 0o600], "ovmem's: private");
         }
-        // An existing directory holding nothing but ovmem's files is ovmem's, and made private.
+        // Once it holds nothing but ovmem's files, the directory itself is made private too.
         fs::remove_dir_all(shared.join("www")).unwrap();
         fs::remove_file(shared.join("notes.txt")).unwrap();
         fs::set_permissions(shared.join("memory.db"), fs::Permissions::from_mode(0o644)).unwrap();
         prepare(&e).unwrap();
         assert_eq!(mode(&shared), 0o700);
+    }
+
+    /// An `OVMEM_HOME` that is not plainly ovmem's (`~/.local` given by mistake: `bin`, `state`
+    /// and `cache` are the user's there) keeps every mode, its store's included, whatever ovmem
+    /// wrote into it, and says so once; an older ovmem's empty stamp does not make it ovmem's
+    /// while anything else is there. An empty directory is taken as ovmem's.
+    #[test]
+    fn a_directory_ovmem_did_not_make_keeps_every_mode() {
+        let t = tempfile::tempdir().unwrap();
+        let local = t.path().join(".local");
+        for d in ["bin", "state", "cache"] {
+            fs::create_dir_all(local.join(d)).unwrap();
+        }
+        fs::write(local.join("bin/tool"), "#!/bin/sh\n").unwrap();
+        fs::write(local.join("memory.db"), "x").unwrap();
+        let set = |f: &str, m: u32| fs::set_permissions(local.join(f), fs::Permissions::from_mode(m)).unwrap();
+        for (f, m) in [("", 0o755), ("bin", 0o755), ("state", 0o755), ("cache", 0o775), ("bin/tool", 0o755)] {
+            set(f, m);
+        }
+        set("memory.db", 0o644);
+        let e = with_home(t.path(), &local);
+        let modes = || -> Vec<u32> {
+            ["", "bin", "state", "cache", "bin/tool", "memory.db"].iter().map(|f| mode(&local.join(f))).collect()
+        };
+        let before = modes();
+        let first = prepare(&e).unwrap();
+        assert!(first.note.as_deref().is_some_and(|n| n.contains("not plainly ovmem's")), "{first:?}");
+        assert_eq!(modes(), before);
+        assert!(prepare(&e).unwrap().note.is_none(), "said once");
+        assert!(!local.join(STAMP).exists(), "not marked as ovmem's");
+        // An older ovmem's (empty) stamp with the user's own `share` beside: still the user's.
+        fs::write(local.join(STAMP), "").unwrap();
+        fs::create_dir_all(local.join("share")).unwrap();
+        prepare(&e).unwrap();
+        assert_eq!(modes(), before);
+        // With nothing but ovmem's names beside it, an older ovmem's stamp is ovmem's home.
+        fs::remove_dir_all(local.join("share")).unwrap();
+        prepare(&e).unwrap();
+        assert_eq!(modes(), [0o700, 0o700, 0o700, 0o700, 0o700, 0o600]);
+        assert_eq!(stamp(&local), Stamp::Marked);
+        // An empty directory is ovmem's.
+        let empty = t.path().join("empty");
+        fs::create_dir_all(&empty).unwrap();
+        fs::set_permissions(&empty, fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(open_to_others(&with_home(t.path(), &empty)));
+        assert!(prepare(&with_home(t.path(), &empty)).unwrap().note.is_none());
+        assert_eq!((mode(&empty), stamp(&empty)), (0o700, Stamp::Marked));
     }
 
     #[test]

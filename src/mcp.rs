@@ -301,11 +301,11 @@ fn read_line(r: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<Result<
 pub fn serve() -> Result<i32> {
     crate::home::private_umask();
     let env = Env::from_process()?;
-    if let Err(e) = crate::home::prepare(&env) {
-        if crate::home::is_refused(&e) {
-            return Err(crate::cmd::Refusal(e.to_string()).into());
-        }
-        eprintln!("ovmem mcp: could not prepare `{}`: {e}", env.ovmem_home().display());
+    match crate::home::prepare(&env) {
+        Err(e) if crate::home::is_refused(&e) => return Err(crate::cmd::Refusal(e.to_string()).into()),
+        Err(e) => eprintln!("ovmem mcp: could not prepare `{}`: {e}", env.ovmem_home().display()),
+        Ok(crate::home::Prepared { note: Some(note), .. }) => eprintln!("ovmem mcp: {note}"),
+        Ok(_) => {}
     }
     // Like a hook: a setting it cannot use costs only that setting.
     let (cfg, problems) = Config::load_lenient(&env);

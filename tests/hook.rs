@@ -1590,6 +1590,58 @@ fn an_ovmem_home_that_is_a_system_directory_is_not_written_to() {
     assert!(created.is_empty(), "written to: {created:?}");
 }
 
+/// `OVMEM_HOME=~/.local` given by mistake: `bin`, `state` and `cache` are ovmem's names in
+/// `~/.ovmem` and the user's here. Hooks change no mode in a directory that is not plainly ovmem's
+/// (not ~/.ovmem, not one ovmem made or found empty), not even when its store is left loose or a
+/// file is added to `bin`, and the log says why, once.
+#[test]
+fn a_home_that_is_not_plainly_ovmem_s_keeps_the_modes_of_the_user_s_bin_and_state() {
+    let lab = Lab::new();
+    let p = lab.proj.to_str().unwrap();
+    let local = lab.home().join(".local");
+    for d in ["bin", "state", "cache"] {
+        std::fs::create_dir_all(local.join(d)).unwrap();
+    }
+    std::fs::write(local.join("bin/tool"), "#!/bin/sh\n").unwrap();
+    std::fs::write(local.join("state/history"), "x").unwrap();
+    let set = |f: &Path, m: u32| std::fs::set_permissions(f, std::os::unix::fs::PermissionsExt::from_mode(m)).unwrap();
+    for (f, m) in [("", 0o755), ("bin", 0o755), ("state", 0o755), ("cache", 0o755), ("bin/tool", 0o755)] {
+        set(&local.join(f), m);
+    }
+    set(&local.join("state/history"), 0o644);
+    let theirs = modes_under(&local);
+    let env = [("OVMEM_HOME", local.to_str().unwrap())];
+    let run = |ev: &str, vars: &[(&str, &str)]| {
+        let stdin = payload("claude-code", ev, vars);
+        assert_eq!(lab.hook_with("claude-code", ev, stdin.as_bytes(), &env).1, 0, "{ev}");
+    };
+    run("SessionStart", &[("P", p)]);
+    run("UserPromptSubmit", &[("P", p), ("PROMPT", FACT)]);
+    run("Stop", &[("P", p), ("REPLY", "Noted."), ("TRANSCRIPT", "")]);
+    // A store left loose (as an older ovmem left it) and a file the user adds to `bin` later.
+    set(&local.join("memory.db"), 0o644);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(local.join("bin/other"), "#!/bin/sh\n").unwrap();
+    set(&local.join("bin/other"), 0o755);
+    run("SessionStart", &[("P", p)]);
+    let now = modes_under(&local);
+    for (f, m) in &theirs {
+        assert_eq!(now.iter().find(|(g, _)| g == f).map(|(_, m)| *m), Some(*m), "{f} changed mode");
+    }
+    assert_eq!((mode(&local), mode(&local.join("bin/other")), mode(&local.join("memory.db"))), (0o755, 0o755, 0o644));
+    let log = std::fs::read_to_string(local.join("logs/hook.log")).unwrap();
+    assert_eq!(log.matches("not plainly ovmem's").count(), 1, "{log}");
+    let out = Command::new(OVMEM)
+        .args(["memory", "list", "--all", "--json"])
+        .env_clear()
+        .env("HOME", lab.home())
+        .env("OVMEM_HOME", &local)
+        .output()
+        .unwrap();
+    let stored: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(stored.len(), 1, "the hooks still work: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// An `OVMEM_HOME` pointed at a directory that holds other files: ovmem's own files there are
 /// private, and nothing else changes mode (the directory itself neither).
 #[test]

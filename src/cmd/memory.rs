@@ -167,9 +167,13 @@ fn config(env: &Env) -> Config {
 /// redaction patterns in force.
 pub(crate) fn prepare(env: &Env) -> Result<()> {
     crate::home::private_umask();
-    crate::home::prepare(env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
+    let prepared =
+        crate::home::prepare(env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
     let (cfg, problems) = Config::load_lenient(env);
     let p = Printer::new();
+    if let Some(note) = &prepared.note {
+        p.warn(note);
+    }
     for problem in &problems {
         p.warn(&format!("config: {}", problem.for_terminal()));
     }

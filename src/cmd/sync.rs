@@ -15,7 +15,11 @@ use crate::store::Store;
 pub fn run(timeout_s: u64, retry_parked: bool, json: bool) -> Result<i32> {
     let env = Env::from_process()?;
     crate::home::private_umask();
-    crate::home::prepare(&env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
+    let prepared =
+        crate::home::prepare(&env).with_context(|| format!("could not prepare `{}`", env.ovmem_home().display()))?;
+    if let Some(note) = &prepared.note {
+        Printer::new().warn(note);
+    }
     let cfg = Config::load(&env)?;
     let store = Store::open(&env.ovmem_home().join("memory.db"), Duration::from_secs(10))?;
     let spooled = spool::replay(&env, &store, None);

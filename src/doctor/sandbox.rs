@@ -47,6 +47,7 @@ impl Sandbox {
         let home = dir.path().join("ovmem-home");
         let project = dir.path().join("project");
         std::fs::create_dir_all(&home)?;
+        crate::home::mark(&home);
         std::fs::create_dir_all(project.join(".git"))?;
         if let Some(c) = copy {
             crate::fsx::write_atomic(&home.join("config.toml"), c.as_bytes(), Some(0o600))?;

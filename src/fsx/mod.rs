@@ -376,6 +376,10 @@ impl InstallLock {
             for d in &made {
                 let _ = sys::set_mode(d, 0o700);
             }
+            // A home this lock made is plainly ovmem's: its hooks keep it private.
+            if made.iter().any(|d| d == ovmem_home) {
+                crate::home::mark(ovmem_home);
+            }
             let file = sys::create_mode(OpenOptions::new().create(true).truncate(false).write(true), 0o600)
                 .open(&path)
                 .with_context(|| format!("could not open the lock file `{}`", path.display()))?;

@@ -169,14 +169,20 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
     // behind, not even its lock.
     if receipt::paths(&home).is_empty() {
         let _ = std::fs::remove_file(home.join("locks").join("ovmem.lock"));
-        let _ = std::fs::remove_file(home.join(crate::home::STAMP));
         fsx::remove_empty_dirs(&[
             env.runtime_bin().parent().expect("bin dir").to_path_buf(),
             receipt::dir(&home),
             home.join("locks"),
             journal::dir(&home),
-            home.clone(),
         ]);
+        // The stamp goes with the home when nothing else is left in it; a home that keeps
+        // memories keeps its mark as ovmem's (see `home::prepare`).
+        let stamp = home.join(crate::home::STAMP);
+        let alone = std::fs::read_dir(&home).is_ok_and(|rd| rd.flatten().all(|e| e.path() == stamp));
+        if alone {
+            let _ = std::fs::remove_file(&stamp);
+        }
+        fsx::remove_empty_dirs(std::slice::from_ref(&home));
     }
     done?;
     for (p, r) in plans.iter().zip(&mut out.results) {

@@ -75,6 +75,10 @@ pub fn main(args: &[String]) -> i32 {
         Some(Err(e)) => {
             log(env.as_ref(), harness_id, native, "error", &format!("could not prepare OVMEM_HOME: {e}"), started)
         }
+        // Not plainly ovmem's (`~/.local` given by mistake): no mode changed there, said once.
+        Some(Ok(crate::home::Prepared { note: Some(note), .. })) => {
+            log(env.as_ref(), harness_id, native, "warn", &note, started)
+        }
         _ => {}
     }
     let adapter = match harness::adapter_for(harness_id) {
