@@ -826,6 +826,41 @@ fn a_junk_backend_key_is_named_and_the_rest_is_shown() {
     assert!(stderr(&out).contains("backend.bank"), "{}", stderr(&out));
 }
 
+/// A turn a running hook wrote ahead to the spool (under the lock it holds while it lives) is
+/// that hook's to store: `status` and `sync` do not count it as spooled, `sync` exits 0 and leaves
+/// it, and both say it is being stored by a running hook. Once the hook is gone (its lock with
+/// it) the file waits like any spooled item, and `sync` stores it.
+#[test]
+fn a_turn_a_live_hook_wrote_ahead_is_not_counted_as_spooled() {
+    let home = Home::new();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let item = serde_json::json!({
+        "kind": "turn", "id": "a1b2c3d4e5f6a7b8c9d0", "bank": "acme", "harness": "claude-code",
+        "session": "s-live", "prompt": "which port does the api use?", "reply": "port 7011",
+        "at": now, "taken_at": now,
+    });
+    let path = home.put(&format!(".ovmem/spool/{now}-turn-0badcafe-a1b2c3d4e5f6.json"), item.to_string().as_bytes());
+    // The hook's lock (an exclusive advisory lock on the file, as spool::Ahead holds it).
+    let lock = std::fs::File::open(&path).unwrap();
+    lock.try_lock().unwrap();
+    let v = json(&home.ok(&["status", "--json"]));
+    assert_eq!((v["queue"]["spooled"].as_u64(), v["queue"]["spooled_in_flight"].as_u64()), (Some(0), Some(1)), "{v}");
+    let text = stdout(&home.ok(&["status"]));
+    assert!(text.contains("1 turn being stored by a running hook") && !text.contains("spooled"), "{text}");
+    let out = home.run(&["sync", "--json"]);
+    let v = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{v}");
+    assert_eq!((v["spooled_waiting"].as_u64(), v["spooled_in_flight"].as_u64()), (Some(0), Some(1)), "{v}");
+    assert!(path.exists(), "left to the hook that holds it");
+    // The hook is gone: the turn waits for a replay, and `sync` stores it.
+    drop(lock);
+    let v = json(&home.ok(&["status", "--json"]));
+    assert_eq!(v["queue"]["spooled"].as_u64(), Some(1), "{v}");
+    let v = json(&home.ok(&["sync", "--json"]));
+    assert_eq!((v["spooled_stored"].as_u64(), v["spooled_waiting"].as_u64()), (Some(1), Some(0)), "{v}");
+    assert!(!path.exists());
+}
+
 #[test]
 fn status_waits_for_a_silent_server_only_200_ms() {
     let home = Home::new();

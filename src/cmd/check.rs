@@ -166,7 +166,8 @@ fn queue_findings(env: &Env) -> Vec<legacy::Finding> {
             }
         }
     }
-    let (n, oldest) = crate::runtime::spool::depth(env);
+    let spool = crate::runtime::spool::depth(env);
+    let (n, oldest) = (spool.waiting, spool.oldest);
     if let Some(t) = oldest.filter(|t| n > 0 && now - t > STALE_AFTER) {
         out.push(finding(
             crate::runtime::spool::dir(env),

@@ -473,10 +473,11 @@ pub fn run(cmd: MemoryCommand) -> Result<i32> {
         }
         MemoryCommand::Stats { json } => {
             let s = open(&env)?.stats()?;
-            let (queued, oldest) = crate::runtime::spool::depth(&env);
+            let spool = crate::runtime::spool::depth(&env);
+            let (queued, oldest) = (spool.waiting, spool.oldest);
             if json {
                 let mut v = serde_json::to_value(&s)?;
-                v["spooled"] = serde_json::json!({"items": queued, "oldest": oldest});
+                v["spooled"] = serde_json::json!({"items": queued, "oldest": oldest, "in_flight": spool.in_flight});
                 output::json(&v);
             } else {
                 println!("{} memories in `{}`", s.memories, env.ovmem_home().join("memory.db").display());

@@ -106,6 +106,10 @@ pub(crate) struct QueueStatus {
     spooled: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     spooled_oldest: Option<i64>,
+    /// Turns and prompts a running hook is storing right now (written ahead, under its lock): not
+    /// waiting, and not in `spooled`.
+    #[serde(skip_serializing_if = "is_zero")]
+    spooled_in_flight: usize,
     /// Memories in the local store.
     memories: i64,
 }
@@ -164,9 +168,18 @@ pub(crate) fn backend_status(env: &Env) -> BackendStatus {
     b
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 pub(crate) fn queue_status(env: &Env) -> QueueStatus {
-    let (spooled, spooled_oldest) = crate::runtime::spool::depth(env);
-    let mut q = QueueStatus { spooled, spooled_oldest, ..Default::default() };
+    let d = crate::runtime::spool::depth(env);
+    let mut q = QueueStatus {
+        spooled: d.waiting,
+        spooled_oldest: d.oldest,
+        spooled_in_flight: d.in_flight,
+        ..Default::default()
+    };
     let db = env.ovmem_home().join("memory.db");
     if db.exists() {
         crate::home::private_umask();
@@ -498,7 +511,13 @@ fn print_backend(p: &Printer, b: &BackendStatus, q: &QueueStatus) {
             output::count(q.spooled as i64, "turn", "turns")
         ));
     }
-    let stored = format!("{} in the local store", output::count(q.memories, "memory", "memories"));
+    let mut stored = format!("{} in the local store", output::count(q.memories, "memory", "memories"));
+    if q.spooled_in_flight > 0 {
+        stored.push_str(&format!(
+            "; {} being stored by a running hook",
+            output::count(q.spooled_in_flight as i64, "turn", "turns")
+        ));
+    }
     if waiting.is_empty() {
         println!("{} nothing waiting; {stored}", p.bold("queue:"));
     } else {

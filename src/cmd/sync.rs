@@ -37,16 +37,21 @@ pub fn run(timeout_s: u64, retry_parked: bool, json: bool) -> Result<i32> {
         }
     };
     let stats = store.stats()?;
-    let (left_spooled, _) = spool::depth(&env);
+    // Items a running hook is storing itself are not waiting (it removes them once stored).
+    let left = spool::depth(&env);
+    let left_spooled = left.waiting;
     if json {
         output::json(&serde_json::json!({
             "backend": kind.unwrap_or("local"), "spooled_stored": spooled, "embedded": embedded, "checked_for_revisions": caught.checked, "partitioned": caught.partitioned, "reindexed_banks": caught.reindexed, "sent": f.sent, "parked": f.parked,
             "sessions_ended": f.ended, "requeued": requeued, "busy": f.busy,
-            "waiting": stats.queued, "parked_total": stats.parked, "spooled_waiting": left_spooled, "error": f.error,
+            "waiting": stats.queued, "parked_total": stats.parked, "spooled_waiting": left_spooled, "spooled_in_flight": left.in_flight, "error": f.error,
         }));
     } else {
         if spooled > 0 {
             eprintln!("{} {spooled} spooled item(s)", p.green("stored"));
+        }
+        if left.in_flight > 0 {
+            eprintln!("{} being stored by a running hook", output::count(left.in_flight as i64, "turn", "turns"));
         }
         if embedded > 0 {
             eprintln!("{} {embedded} memory(ies) for recall by meaning", p.green("embedded"));

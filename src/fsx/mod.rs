@@ -329,6 +329,21 @@ pub fn sweep_temps(dir: &Path) -> usize {
     n
 }
 
+/// Removes `entry` when it is one of ovmem's temp files, a regular file older than `age` whose
+/// process is gone: what a replay in a hook can sweep as it reads its directory (the commands
+/// sweep every dead process's temp files at start-up, [`sweep_temps`]). Whether it went.
+pub fn remove_stale_temp(entry: &fs::DirEntry, age: std::time::Duration) -> bool {
+    let name = entry.file_name();
+    let Some(name) = name.to_str() else { return false };
+    let Some(pid) = temp_pid(name) else { return false };
+    if !name.starts_with('.') || (pid != std::process::id() && pid_alive(pid)) {
+        return false;
+    }
+    let old =
+        entry.metadata().is_ok_and(|m| m.is_file() && m.modified().is_ok_and(|t| t.elapsed().is_ok_and(|e| e > age)));
+    old && fs::remove_file(entry.path()).is_ok()
+}
+
 /// Removes each directory in `dirs` that is empty, in the order given (innermost first).
 pub fn remove_empty_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
     let mut removed = Vec::new();

@@ -327,6 +327,9 @@ pub fn replay(env: &Env, store: &Store, session: Option<&str>) -> usize {
     let tag = session.map(session_tag);
     let mut items: Vec<(PathBuf, Spooled)> = rd
         .flatten()
+        // A temp file a killed hook left (between writing an item and naming it) goes once it is
+        // an hour old: the hooks sweep it, not only the commands the user runs.
+        .filter(|e| !crate::fsx::remove_stale_temp(e, STALE_TEMP))
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .filter(|p| tag.as_ref().is_none_or(|t| file_name(p).contains(&format!("-{t}-"))))
@@ -353,12 +356,45 @@ fn file_name(p: &Path) -> String {
     p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// Items waiting in the spool: (count, oldest time).
-pub fn depth(env: &Env) -> (usize, Option<i64>) {
-    let Ok(rd) = std::fs::read_dir(dir(env)) else { return (0, None) };
-    let times: Vec<i64> =
-        rd.flatten().filter_map(|e| file_name(&e.path()).split('-').next().and_then(|t| t.parse().ok())).collect();
-    (times.len(), times.iter().min().copied())
+/// How old a temp file in the spool must be before a replay removes it (a hook writes and names
+/// its file within a millisecond; its process is checked too).
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// What the spool holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Depth {
+    /// Items waiting to be stored: spooled, or written ahead by a hook that is gone.
+    pub waiting: usize,
+    /// When the oldest of them was taken on.
+    pub oldest: Option<i64>,
+    /// Items a running hook is storing itself (written ahead, its lock held): not waiting for
+    /// anyone, and gone once that hook has stored them.
+    pub in_flight: usize,
+}
+
+/// What waits in the spool, apart from the items live hooks hold ([`Ahead`]).
+pub fn depth(env: &Env) -> Depth {
+    let mut d = Depth::default();
+    let Ok(rd) = std::fs::read_dir(dir(env)) else { return d };
+    for e in rd.flatten() {
+        let path = e.path();
+        let Some(t) = file_name(&path).split('-').next().and_then(|t| t.parse::<i64>().ok()) else { continue };
+        if held(&path) {
+            d.in_flight += 1;
+        } else {
+            d.waiting += 1;
+            d.oldest = Some(d.oldest.map_or(t, |o| o.min(t)));
+        }
+    }
+    d
+}
+
+/// Whether a live hook holds the file's lock (its item written ahead, in flight). Asked with a
+/// shared lock, let go at once: a replay that tries the file in that instant leaves it to the
+/// next one.
+fn held(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    matches!(file.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock))
 }
 
 #[cfg(test)]
@@ -404,7 +440,7 @@ mod tests {
                 ("which port does a2 use?".to_string(), "a2 uses 7021".to_string())
             ]
         );
-        assert_eq!(depth(&env).0, 0, "every file was removed");
+        assert_eq!(depth(&env).waiting, 0, "every file was removed");
     }
 
     fn replies(store: &Store) -> Vec<String> {
@@ -421,15 +457,40 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let item = Spooled::turn("b", "codex", "s", Some("which port?"), Some("port 7011"), store::now(), 100);
         let ahead = Ahead::write(&env, &item).unwrap();
-        assert_eq!(depth(&env).0, 1);
+        assert_eq!(depth(&env), Depth { waiting: 0, oldest: None, in_flight: 1 }, "in flight, not waiting");
         assert_eq!(replay(&env, &store, Some("s")), 0);
         assert_eq!(replay(&env, &store, None), 0);
         assert!(replies(&store).is_empty());
         drop(ahead);
+        assert_eq!(depth(&env).waiting, 1, "its hook is gone: it waits for a replay");
         assert_eq!(replay(&env, &store, None), 1);
         assert_eq!(replies(&store), ["port 7011"]);
-        assert_eq!(depth(&env).0, 0);
+        assert_eq!(depth(&env), Depth::default());
         assert_eq!(replay(&env, &store, None), 0);
+    }
+
+    /// A temp file a killed hook left in the spool is swept by the next replay once it is an hour
+    /// old (a younger one may be a live hook's, about to be named); the items are stored as ever.
+    #[test]
+    fn a_replay_sweeps_stale_temp_files() {
+        let t = tempfile::tempdir().unwrap();
+        let env = env(t.path());
+        let store = Store::open_in_memory().unwrap();
+        let item = Spooled::turn("b", "codex", "s", Some("which port?"), Some("port 7041"), store::now(), 100);
+        write(&env, &item).unwrap();
+        let dead = 999_999_999;
+        let stale = dir(&env).join(format!(".1-turn-x.json{}{dead}.aaaaaaaa", crate::fsx::TEMP_MARK));
+        let young = dir(&env).join(format!(".2-turn-x.json{}{dead}.bbbbbbbb", crate::fsx::TEMP_MARK));
+        for p in [&stale, &young] {
+            std::fs::write(p, "{").unwrap();
+        }
+        let hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 3600);
+        std::fs::File::options().write(true).open(&stale).unwrap().set_modified(hours_ago).unwrap();
+        assert_eq!(depth(&env).waiting, 1, "temp files are not items");
+        assert_eq!(replay(&env, &store, Some("other-session")), 0);
+        assert!(!stale.exists() && young.exists());
+        assert_eq!(replay(&env, &store, None), 1);
+        assert_eq!(replies(&store), ["port 7041"]);
     }
 
     /// Written ahead twice (the transcript's text read in between), then spooled because the store
@@ -445,17 +506,17 @@ mod tests {
         item.reply = Some("port 7021".into());
         let second = Ahead::write(&env, &item).unwrap();
         drop(first);
-        assert_eq!(depth(&env).0, 1);
+        assert_eq!((depth(&env).waiting, depth(&env).in_flight), (0, 1));
         assert_eq!(replay(&env, &store, None), 0, "the second copy is still held");
         drop(second);
         write(&env, &item).unwrap();
-        assert_eq!(depth(&env).0, 1);
+        assert_eq!((depth(&env).waiting, depth(&env).in_flight), (1, 0));
         assert_eq!(replay(&env, &store, None), 1);
         assert_eq!(replies(&store), ["port 7021"]);
 
         let other = Spooled::turn("b", "codex", "s", None, Some("port 7031"), store::now(), 100);
         Ahead::write(&env, &other).unwrap().stored();
-        assert_eq!(depth(&env).0, 0);
+        assert_eq!(depth(&env), Depth::default());
         assert!(std::fs::read_dir(dir(&env)).unwrap().next().is_none(), "no temp file either");
     }
 }
