@@ -861,6 +861,39 @@ fn a_turn_a_live_hook_wrote_ahead_is_not_counted_as_spooled() {
     assert!(!path.exists());
 }
 
+/// `bank = 5` (not a string): hooks keep memories off the server (fail closed), and `backend
+/// show` and `status` say so. Neither describes the bank as what an unset one means (a team
+/// bank per project), nor `user` as the key's: the key is shown as invalid, with what hooks do.
+#[test]
+fn backend_show_describes_an_invalid_bank_as_invalid_not_as_the_team_bank() {
+    let home = Home::new();
+    let dead = RefusingPort::new();
+    let url = dead.url();
+    home.put(".ovmem/config.toml", format!("[backend]\nkind = \"hindsight\"\nurl = \"{url}\"\nbank = 5\n").as_bytes());
+    let text = stdout(&home.ok(&["backend", "show"]));
+    let bank = text.lines().find(|l| l.starts_with("bank")).unwrap_or_default();
+    assert!(!text.contains("team bank"), "{text}");
+    assert!(
+        bank.contains("invalid") && bank.contains("send nothing to the server") && bank.contains("config.toml"),
+        "{text}"
+    );
+    assert!(text.contains("not used"), "{text}");
+    let v = json(&home.ok(&["backend", "show", "--json"]));
+    assert!(v["bank"]["invalid"].as_str().is_some_and(|w| w.contains("wrong kind")), "{v}");
+    assert!(v["bank"]["hooks"].as_str().is_some_and(|h| h.contains("nothing to the server")), "{v}");
+    let text = stdout(&home.ok(&["status"]));
+    let line = text.lines().find(|l| l.starts_with("backend:")).unwrap_or_default();
+    assert!(!line.contains("team bank") && line.contains("not used") && line.contains("backend.bank"), "{text}");
+    // OpenViking's `user` likewise: not "from the API key".
+    home.put(
+        ".ovmem/config.toml",
+        format!("[backend]\nkind = \"openviking\"\nurl = \"{url}\"\nuser = [\"ann\"]\n").as_bytes(),
+    );
+    let text = stdout(&home.ok(&["backend", "show"]));
+    let user = text.lines().find(|l| l.starts_with("user")).unwrap_or_default();
+    assert!(user.contains("invalid") && !user.contains("API key"), "{text}");
+}
+
 #[test]
 fn status_waits_for_a_silent_server_only_200_ms() {
     let home = Home::new();

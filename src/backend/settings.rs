@@ -192,6 +192,9 @@ pub struct Settings {
     /// Why the server must not be used (a junk `OVMEM_BACKEND`, a `bank` of the wrong type, …):
     /// while any, [`super::connect`] refuses and memories stay in the local store.
     pub unusable: Vec<String>,
+    /// The config keys among those (`backend.bank`, …), so that `backend show` describes the key
+    /// as invalid rather than as unset (an unset `bank` means a team bank per project).
+    pub invalid: Vec<crate::config::Problem>,
     /// The config's problems that concern the backend (its `[backend]` keys, `OVMEM_BACKEND`, a
     /// file that is not TOML), for the commands that show the backend ([`Settings::load`] only).
     pub problems: Vec<crate::config::Problem>,
@@ -258,6 +261,7 @@ impl Settings {
         let env_value = |name: Option<&'static str>| {
             name.and_then(|n| env.var(n).map(|v| Sourced { value: v.trim().to_string(), from: Source::Env(n) }))
         };
+        let mut invalid = Vec::new();
         for p in &cfg.unusable {
             let applies = match p.key.as_deref() {
                 Some("backend.url") => env_value(k.url_env()).is_none(),
@@ -267,6 +271,7 @@ impl Settings {
             };
             if applies {
                 unusable.push(format!("{} {}", p.place, p.what));
+                invalid.push(p.clone());
             }
         }
         let url = env_value(k.url_env()).or_else(|| from_file(&cfg.url));
@@ -285,6 +290,7 @@ impl Settings {
             recall_max_tokens: cfg.recall_max_tokens,
             ignored_env,
             unusable,
+            invalid,
             problems: Vec::new(),
             kind,
         })
@@ -305,6 +311,7 @@ impl Settings {
             recall_max_tokens: cfg.recall_max_tokens,
             ignored_env,
             unusable,
+            invalid: Vec::new(),
             problems: Vec::new(),
         }
     }

@@ -65,15 +65,26 @@ fn sourced(env: &Env, v: &Option<Sourced<String>>) -> Value {
     }
 }
 
+/// What hooks do while a key that says where memories go is invalid (see `settings::decides_where`).
+const NOT_SENT: &str = "hooks send nothing to the server until it is fixed (memories stay in the local store)";
+
 fn show(env: &Env, s: &Settings, as_json: bool) -> Result<i32> {
     let token = s.token.as_ref().map(|t| from(env, &t.from));
+    // A key of the wrong type is not an unset one: an unset `bank` is a team bank per project,
+    // an invalid one keeps memories off the server.
+    let invalid = |key: &str| s.invalid.iter().find(|p| p.key.as_deref() == Some(key));
+    let config = tilde(env, &backend::settings::config_path(env));
+    let field = |key: &str, v: &Option<Sourced<String>>| match (v, invalid(key)) {
+        (None, Some(p)) => json!({ "value": null, "from": config, "invalid": p.what, "hooks": NOT_SENT }),
+        _ => sourced(env, v),
+    };
     if as_json {
         output::json(&json!({
             "kind": { "value": s.kind.value.id(), "from": from(env, &s.kind.from) },
-            "url": sourced(env, &s.url.as_ref().map(|u| Sourced { value: backend::redact_url(&u.value), from: u.from.clone() })),
-            "bank": sourced(env, &s.bank),
-            "user": sourced(env, &s.user),
-            "account": sourced(env, &s.account),
+            "url": field("backend.url", &s.url.as_ref().map(|u| Sourced { value: backend::redact_url(&u.value), from: u.from.clone() })),
+            "bank": field("backend.bank", &s.bank),
+            "user": field("backend.user", &s.user),
+            "account": field("backend.account", &s.account),
             "token": { "present": token.is_some(), "from": token },
             "recall_budget_ms": s.recall_budget.as_millis() as u64,
             "send_budget_ms": s.send_budget.as_millis() as u64,
@@ -89,6 +100,9 @@ fn show(env: &Env, s: &Settings, as_json: bool) -> Result<i32> {
         println!("{:<9} {value}{origin}", p.bold(label));
     };
     row("backend", s.kind.value.id(), Some(from(env, &s.kind.from)));
+    let bad = |label: &str, q: &crate::config::Problem| {
+        row(label, &p.red(&format!("invalid: {}; {NOT_SENT}", q.what)), Some(config.clone()))
+    };
     match s.kind.value {
         Kind::Local => {
             println!("          memories stay in this machine's store; `ovmem install --backend hindsight|openviking` shares them");
@@ -96,29 +110,44 @@ fn show(env: &Env, s: &Settings, as_json: bool) -> Result<i32> {
         kind => {
             match &s.url {
                 Some(u) => row("url", &backend::redact_url(&u.value), Some(from(env, &u.from))),
-                None => row("url", &p.red("not set"), kind.url_env().map(|e| format!("set ${e} or [backend] url"))),
+                None => match invalid("backend.url") {
+                    Some(q) => bad("url", q),
+                    None => row("url", &p.red("not set"), kind.url_env().map(|e| format!("set ${e} or [backend] url"))),
+                },
             }
             if kind == Kind::Hindsight {
                 match &s.bank {
                     Some(b) => row("bank", &b.value, Some(from(env, &b.from))),
-                    None => row("bank", "one team bank per project, named from its git remote", None),
+                    None => match invalid("backend.bank") {
+                        Some(q) => bad("bank", q),
+                        None => row("bank", "one team bank per project, named from its git remote", None),
+                    },
                 }
             } else {
-                let user = s
-                    .user
-                    .as_ref()
-                    .map(|u| u.value.as_str())
-                    .unwrap_or("from the API key (or the server's default user)");
-                row("user", user, s.user.as_ref().map(|u| from(env, &u.from)));
-                if let Some(a) = &s.account {
-                    row("account", &a.value, Some(from(env, &a.from)));
+                match &s.user {
+                    Some(u) => row("user", &u.value, Some(from(env, &u.from))),
+                    None => match invalid("backend.user") {
+                        Some(q) => bad("user", q),
+                        None => row("user", "from the API key (or the server's default user)", None),
+                    },
+                }
+                match &s.account {
+                    Some(a) => row("account", &a.value, Some(from(env, &a.from))),
+                    None => {
+                        if let Some(q) = invalid("backend.account") {
+                            bad("account", q);
+                        }
+                    }
                 }
             }
             row("token", if token.is_some() { "present" } else { "absent" }, token);
             if !s.unusable.is_empty() {
                 row(
                     "status",
-                    &p.red("not used: memories stay in the local store until the setting(s) above are fixed"),
+                    &p.red(
+                        "not used: hooks send nothing to the server and keep memories in the local store (not queued \
+                         for it) until the setting(s) above are fixed",
+                    ),
                     None,
                 );
             }

@@ -86,6 +86,10 @@ pub(crate) struct BackendStatus {
     health: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// A setting that says where memories go is invalid: the server is not used (`error` says
+    /// which), and the bank or user is not the default the missing key would mean.
+    #[serde(skip)]
+    not_used: bool,
 }
 
 /// What waits to be stored or sent.
@@ -155,6 +159,7 @@ pub(crate) fn backend_status(env: &Env) -> BackendStatus {
         bank: settings.bank.as_ref().map(|u| u.value.clone()),
         user: settings.user.as_ref().map(|u| u.value.clone()),
         token: settings.token.is_some(),
+        not_used: settings.kind.value != crate::backend::Kind::Local && !settings.unusable.is_empty(),
         ..Default::default()
     };
     match crate::backend::connect(&settings, Some(&env.ovmem_home().join("state"))) {
@@ -466,6 +471,7 @@ fn print_harnesses(p: &Printer, env: &Env, out: &[HarnessStatus]) {
 
 fn print_backend(p: &Printer, b: &BackendStatus, q: &QueueStatus) {
     let reach = match (b.reachable, &b.health, &b.error) {
+        (_, _, Some(e)) if b.not_used => format!(": {} {e}", p.red("not used:")),
         (Some(true), Some(h), _) => format!(": {}", p.green(&format!("reachable ({h})"))),
         (Some(false), _, Some(e)) if e.contains("did not answer within") => {
             format!(": {}", p.dim("no answer within 200 ms (`ovmem backend test` waits longer)"))
@@ -481,7 +487,7 @@ fn print_backend(p: &Printer, b: &BackendStatus, q: &QueueStatus) {
             let scope = match (&b.bank, &b.user) {
                 (Some(bank), _) => format!(", bank `{bank}`"),
                 (None, Some(user)) => format!(", user `{user}`"),
-                (None, None) if kind == "hindsight" => ", a team bank per repository".to_string(),
+                (None, None) if kind == "hindsight" && !b.not_used => ", a team bank per repository".to_string(),
                 _ => String::new(),
             };
             format!("{kind} at {url}{scope}{}", if b.token { ", token set" } else { "" })
