@@ -397,6 +397,7 @@ fn patterns(v: toml::Value, file: &Path, problems: &mut Vec<Problem>) -> toml::V
         value: None,
         whole_file: false,
     };
+    let lone = !v.is_array();
     let items = match v {
         toml::Value::Array(a) => a,
         one @ (toml::Value::String(_) | toml::Value::Table(_)) => {
@@ -414,23 +415,47 @@ fn patterns(v: toml::Value, file: &Path, problems: &mut Vec<Problem>) -> toml::V
     };
     let mut kept = Vec::new();
     for (i, item) in items.into_iter().enumerate() {
-        if item.clone().try_into::<crate::redact::Pattern>().is_ok() {
-            kept.push(item);
+        let i = if lone { None } else { Some(i) };
+        let item = match item.clone().try_into::<crate::redact::Pattern>() {
+            Ok(_) => item,
+            Err(_) => {
+                // A table with a pattern but no usable name still redacts, under the generic label.
+                let pattern =
+                    item.as_table().and_then(|t| t.get("pattern")).and_then(|p| p.as_str()).map(str::to_string);
+                match pattern {
+                    Some(p) => {
+                        problems.push(problem(i, "has no usable `name`", "its pattern is used, labelled custom"));
+                        toml::Value::String(p)
+                    }
+                    None => {
+                        problems.push(problem(
+                            i,
+                            "is neither a regex (a string) nor a `{ name, pattern }` table",
+                            "ignored, the other patterns apply",
+                        ));
+                        continue;
+                    }
+                }
+            }
+        };
+        // A regex that does not compile (or matches the empty string) costs only itself: the
+        // built-in rules and the other patterns still redact every turn, which is stored (refusing
+        // to store would lose what the user said, and spooling it would protect nothing: a
+        // spooled turn is redacted the same way). Reported here, once per hook, as a config
+        // problem the doctor lists once.
+        let regex = match &item {
+            toml::Value::String(p) => Some(p.as_str()),
+            other => other.get("pattern").and_then(toml::Value::as_str),
+        };
+        if let Some(Err(why)) = regex.map(crate::redact::check_pattern) {
+            problems.push(problem(
+                i,
+                &why,
+                "ignored: the built-in redaction rules and the other patterns still apply to every turn",
+            ));
             continue;
         }
-        // A table with a pattern but no usable name still redacts, under the generic label.
-        let pattern = item.as_table().and_then(|t| t.get("pattern")).and_then(|p| p.as_str()).map(str::to_string);
-        match pattern {
-            Some(p) => {
-                problems.push(problem(Some(i), "has no usable `name`", "its pattern is used, labelled custom"));
-                kept.push(toml::Value::String(p));
-            }
-            None => problems.push(problem(
-                Some(i),
-                "is neither a regex (a string) nor a `{ name, pattern }` table",
-                "ignored, the other patterns apply",
-            )),
-        }
+        kept.push(item);
     }
     toml::Value::Array(kept)
 }
@@ -500,6 +525,36 @@ mod tests {
         // A lone pattern where a list belongs still redacts.
         let (cfg, problems) = lenient("redact_patterns = \"A-[0-9]+\"\n", &[]);
         assert_eq!((cfg.redact_patterns.len(), problems.len()), (1, 1));
+    }
+
+    /// A regex that does not compile, or that matches the empty string, costs only itself: the
+    /// other patterns apply, and the problem names its key and the regex error, never the pattern.
+    #[test]
+    fn a_bad_regex_costs_only_itself_and_is_named_by_its_key() {
+        let (cfg, problems) = lenient(
+            "redact_patterns = [\"ACME-[0-9]{6}\", \"hunter2-(\", { name = \"badge\", pattern = \"x*\" }, \
+             { name = \"pin\", pattern = \"PIN-[0-9]{4}\" }]\n",
+            &[],
+        );
+        assert_eq!(
+            cfg.redact_patterns,
+            vec![
+                crate::redact::Pattern::Plain("ACME-[0-9]{6}".into()),
+                crate::redact::Pattern::Named { name: "pin".into(), pattern: "PIN-[0-9]{4}".into() }
+            ]
+        );
+        let found: Vec<(Option<&str>, &str)> = problems.iter().map(|p| (p.key.as_deref(), p.what.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                (Some("redact_patterns[1]"), "is not a valid regex (unclosed group)"),
+                (Some("redact_patterns[2]"), "matches the empty string (it would redact everything)")
+            ]
+        );
+        assert!(problems.iter().all(|p| !p.to_string().contains("hunter2") && p.instead.contains("built-in")));
+        let (cfg, problems) = lenient("redact_patterns = \"(\"\n", &[]);
+        assert!(cfg.redact_patterns.is_empty());
+        assert_eq!(problems.iter().filter(|p| p.key.as_deref() == Some("redact_patterns")).count(), 2);
     }
 
     /// A file that is not TOML gives the defaults, marked as the whole file, and never quotes it.

@@ -341,6 +341,29 @@ fn a_memory_server_that_does_not_answer_is_a_problem_and_gets_nothing() {
     }
 }
 
+/// One `redact_patterns` entry that is not a valid regex is one config finding (its file, its
+/// key, the regex error, what to do), not a failure of every hook: the hooks skip that pattern,
+/// keep the built-in rules and the user's other patterns, and run as ever.
+#[test]
+fn a_bad_redact_pattern_is_one_config_finding_and_the_hooks_still_work() {
+    let home = Home::new();
+    home.ok(&["install", "--harness", "claude-code"]);
+    home.put(".ovmem/config.toml", b"redact_patterns = [\"ACME-[0-9]{6}\", \"(unclosed\"]\n");
+    let (code, v) = doctor(&home, &[]);
+    assert_eq!(code, 1, "{v:#}");
+    let hs = hooks(&v, "claude-code");
+    assert!(!hs.is_empty() && hs.iter().all(|h| h["status"] == "ok"), "{v:#}");
+    assert_eq!(v["problems"], 1, "one finding, not one per hook: {v:#}");
+    let c = &v["config"][0];
+    assert!(c["file"].as_str().unwrap().ends_with(".ovmem/config.toml"), "{v:#}");
+    assert_eq!(c["key"], "redact_patterns[1]", "{v:#}");
+    assert!(c["problem"].as_str().unwrap().contains("not a valid regex (unclosed group)"), "{v:#}");
+    assert!(c["hooks"].as_str().unwrap().contains("built-in redaction rules and the other patterns"), "{v:#}");
+    assert!(c["fix"].as_str().unwrap().contains("`redact_patterns[1]`"), "{v:#}");
+    let text = String::from_utf8_lossy(&home.run(&["doctor"]).stdout).into_owned();
+    assert_eq!(text.matches("not a valid regex").count(), 1, "{text}");
+}
+
 /// ovmem's own config is checked like the rest: a setting it cannot use (a file that is not
 /// TOML, a key of the wrong type, a junk variable) is a finding naming the file, the key and
 /// what to do, exit 1, and every other check still runs. Exit 2 stays for bad usage and a

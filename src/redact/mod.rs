@@ -138,6 +138,28 @@ struct Extra {
     re: Regex,
 }
 
+/// One of the user's extra patterns compiled, or what is wrong with it (never quoting it: the
+/// config's checks say it in a hook's log): not a valid regex, too large, or matching the empty
+/// string (it would redact everything).
+fn compile_extra(pattern: &str) -> Result<Regex, String> {
+    match RegexBuilder::new(pattern).size_limit(1 << 20).dfa_size_limit(2 << 20).build() {
+        Ok(re) if re.is_match("") => Err("matches the empty string (it would redact everything)".into()),
+        Ok(re) => Ok(re),
+        Err(e) => {
+            // The parser's rendering quotes the pattern above its last line, the error itself.
+            let text = e.to_string();
+            let last = text.lines().last().unwrap_or_default().trim();
+            Err(format!("is not a valid regex ({})", last.strip_prefix("error: ").unwrap_or(last)))
+        }
+    }
+}
+
+/// Whether `pattern` can be one of the user's extra patterns (see [`compile_extra`]); `Err` says
+/// why not, without quoting it.
+pub fn check_pattern(pattern: &str) -> Result<(), String> {
+    compile_extra(pattern).map(|_| ())
+}
+
 /// The built-in rules plus extra patterns.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {
@@ -155,15 +177,9 @@ impl Redactor {
                 Pattern::Plain(s) => ("custom".to_string(), s.as_str()),
                 Pattern::Named { name, pattern } => (sanitise_label(name), pattern.as_str()),
             };
-            match RegexBuilder::new(pattern).size_limit(1 << 20).dfa_size_limit(2 << 20).build() {
-                Ok(re) if re.is_match("") => problems.push(format!(
-                    "redact_patterns: `{pattern}` matches the empty string; ignored (it would redact everything)"
-                )),
+            match compile_extra(pattern) {
                 Ok(re) => extra.push(Extra { label, re }),
-                Err(e) => problems.push(format!(
-                    "redact_patterns: `{pattern}` is not a valid regex ({}); ignored",
-                    e.to_string().lines().last().unwrap_or_default().trim()
-                )),
+                Err(why) => problems.push(format!("redact_patterns: `{pattern}` {why}; ignored")),
             }
         }
         (Self { extra }, problems)
