@@ -122,6 +122,7 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
     let refused = e.downcast_ref::<Refusal>().is_some()
         || e.downcast_ref::<crate::install::Refused>().is_some()
         || e.downcast_ref::<crate::fsx::Escape>().is_some()
+        || e.downcast_ref::<crate::fsx::Unfit>().is_some()
         || e.downcast_ref::<crate::receipt::Damaged>().is_some()
         || e.downcast_ref::<crate::config::Invalid>().is_some();
     if refused {

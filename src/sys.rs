@@ -216,6 +216,63 @@ pub fn symlink(target: &Path, link: &Path) -> io::Result<()> {
     }
 }
 
+/// What a file that is not a regular one is, in words ("a directory", "a FIFO (named pipe)").
+pub fn file_kind(m: &Metadata) -> &'static str {
+    let t = m.file_type();
+    if t.is_dir() {
+        return "a directory";
+    }
+    if t.is_symlink() {
+        return "a symlink";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return "a device";
+        }
+    }
+    if t.is_file() {
+        "a regular file"
+    } else {
+        "a special file"
+    }
+}
+
+/// Whether an open or a stat failed on a symlink loop (`ELOOP`).
+pub fn symlink_loop(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return true;
+    }
+    // ERROR_CANT_RESOLVE_FILENAME
+    cfg!(windows) && e.raw_os_error() == Some(1921)
+}
+
+/// Whether `path` is marked immutable or append-only (`chattr +i`, `+a`): not even root may
+/// replace or delete it. Linux only; `false` elsewhere and where the filesystem has no such flags.
+pub fn immutable(path: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    if native() {
+        use std::os::fd::AsRawFd;
+        // linux/fs.h: FS_IMMUTABLE_FL, FS_APPEND_FL.
+        const FLAGS: libc::c_long = 0x10 | 0x20;
+        let Ok(f) = open_read_nonblocking(path) else { return false };
+        let mut flags: libc::c_long = 0;
+        // SAFETY: FS_IOC_GETFLAGS writes at most a long into `flags`, which outlives the call.
+        let r = unsafe { libc::ioctl(f.as_raw_fd(), libc::FS_IOC_GETFLAGS, &mut flags) };
+        return r == 0 && flags & FLAGS != 0;
+    }
+    let _ = path;
+    false
+}
+
 /// Whether a rename failed because the two paths are on different filesystems.
 pub fn cross_device(e: &io::Error) -> bool {
     if e.kind() == io::ErrorKind::CrossesDevices {

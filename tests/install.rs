@@ -640,3 +640,83 @@ fn a_user_scope_install_never_takes_a_project_s_entries() {
     home.ok(&["uninstall", "--project", p, "--yes"]);
     assert_eq!(std::fs::read(&settings).unwrap(), b"{\"model\": \"x\"}\n");
 }
+
+/// `chattr -i` on drop, so a failed assertion does not leave an immutable file the temp home
+/// cannot be removed past.
+struct Unmark(Vec<PathBuf>);
+
+impl Drop for Unmark {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = Command::new("chattr").arg("-i").arg(p).output();
+        }
+    }
+}
+
+/// Whether `chattr +i` worked on `p` (root, and a filesystem with the flag); a test sandbox may
+/// have neither, and then that case is skipped.
+fn mark_immutable(p: &Path, marks: &mut Unmark) -> bool {
+    let ok = Command::new("chattr").arg("+i").arg(p).output().is_ok_and(|o| o.status.success());
+    if ok {
+        marks.0.push(p.to_path_buf());
+    } else {
+        eprintln!("chattr +i is not available here: the immutable case of {} is skipped", p.display());
+    }
+    ok
+}
+
+/// A config path where nothing can be edited safely: a directory, a FIFO, a symlink loop, a file
+/// past the 256 MiB cap, an immutable (`chattr +i`) file or directory. Each is a refusal, as a
+/// file that does not parse is: exit 2 (it was 1), the file named with what to do, nothing
+/// written there, and the other harnesses of the run still installed.
+#[test]
+fn a_config_path_that_cannot_be_edited_safely_is_refused_with_exit_2() {
+    type Make = fn(&Path, &mut Unmark) -> bool;
+    let cases: [(&str, Make); 6] = [
+        ("a directory", |p, _| std::fs::create_dir(p).is_ok()),
+        ("a FIFO (named pipe)", |p, _| {
+            let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+            // SAFETY: a valid C string path.
+            unsafe { libc::mkfifo(c.as_ptr(), 0o644) == 0 }
+        }),
+        ("a symlink loop", |p, _| std::os::unix::fs::symlink(p.file_name().unwrap(), p).is_ok()),
+        ("larger than 256 MiB", |p, _| {
+            std::fs::File::create(p).and_then(|f| f.set_len(ovmem::fsx::MAX_READ + 1)).is_ok()
+        }),
+        ("immutable", |p, marks| {
+            std::fs::write(p, b"{\"model\": \"x\"}\n").unwrap();
+            mark_immutable(p, marks)
+        }),
+        ("immutable", |p, marks| {
+            std::fs::write(p, b"{\"model\": \"x\"}\n").unwrap();
+            mark_immutable(p.parent().unwrap(), marks)
+        }),
+    ];
+    for (i, (what, make)) in cases.iter().enumerate() {
+        let home = Home::new();
+        let settings = home.path().join(".claude/settings.json");
+        std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+        let mut marks = Unmark(Vec::new());
+        if !make(&settings, &mut marks) {
+            continue;
+        }
+        let named = if i == 5 { settings.parent().unwrap() } else { &settings };
+        let before = std::fs::symlink_metadata(&settings).unwrap();
+        let out = home.run(&["install", "--harness", "claude-code,cursor", "--yes"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+        assert!(err.contains(&format!("`{}`", named.display())) && err.contains(what), "{what}: {err}");
+        assert!(err.contains("run ovmem again"), "{what}: says what to do: {err}");
+        let after = std::fs::symlink_metadata(&settings).unwrap();
+        assert_eq!(
+            (after.file_type(), after.len(), after.modified().unwrap()),
+            (before.file_type(), before.len(), before.modified().unwrap()),
+            "{what}: touched"
+        );
+        let written: Vec<_> =
+            std::fs::read_dir(settings.parent().unwrap()).unwrap().flatten().map(|e| e.path()).collect();
+        assert_eq!(written, vec![settings.clone()], "{what}: backups or temp files were written");
+        assert!(home.path().join(".cursor/hooks.json").exists(), "{what}: the other harness still installs");
+        drop(marks);
+    }
+}

@@ -50,6 +50,56 @@ pub struct Escape {
     pub root: PathBuf,
 }
 
+/// A file ovmem will not read for what it is, not for a failure of the disk: a directory, a FIFO or
+/// a device where a config file should be, a file past [`MAX_READ`], a symlink loop. Nothing in it
+/// can be edited safely, so a command that would edit it refuses (exit 2) and leaves it as it is;
+/// an I/O error reading a regular file stays a failure (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum Unfit {
+    #[error(
+        "`{path}` is {what}, not a regular file; ovmem reads and edits only regular files, so it left it untouched. \
+         Move it aside (or replace it with the config file) and run ovmem again"
+    )]
+    NotRegular { path: PathBuf, what: &'static str },
+    #[error(
+        "`{path}` is larger than {limit} ({size} bytes); ovmem does not read files this large, so it left it \
+         untouched. Shrink it (or move it aside) and run ovmem again"
+    )]
+    TooLarge { path: PathBuf, limit: String, size: u64 },
+    #[error(
+        "`{path}` is a symlink loop (more than 40 links deep), so ovmem left it untouched. Point the link at a \
+         file (or remove it) and run ovmem again"
+    )]
+    SymlinkLoop { path: PathBuf },
+}
+
+impl Unfit {
+    /// The file named.
+    pub fn path(&self) -> &Path {
+        match self {
+            Unfit::NotRegular { path, .. } | Unfit::TooLarge { path, .. } | Unfit::SymlinkLoop { path } => path,
+        }
+    }
+
+    /// Why, in a few words ("it is a directory").
+    pub fn reason(&self) -> String {
+        match self {
+            Unfit::NotRegular { what, .. } => format!("it is {what}, not a regular file"),
+            Unfit::TooLarge { limit, .. } => format!("it is larger than {limit}"),
+            Unfit::SymlinkLoop { .. } => "it is a symlink loop".into(),
+        }
+    }
+}
+
+fn not_regular(path: &Path, meta: Option<&fs::Metadata>) -> anyhow::Error {
+    let what = meta.map(sys::file_kind).unwrap_or("something else");
+    Unfit::NotRegular { path: path.to_path_buf(), what }.into()
+}
+
+fn too_large(path: &Path, max: u64, size: u64) -> anyhow::Error {
+    Unfit::TooLarge { path: path.to_path_buf(), limit: size_text(max), size }.into()
+}
+
 /// Where `path` really leads, with every symlink on the way followed: a write there lands on the
 /// final target and the links stay links.
 pub fn resolve(path: &Path) -> Result<PathBuf> {
@@ -90,7 +140,7 @@ pub fn resolve_in(path: &Path, root: Option<&Path>) -> Result<PathBuf> {
             Ok(m) if m.file_type().is_symlink() => {
                 hops += 1;
                 if hops > 40 {
-                    bail!("too many levels of symlinks at `{}`", path.display());
+                    return Err(Unfit::SymlinkLoop { path: path.to_path_buf() }.into());
                 }
                 let target =
                     fs::read_link(&cand).with_context(|| format!("could not read the symlink `{}`", cand.display()))?;
@@ -111,7 +161,8 @@ pub fn resolve_in(path: &Path, root: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// Reads a regular file, following symlinks; `None` when it does not exist. Anything else (a
-/// FIFO, a device, a directory) and anything over [`MAX_READ`] is an error, never a hang.
+/// FIFO, a device, a directory), anything over [`MAX_READ`] and a symlink loop is [`Unfit`],
+/// never a hang.
 pub fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
     read_capped(path, MAX_READ)
 }
@@ -122,28 +173,30 @@ pub fn read_capped(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
     let meta = match fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) if sys::symlink_loop(&e) => return Err(Unfit::SymlinkLoop { path: path.to_path_buf() }.into()),
         Err(e) => return Err(e).with_context(|| format!("could not read `{}`", path.display())),
     };
     if !meta.is_file() {
-        bail!("`{}` is not a regular file; ovmem reads only regular files", path.display());
+        return Err(not_regular(path, Some(&meta)));
     }
     if meta.len() > max {
-        bail!("`{}` is larger than {}; ovmem does not read it", path.display(), size_text(max));
+        return Err(too_large(path, max, meta.len()));
     }
     // Checked again on the open file: the path could have been swapped since the stat.
     let f = match sys::open_regular(path) {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) if e.kind() == ErrorKind::InvalidInput => {
-            bail!("`{}` is not a regular file; ovmem reads only regular files", path.display())
+            return Err(not_regular(path, fs::metadata(path).ok().as_ref()))
         }
+        Err(e) if sys::symlink_loop(&e) => return Err(Unfit::SymlinkLoop { path: path.to_path_buf() }.into()),
         Err(e) => return Err(e).with_context(|| format!("could not read `{}`", path.display())),
     };
     count_read(path);
     let mut out = Vec::with_capacity(meta.len() as usize);
     f.take(max + 1).read_to_end(&mut out).with_context(|| format!("could not read `{}`", path.display()))?;
     if out.len() as u64 > max {
-        bail!("`{}` is larger than {}; ovmem does not read it", path.display(), size_text(max));
+        return Err(too_large(path, max, out.len() as u64));
     }
     Ok(Some(out))
 }
@@ -158,7 +211,7 @@ pub fn holds(path: &Path, expect: Option<&[u8]>) -> Result<bool> {
         Ok(f) => f,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(expect.is_none()),
         Err(e) if e.kind() == ErrorKind::InvalidInput => {
-            bail!("`{}` is not a regular file; ovmem reads only regular files", path.display())
+            return Err(not_regular(path, fs::metadata(path).ok().as_ref()))
         }
         Err(e) => return Err(e).with_context(|| format!("could not read `{}`", path.display())),
     };

@@ -68,6 +68,7 @@ pub struct Outcome {
 fn refusal_code(e: &anyhow::Error) -> i32 {
     let refused = e.downcast_ref::<Refused>().is_some()
         || e.downcast_ref::<fsx::Escape>().is_some()
+        || e.downcast_ref::<fsx::Unfit>().is_some()
         || e.downcast_ref::<receipt::Damaged>().is_some();
     if refused {
         2

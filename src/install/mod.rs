@@ -49,6 +49,11 @@ pub enum Refused {
     )]
     ReadOnly { path: PathBuf, mode: u32 },
     #[error(
+        "`{path}` is marked immutable or append-only (`chattr +i`/`+a`), so not even root can change it and ovmem \
+         left it untouched. If ovmem should edit it, remove the mark (`chattr -i -a {path}`) and run ovmem again"
+    )]
+    Immutable { path: PathBuf },
+    #[error(
         "`{path}` has ovmem hooks that run `{runtime}`, the runtime of another ovmem home (`{home}`), so ovmem left \
          them alone. Remove them from that home with `OVMEM_HOME={home} ovmem uninstall --harness {harness} --yes`, \
          or pass --force to take them over"

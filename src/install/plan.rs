@@ -15,6 +15,7 @@ use super::{
 use crate::fsx::{self, journal, reads, Blob};
 use crate::harness::InstallKind;
 use crate::receipt::{self, FileRecord, Receipt};
+use crate::sys;
 
 impl<'t> TargetPlan<'t> {
     /// Plans one more file of this target.
@@ -113,6 +114,19 @@ pub fn plan<'t>(t: &'t Target<'t>, verb: Verb, opts: Options) -> Result<TargetPl
     }
     same_as_user(&mut p, install)?;
     for f in &p.files {
+        // A file, or the directory it is in, that no one may change: the rename would fail with
+        // nothing to do about it, `--force` or not.
+        if f.changed() {
+            let dir = f.real.parent().filter(|d| !d.as_os_str().is_empty());
+            let marked = if sys::immutable(&f.real) {
+                Some(f.path.clone())
+            } else {
+                dir.filter(|d| sys::immutable(d)).map(Path::to_path_buf)
+            };
+            if let Some(path) = marked {
+                return Err(Refused::Immutable { path }.into());
+            }
+        }
         if f.changed() && f.before.is_some() {
             if let Some(m) = fsx::meta(&f.real).filter(|m| m.mode & 0o222 == 0) {
                 if !opts.force {
