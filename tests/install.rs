@@ -720,3 +720,32 @@ fn a_config_path_that_cannot_be_edited_safely_is_refused_with_exit_2() {
         drop(marks);
     }
 }
+
+/// RFC 8259's grammar takes a lone surrogate escape (`"\ud800"`), which is no character, and
+/// editors such as VS Code write such files. ovmem edits by splicing, so the escape stays as it
+/// was written: install and uninstall work and give back every byte (it was refused as a file
+/// that does not parse), in a value, a key, and a hook of the user's beside ovmem's.
+#[test]
+fn a_lone_surrogate_escape_is_kept_verbatim_through_install_and_uninstall() {
+    let home = Home::new();
+    let original = "{\n  \"title\": \"\\ud800 half\",\n  \"\\udc00key\": {\"pair\": \"\\ud83d\\ude00 \\ud83d\"},\n  \
+                    \"hooks\": {\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify \\udfff\"}]}]\n  }\n}\n";
+    let path = home.put(".claude/settings.json", original.as_bytes());
+    home.ok(&["install", "--harness", "claude-code"]);
+    let installed = std::fs::read_to_string(&path).unwrap();
+    for escape in ["\"\\ud800 half\"", "\"\\udc00key\"", "\"\\ud83d\\ude00 \\ud83d\"", "notify \\udfff"] {
+        assert!(installed.contains(escape), "{escape} is kept verbatim: {installed}");
+    }
+    assert_eq!(installed.matches(".ovmem/bin/ovmem hook claude-code").count(), 5, "{installed}");
+    home.ok(&["install", "--harness", "claude-code"]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), installed, "a second install changes nothing");
+    home.ok(&["uninstall", "--yes"]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), original, "uninstall gives back every byte");
+    // An escape that is not one is still refused, with where it is.
+    let bad = "{\"a\": \"\\ud80\"}";
+    std::fs::write(&path, bad).unwrap();
+    let out = home.run(&["install", "--harness", "claude-code"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("line 1, column 8: invalid \\u escape"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), bad);
+}

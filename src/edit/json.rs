@@ -119,7 +119,8 @@ impl Document {
                 serde_json::Value::Object(m)
             }
             Kind::Array(es) => serde_json::Value::Array(es.iter().map(|e| self.value(e)).collect::<Option<_>>()?),
-            Kind::String | Kind::Scalar => serde_json::from_str(self.slice(node)).ok()?,
+            Kind::String => serde_json::Value::String(unescape(self.slice(node).as_bytes()).ok()?),
+            Kind::Scalar => serde_json::from_str(self.slice(node)).ok()?,
         })
     }
 
@@ -368,6 +369,84 @@ struct Parser<'a> {
     values: usize,
 }
 
+/// The value of a JSON string literal (`raw`, quotes included, valid UTF-8), or where in it and
+/// why it is not one. RFC 8259's grammar takes any `\uXXXX`, a surrogate without its pair too
+/// (editors write them: VS Code keeps a lone `"\ud800"`), though it is no character: such an
+/// escape reads as U+FFFD. No key or value of ovmem's holds U+FFFD, so a string with one is never
+/// taken for ovmem's, and nothing is written back from a decoded string (every edit is a splice),
+/// so the escape stays in the file as it was written.
+fn unescape(raw: &[u8]) -> Result<String, (usize, &'static str)> {
+    let body = &raw[1..raw.len() - 1];
+    let mut out = String::with_capacity(body.len());
+    // A pending high surrogate, waiting for its low half.
+    let mut high: Option<u16> = None;
+    let mut i = 0;
+    const CONTROL: &str = "a control character in a string (write it as an escape, such as \\n or \\t)";
+    let hex4 = |at: usize| -> Result<u16, (usize, &'static str)> {
+        // Named at its backslash.
+        let bad = (at - 1, "invalid \\u escape in string (`\\u` and four hex digits)");
+        let digits = body.get(at..at + 4).filter(|d| d.iter().all(u8::is_ascii_hexdigit)).ok_or(bad)?;
+        Ok(digits.iter().fold(0u16, |n, d| n << 4 | (*d as char).to_digit(16).expect("a hex digit") as u16))
+    };
+    while i < body.len() {
+        if body[i] != b'\\' {
+            if high.take().is_some() {
+                out.push(char::REPLACEMENT_CHARACTER);
+            }
+            // The run up to the next escape, whole (it is UTF-8: the caller checked).
+            let end = memchr::memchr(b'\\', &body[i..]).map_or(body.len(), |n| i + n);
+            let run = std::str::from_utf8(&body[i..end]).map_err(|_| (i + 1, "invalid UTF-8"))?;
+            if let Some(c) = run.bytes().position(|c| c < 0x20) {
+                return Err((i + c + 1, CONTROL));
+            }
+            out.push_str(run);
+            i = end;
+            continue;
+        }
+        let Some(&e) = body.get(i + 1) else { return Err((i + 1, "invalid escape in string")) };
+        if e != b'u' {
+            if high.take().is_some() {
+                out.push(char::REPLACEMENT_CHARACTER);
+            }
+            out.push(match e {
+                b'"' => '"',
+                b'\\' => '\\',
+                b'/' => '/',
+                b'b' => '\u{8}',
+                b'f' => '\u{c}',
+                b'n' => '\n',
+                b'r' => '\r',
+                b't' => '\t',
+                _ => return Err((i + 1, "invalid escape in string")),
+            });
+            i += 2;
+            continue;
+        }
+        let unit = hex4(i + 2)?;
+        i += 6;
+        match (high.take(), unit) {
+            (Some(h), 0xDC00..=0xDFFF) => {
+                let c = 0x10000 + ((u32::from(h) - 0xD800) << 10) + (u32::from(unit) - 0xDC00);
+                out.push(char::from_u32(c).expect("a surrogate pair is a character"));
+            }
+            (pending, _) => {
+                if pending.is_some() {
+                    out.push(char::REPLACEMENT_CHARACTER);
+                }
+                match unit {
+                    0xD800..=0xDBFF => high = Some(unit),
+                    0xDC00..=0xDFFF => out.push(char::REPLACEMENT_CHARACTER),
+                    _ => out.push(char::from_u32(u32::from(unit)).expect("not a surrogate")),
+                }
+            }
+        }
+    }
+    if high.is_some() {
+        out.push(char::REPLACEMENT_CHARACTER);
+    }
+    Ok(out)
+}
+
 impl Parser<'_> {
     fn document(mut self) -> Result<Node, ParseError> {
         self.ws()?;
@@ -528,10 +607,10 @@ impl Parser<'_> {
     fn string(&mut self) -> Result<String, ParseError> {
         let start = self.i;
         self.skip_string()?;
-        let raw = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| self.err("invalid UTF-8"))?;
-        serde_json::from_str(raw).map_err(|_| {
-            self.i = start;
-            self.err("invalid escape in string")
+        std::str::from_utf8(&self.s[start..self.i]).map_err(|_| self.err("invalid UTF-8"))?;
+        unescape(&self.s[start..self.i]).map_err(|(at, message)| {
+            self.i = start + at;
+            self.err(message)
         })
     }
 
@@ -659,6 +738,21 @@ mod tests {
             let mut d = Document::parse(src).unwrap();
             d.remove_child(&["h"], i).unwrap();
             assert_eq!(d.finish(), want);
+        }
+    }
+
+    #[test]
+    fn a_lone_surrogate_escape_parses_and_reads_as_the_replacement_character() {
+        let src = r#"{"\udc00k": "\ud800", "pair": "\ud83d\ude00", "two": "\ud800\ud800x", "esc": "\n\/\u00e9"}"#;
+        let d = Document::parse(src).unwrap();
+        assert_eq!(
+            d.value(&d.root).unwrap(),
+            json!({"\u{fffd}k": "\u{fffd}", "pair": "😀", "two": "\u{fffd}\u{fffd}x", "esc": "\n/é"})
+        );
+        assert_eq!(d.finish(), src, "kept as written");
+        for (bad, column) in [(r#"{"a": "\ud80"}"#, 8), (r#"{"a": "x\q"}"#, 9), ("{\"a\": \"x\ty\"}", 9)] {
+            let e = Document::parse(bad).unwrap_err();
+            assert_eq!((e.line, e.column), (1, column), "{bad}: {e}");
         }
     }
 
