@@ -395,13 +395,16 @@ fn uninstall_with_nothing_installed_needs_no_yes_and_writes_nothing() {
     assert!(stderr(&out).contains("--yes") && stderr(&out).contains("codex"), "{}", stderr(&out));
 }
 
+/// Nothing of ovmem's is installed, so nothing is asked and nothing is refused: the file is named
+/// in a warning and uninstall exits 0 (a receipt recording entries there still refuses, exit 2:
+/// tests/recovery.rs).
 #[test]
 fn uninstall_names_a_file_it_cannot_read_instead_of_asking() {
     let home = Home::new();
     home.put(".claude/settings.json", b"{\"hooks\": {\"Stop\": [}");
     for args in [&["uninstall"][..], &["uninstall", "--harness", "claude-code"], &["uninstall", "--yes"]] {
         let out = home.run(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
         let err = stderr(&out);
         assert!(err.contains("~/.claude/settings.json") || err.contains(".claude/settings.json"), "{err}");
         assert!(err.contains("does not parse") && !err.contains("--yes"), "{err}");

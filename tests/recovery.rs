@@ -392,3 +392,45 @@ fn a_json_file_ovmem_created_keeps_a_comment_the_user_wrote_into_it() {
     let after = std::fs::read_to_string(&hooks).expect("the file with the user's comment was deleted");
     assert!(after.contains("my note"), "{after}");
 }
+
+/// `uninstall --yes` where nothing of ovmem's is installed and some harness's config does not
+/// parse (or is a directory): it says which file it could not read and exits 0, as the docs say
+/// of nothing installed (it exited 2). Where a receipt records ovmem's entries in that file it is
+/// still refused, exit 2, the file untouched; and so without a receipt when another file of the
+/// harness holds ovmem's hooks (found by marker).
+#[test]
+fn uninstall_with_nothing_installed_warns_of_an_unreadable_config_and_exits_0() {
+    let home = Home::new();
+    let broken = home.put(".claude/settings.json", b"{\"model\": \n");
+    std::fs::create_dir_all(home.path().join(".gemini/settings.json")).unwrap();
+    let before = home.tree();
+    let out = home.run(&["uninstall", "--yes"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("warning") && err.contains(&format!("could not read `{}`", broken.display())), "{err}");
+    assert!(err.contains(".gemini/settings.json` (it is a directory"), "{err}");
+    assert!(err.contains("nothing to remove"), "{err}");
+    assert_eq!(home.tree(), before, "nothing was touched");
+    let out = home.run(&["uninstall", "--yes", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let claude = v["harnesses"].as_array().unwrap().iter().find(|h| h["harness"] == "claude-code").unwrap();
+    assert!(claude["skipped"].as_str().unwrap().contains("does not parse"), "{v:#}");
+    assert!(claude.get("error").is_none(), "{v:#}");
+
+    // A receipt records ovmem's entries there: refused, untouched.
+    std::fs::write(&broken, b"{\"model\": \"x\"}\n").unwrap();
+    home.ok(&["install", "--harness", "claude-code"]);
+    let installed = std::fs::read(&broken).unwrap();
+    let cut = &installed[..installed.len() - 3];
+    std::fs::write(&broken, cut).unwrap();
+    let out = home.run(&["uninstall", "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("does not parse"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&broken).unwrap(), cut);
+    // No receipt, but `~/.claude.json` holds ovmem's MCP entry: still refused.
+    std::fs::remove_dir_all(home.path().join(".ovmem/receipts")).unwrap();
+    let out = home.run(&["uninstall", "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&broken).unwrap(), cut);
+}

@@ -72,6 +72,10 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
             output::json(&serde_json::json!({"dry_run": false, "scope": scope, "harnesses": plan.results}));
             return Ok(plan.code);
         }
+        if installed.is_empty() {
+            // Files that could not be read, with nothing of ovmem's in them: said, not refused.
+            warn_skipped(&plan);
+        }
         if installed.is_empty() && !failed.is_empty() {
             // Nothing ovmem can tell is installed, and files it could not read: say which.
             let p = Printer::new();
@@ -148,10 +152,22 @@ pub fn run(args: UninstallArgs, env: &Env) -> Result<i32> {
     Ok(out.code)
 }
 
+/// The files uninstall left as they are because they could not be read and nothing of ovmem's is
+/// recorded in them, as warnings.
+fn warn_skipped(out: &install::Outcome) {
+    let p = Printer::new();
+    for r in &out.results {
+        if let Some(s) = &r.skipped {
+            p.warn(&format!("{}: {s}", r.harness));
+        }
+    }
+}
+
 /// Each harness's removal as lines on stderr (diffs on stdout for a dry run); how many were shown.
 fn print_results(env: &Env, out: &install::Outcome, named: bool, dry_run: bool) -> usize {
     let p = Printer::new();
     let mut shown = 0;
+    warn_skipped(out);
     for r in &out.results {
         if let Some(e) = &r.error {
             eprintln!("{} {}: {}", p.red("✗"), p.bold(&r.harness), crate::termsafe::clean(e));

@@ -35,12 +35,24 @@ pub struct HarnessResult {
     /// `ovmem repair`: the receipt that was rebuilt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repaired: Option<PathBuf>,
+    /// Uninstall: a file of the harness that could not be read, with nothing of ovmem's recorded
+    /// in it, left as it is; what to tell the user.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 impl HarnessResult {
     /// A harness's result before anything is known of it.
     fn new(harness: &str) -> Self {
-        Self { report: None, harness: harness.to_string(), error: None, code: 0, trust: None, repaired: None }
+        Self {
+            report: None,
+            harness: harness.to_string(),
+            error: None,
+            code: 0,
+            trust: None,
+            repaired: None,
+            skipped: None,
+        }
     }
 }
 
@@ -75,6 +87,46 @@ fn refusal_code(e: &anyhow::Error) -> i32 {
     } else {
         1
     }
+}
+
+/// Why uninstall may leave `t` alone after its plan failed with `e`: a file of it could not be
+/// read (it does not parse, it is a directory, a FIFO, too large, a symlink loop), and nothing of
+/// ovmem's is there to remove. So there is no receipt of `t`, no receipt of this home names the
+/// file, and no file of `t` holds this home's runtime path (without a receipt, ovmem's entries
+/// are found by marker, and the file that failed may have hidden them). `None`: a refusal still.
+fn unread_and_not_ours(t: &Target, e: &anyhow::Error) -> Option<String> {
+    let (path, why) = match (e.downcast_ref::<Refused>(), e.downcast_ref::<fsx::Unfit>()) {
+        (Some(Refused::Unparseable { path, detail }), _) => (path.clone(), format!("it does not parse: {detail}")),
+        (_, Some(u)) => (u.path().to_path_buf(), u.reason()),
+        _ => return None,
+    };
+    if std::fs::symlink_metadata(t.receipt_path()).is_ok() {
+        return None;
+    }
+    let home = t.env.ovmem_home();
+    let real = fsx::resolve_in(&path, t.root()).unwrap_or_else(|_| path.clone());
+    let recorded = receipt::load_all(&home)
+        .ok()?
+        .iter()
+        .flat_map(|(_, r)| r.files.iter())
+        .any(|f| f.path == path || f.path == real || fsx::resolve_in(&f.path, None).is_ok_and(|p| p == real));
+    if recorded {
+        return None;
+    }
+    let runtime = t.env.runtime_bin().display().to_string();
+    let mut files: Vec<PathBuf> = t.hook_files().unwrap_or_default();
+    files.extend(t.mcp_file().ok().flatten());
+    files.push(path.clone());
+    for f in files {
+        let bytes = fsx::resolve_in(&f, t.root()).ok().and_then(|r| reads::read(&r).ok().flatten());
+        if bytes.is_some_and(|b| memchr::memmem::find(&b, runtime.as_bytes()).is_some()) {
+            return None;
+        }
+    }
+    Some(format!(
+        "could not read `{}` ({why}); no receipt records anything of ovmem's there, so it was left as it is",
+        path.display()
+    ))
 }
 
 /// The runtime copy to stage, when the running binary differs from it.
@@ -146,8 +198,14 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
         match plan::plan(t, verb, opts) {
             Ok(p) => plans.push(Some(p)),
             Err(e) => {
-                r.code = refusal_code(&e);
-                r.error = Some(format!("{e:#}"));
+                let skip = if verb == Verb::Uninstall { unread_and_not_ours(t, &e) } else { None };
+                match skip {
+                    Some(note) => r.skipped = Some(note),
+                    None => {
+                        r.code = refusal_code(&e);
+                        r.error = Some(format!("{e:#}"));
+                    }
+                }
                 plans.push(None);
             }
         }
