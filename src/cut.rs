@@ -24,6 +24,22 @@ pub fn clip(s: &str, max: usize) -> &str {
     &s[..floor_char(s, max)]
 }
 
+/// The byte range of at most `chars` characters of `s` around byte offset `at`: half before it
+/// and half from it, more on one side when the other runs out; on character boundaries. How an
+/// error quotes the part of a long line it is about.
+pub fn around(s: &str, at: usize, chars: usize) -> std::ops::Range<usize> {
+    let at = floor_char(s, at);
+    let back = |from: usize, n: usize| s[..from].char_indices().rev().take(n).last().map_or(from, |(i, _)| i);
+    let mut start = back(at, chars / 2);
+    let before = s[start..at].chars().count();
+    let after = s[at..].char_indices().take(chars - before).last().map_or(at, |(i, c)| at + i + c.len_utf8());
+    let taken = before + s[at..after].chars().count();
+    if taken < chars {
+        start = back(start, chars - taken);
+    }
+    start..after
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,7 +54,26 @@ mod tests {
         assert_eq!(clip("", 3), "");
     }
 
+    #[test]
+    fn a_window_around_an_offset_holds_at_most_its_characters() {
+        let s = "ab中é🙂cd";
+        assert_eq!(around(s, 0, 99), 0..s.len());
+        assert_eq!(&s[around(s, 2, 2)], "b中");
+        assert_eq!(&s[around(s, 3, 2)], "b中", "an offset inside a character counts from its start");
+        assert_eq!(&s[around(s, s.len(), 3)], "🙂cd", "at the end, all of it before");
+        assert_eq!(&s[around(s, 0, 3)], "ab中", "at the start, all of it after");
+        assert_eq!(around("", 0, 5), 0..0);
+    }
+
     proptest::proptest! {
+        #[test]
+        fn a_window_is_on_boundaries_and_never_longer(s in "\\PC*", i in 0usize..64, n in 0usize..16) {
+            let r = around(&s, i, n);
+            proptest::prop_assert!(s.is_char_boundary(r.start) && s.is_char_boundary(r.end));
+            proptest::prop_assert!(r.start <= floor_char(&s, i) && floor_char(&s, i) <= r.end);
+            proptest::prop_assert_eq!(s[r.clone()].chars().count(), n.min(s.chars().count()));
+        }
+
         #[test]
         fn any_offset_of_any_text_becomes_a_boundary(s in "\\PC*", i in 0usize..64) {
             let (lo, hi) = (floor_char(&s, i), ceil_char(&s, i));

@@ -308,3 +308,27 @@ fn a_receipt_made_under_another_config_dir_is_still_taken_out_where_it_was_made(
     assert!(!codex.join("hooks.json").exists(), "{}", stderr(&out));
     assert!(!home.path().join("cfg/claude/settings.json").exists(), "{}", stderr(&out));
 }
+
+/// A TOML config that does not parse is named with where and why, and the part of the line around
+/// that column: a file that is one 200 KB line printed 200 KB (the parser quotes the whole line).
+/// The window is cut between characters (a line of `é` and `中`), and an escape sequence in it
+/// never reaches the terminal. Kimi Code's `[[hooks]]` file and Codex's `config.toml` alike.
+#[test]
+fn a_parse_error_quotes_a_window_of_a_long_line_never_all_of_it() {
+    let home = Home::new();
+    let pad = "é中x".repeat(20_000);
+    let line = format!("model = \"{pad}\x1b]0;PWNED\x07\" = oops {pad}\n");
+    assert!(line.len() > 200_000);
+    for (harness, rel) in [("codex", ".codex/config.toml"), ("kimi-code", ".kimi-code/config.toml")] {
+        let path = home.put(rel, line.as_bytes());
+        let out = home.run(&["install", "--harness", harness, "--yes", "--no-trust"]);
+        assert_eq!(out.status.code(), Some(2), "{harness}: {}", stderr(&out));
+        let err = String::from_utf8(out.stderr.clone()).expect("whole characters only");
+        assert!(err.len() < 2_000, "{harness}: {} bytes: {err}", err.len());
+        assert!(err.contains(&path.display().to_string()) && err.contains("line 1, column"), "{harness}: {err}");
+        assert!(err.contains("…é中x") || err.contains("…中xé") || err.contains("…xé中"), "{harness}: {err}");
+        assert!(err.contains("= oops"), "{harness}: the column's own text is quoted: {err}");
+        assert!(!err.contains('\x1b') && !err.contains('\x07'), "{harness}: {err}");
+        assert_eq!(std::fs::read(&path).unwrap(), line.as_bytes(), "{harness}: untouched");
+    }
+}

@@ -25,9 +25,71 @@ pub const MAX_VALUES: usize = 500_000;
 #[derive(Debug, thiserror::Error)]
 pub enum Unreadable {
     #[error(transparent)]
-    Toml(#[from] toml_edit::TomlError),
+    Toml(#[from] ParseError),
     #[error("it holds more than {} TOML values, more than any agent config; ovmem does not read it whole", MAX_VALUES)]
     TooLarge,
+}
+
+/// How many characters of the line a parse error quotes, around the column it names.
+pub const EXCERPT_CHARS: usize = 120;
+
+/// A TOML parse error as ovmem shows it: where, why, and the part of the line around that column
+/// with a caret under it. The parsers' own rendering quotes the whole line, and a config that is
+/// one 200 KB line put 200 KB on the terminal; this quotes at most [`EXCERPT_CHARS`] characters
+/// (`…` where it was cut, never inside a character) with terminal escapes and control
+/// characters dropped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not valid TOML at line {line}, column {column}: {message}\n  | {excerpt}\n  | {caret}^")]
+pub struct ParseError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+    pub excerpt: String,
+    /// Spaces up to the column within `excerpt`.
+    caret: String,
+}
+
+impl ParseError {
+    /// The error `message` at byte `at` of `text` (what was parsed, BOM stripped).
+    pub fn new(text: &str, message: &str, at: Option<usize>) -> Self {
+        let at = crate::cut::floor_char(text, at.unwrap_or(0));
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        let line = text[line_start..line_end].trim_end_matches('\r');
+        let column = text[line_start..at].chars().count() + 1;
+        let within = (at - line_start).min(line.len());
+        let window = crate::cut::around(line, within, EXCERPT_CHARS);
+        let shown = |s: &str| crate::termsafe::clean(s).replace('\t', " ");
+        let cut_before = if window.start > 0 { "…" } else { "" };
+        let cut_after = if window.end < line.len() { "…" } else { "" };
+        let before = format!("{cut_before}{}", shown(&line[window.start..within]));
+        let excerpt = format!("{before}{}{cut_after}", shown(&line[within..window.end]));
+        // The message may name a key, as long as the line: the same cap, on one line.
+        let message = crate::termsafe::clean(message).split_whitespace().collect::<Vec<_>>().join(" ");
+        let message = match crate::cut::around(&message, 0, 2 * EXCERPT_CHARS) {
+            r if r.end < message.len() => format!("{}…", &message[..r.end]),
+            _ => message,
+        };
+        Self {
+            line: text[..at].matches('\n').count() + 1,
+            column,
+            message,
+            excerpt,
+            caret: " ".repeat(before.chars().count()),
+        }
+    }
+}
+
+impl From<(&str, toml_edit::TomlError)> for ParseError {
+    fn from((text, e): (&str, toml_edit::TomlError)) -> Self {
+        Self::new(text, e.message(), e.span().map(|s| s.start))
+    }
+}
+
+impl From<(&str, toml::de::Error)> for ParseError {
+    fn from((text, e): (&str, toml::de::Error)) -> Self {
+        Self::new(text, e.message(), e.span().map(|s| s.start))
+    }
 }
 
 /// Whether `text` may hold more than [`MAX_VALUES`] values.
@@ -41,7 +103,8 @@ pub fn parse(text: &str) -> Result<DocumentMut, Unreadable> {
     if too_large(text) {
         return Err(Unreadable::TooLarge);
     }
-    Ok(strip_bom(text).0.parse()?)
+    let body = strip_bom(text).0;
+    body.parse().map_err(|e| Unreadable::Toml((body, e).into()))
 }
 
 /// The values of a TOML text (BOM or not), for comparing two texts by meaning.
@@ -147,6 +210,18 @@ mod tests {
         let mut doc = parse(text).unwrap();
         f(&mut doc);
         render(text, &doc)
+    }
+
+    #[test]
+    fn a_parse_error_quotes_a_window_of_its_line() {
+        let long = format!("a = 1\nkey = \"{}\" = 2 {}\n", "中".repeat(500), "é".repeat(500));
+        let Err(Unreadable::Toml(e)) = parse(&long) else { panic!("parses") };
+        assert_eq!((e.line, e.column), (2, 510));
+        assert_eq!(e.excerpt.chars().count(), EXCERPT_CHARS + 2, "{e}");
+        assert!(e.excerpt.starts_with('…') && e.excerpt.ends_with('…') && e.excerpt.contains("\" = 2 é"), "{e}");
+        assert_eq!(e.to_string().lines().last().unwrap().find('^'), Some(4 + 61), "{e}");
+        let Err(Unreadable::Toml(e)) = parse("a = \"x\x1b[2J\"\n") else { panic!("parses") };
+        assert!(!e.to_string().contains('\x1b') && e.excerpt == "a = \"x\"", "{e}");
     }
 
     #[test]

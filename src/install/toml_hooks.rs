@@ -79,10 +79,9 @@ pub fn parse(path: &Path, text: &str) -> Result<toml::Table> {
     if crate::edit::toml::too_large(text) {
         return Err(unparseable(path, crate::edit::toml::Unreadable::TooLarge.to_string()));
     }
-    text.trim_start_matches('\u{feff}').parse::<toml::Table>().map_err(|e| {
-        let detail = e.to_string().lines().next().unwrap_or("invalid TOML").trim().to_string();
-        unparseable(path, format!("not valid TOML: {detail}"))
-    })
+    let body = text.trim_start_matches('\u{feff}');
+    body.parse::<toml::Table>()
+        .map_err(|e| unparseable(path, crate::edit::toml::ParseError::from((body, e)).to_string()))
 }
 
 fn is_header(trimmed: &str, key: &str) -> bool {
