@@ -749,3 +749,25 @@ fn a_lone_surrogate_escape_is_kept_verbatim_through_install_and_uninstall() {
     assert!(stderr(&out).contains("line 1, column 8: invalid \\u escape"), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), bad);
 }
+
+/// `sudo ovmem install` with another user's `HOME`, or root editing a developer's project file:
+/// the backups beside the file are that user's (owner, group, mode), as the file itself stays;
+/// they were root's, and the user could neither read nor remove them.
+#[test]
+fn root_s_backups_of_another_user_s_file_keep_its_owner_and_mode() {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: skipped");
+        return;
+    }
+    let home = Home::new();
+    let settings = home.put(".claude/settings.json", b"{\"model\": \"x\"}\n");
+    std::os::unix::fs::chown(&settings, Some(12345), Some(12346)).unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o640)).unwrap();
+    home.ok(&["install", "--harness", "claude-code"]);
+    for p in [settings.clone(), settings.with_extension("json.bak"), settings.with_extension("json.ovmem.bak")] {
+        let m = std::fs::metadata(&p).unwrap();
+        assert_eq!((m.uid(), m.gid(), m.mode() & 0o777), (12345, 12346, 0o640), "{}", p.display());
+    }
+}

@@ -243,7 +243,7 @@ fn run_once(sel: &Selection, install_after: bool, env: &Env) -> Result<i32> {
                     path: b.path.clone(),
                     before: b.before.clone(),
                     after: b.after.clone(),
-                    mode: Mode::Keep { new: fsx::meta(&f.real).map(|m| m.mode).unwrap_or(0o600) },
+                    mode: editor::backup_mode(&f.real),
                     kind: Kind::Backup,
                     redo: None,
                 });

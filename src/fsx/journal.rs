@@ -38,6 +38,10 @@ pub enum Mode {
     Keep { new: u32 },
     /// Exactly this mode (the owner is kept).
     Set(u32),
+    /// The mode and owner of another file, whether this one exists yet or not: a backup is
+    /// its file's copy, so root's install into another user's file leaves that user's `.bak`
+    /// (where the owner cannot be given, as a user who is not root, the writer's).
+    Like(Meta),
 }
 
 /// Recomputes a file's new bytes from what another program left there. `over_ours`: ovmem's
@@ -64,7 +68,7 @@ impl Change<'_> {
     fn is_noop(&self) -> bool {
         let mode_ok = match self.mode {
             Mode::Set(m) => self.after.is_none() || meta(&self.path).is_none_or(|x| x.mode == m),
-            Mode::Keep { .. } => true,
+            Mode::Keep { .. } | Mode::Like(_) => true,
         };
         self.before == self.after && mode_ok
     }
@@ -686,11 +690,12 @@ fn sha(b: &Blob) -> String {
 
 fn stage(c: &Change, after: &[u8]) -> Result<Staged> {
     let old = meta(&c.path);
-    let mode = match c.mode {
-        Mode::Set(m) => m,
-        Mode::Keep { new } => old.map(|m| m.mode).unwrap_or(new),
+    let (mode, owner) = match c.mode {
+        Mode::Set(m) => (m, old),
+        Mode::Keep { new } => (old.map(|m| m.mode).unwrap_or(new), old),
+        Mode::Like(m) => (m.mode, Some(m)),
     };
-    Staged::new(&c.path, after, mode, old)
+    Staged::new(&c.path, after, mode, owner)
 }
 
 /// The finishing steps of a committed transaction, then the journal goes (and last, the

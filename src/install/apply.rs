@@ -274,7 +274,7 @@ fn transact(env: &Env, plans: &mut [Option<TargetPlan>], out: &mut Outcome, verb
                     path: b.path.clone(),
                     before: b.before.clone(),
                     after: b.after.clone(),
-                    mode: Mode::Keep { new: fsx::meta(&f.real).map(|m| m.mode).unwrap_or(0o600) },
+                    mode: super::editor::backup_mode(&f.real),
                     kind: Kind::Backup,
                     redo: None,
                 });

@@ -88,6 +88,12 @@ pub struct Backup {
     pub after: Option<Blob>,
 }
 
+/// How a backup of `real` is written: with that file's mode and owner (root's install into another
+/// user's file leaves a `.bak` that user can read and remove), or private when it is gone.
+pub fn backup_mode(real: &Path) -> journal::Mode {
+    fsx::meta(real).map(journal::Mode::Like).unwrap_or(journal::Mode::Keep { new: 0o600 })
+}
+
 /// One shared file of a target, planned.
 pub struct FilePlan {
     /// As the manifest names it (reports, receipts).
