@@ -62,8 +62,17 @@ impl ParseError {
         let shown = |s: &str| crate::termsafe::clean(s).replace('\t', " ");
         let cut_before = if window.start > 0 { "…" } else { "" };
         let cut_after = if window.end < line.len() { "…" } else { "" };
+        // A config's line may hold a key or a token (`env = { OPENAI_API_KEY = "sk-…" }`): the
+        // quote is redacted as a log line is, the caret kept under what is left of its column.
         let before = format!("{cut_before}{}", shown(&line[window.start..within]));
         let excerpt = format!("{before}{}{cut_after}", shown(&line[within..window.end]));
+        let (before, excerpt) = match crate::redact::scrub(&excerpt) {
+            std::borrow::Cow::Borrowed(_) => (before, excerpt),
+            std::borrow::Cow::Owned(scrubbed) => {
+                let before = crate::redact::scrub(&before).into_owned();
+                (before, scrubbed)
+            }
+        };
         // The message may name a key, as long as the line: the same cap, on one line.
         let message = crate::termsafe::clean(message).split_whitespace().collect::<Vec<_>>().join(" ");
         let message = match crate::cut::around(&message, 0, 2 * EXCERPT_CHARS) {
@@ -222,6 +231,16 @@ mod tests {
         assert_eq!(e.to_string().lines().last().unwrap().find('^'), Some(4 + 61), "{e}");
         let Err(Unreadable::Toml(e)) = parse("a = \"x\x1b[2J\"\n") else { panic!("parses") };
         assert!(!e.to_string().contains('\x1b') && e.excerpt == "a = \"x\"", "{e}");
+    }
+
+    #[test]
+    fn a_parse_error_never_quotes_a_secret_on_its_line() {
+        let token = "sk-proj-Q7vX2mK9pL4rT8wZ1nB6cF3hJ5yD0sA";
+        let text = format!("[mcp_servers.x]\nenv = {{ OPENAI_API_KEY = \"{token}\" }} oops\n");
+        let Err(Unreadable::Toml(e)) = parse(&text) else { panic!("parses") };
+        let shown = e.to_string();
+        assert!(!shown.contains("Q7vX2mK9pL4rT8wZ1nB6cF3hJ5yD0sA") && shown.contains("REDACTED"), "{shown}");
+        assert!(e.excerpt.contains("oops"), "{shown}");
     }
 
     #[test]
