@@ -381,8 +381,9 @@ where
 
 /// Every usable entry of `redact_patterns`: one that is not a pattern is reported and the others
 /// still apply. A lone pattern where a list belongs is used as a list of one (a secret it names
-/// stays out of the store either way). Whether each is a valid regex is `redact::configure`'s
-/// business, which keeps the valid ones the same way.
+/// stays out of the store either way). A regex that does not compile, or matches the empty
+/// string, is reported here and left out (`redact::check_pattern`), so `redact::configure`
+/// compiles only valid ones (each a second time, as it builds the redactor).
 fn patterns(v: toml::Value, file: &Path, problems: &mut Vec<Problem>) -> toml::Value {
     let key = |i: Option<usize>| match i {
         Some(i) => format!("redact_patterns[{i}]"),
