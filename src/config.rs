@@ -383,7 +383,7 @@ where
 /// still apply. A lone pattern where a list belongs is used as a list of one (a secret it names
 /// stays out of the store either way). A regex that does not compile, or matches the empty
 /// string, is reported here and left out (`redact::check_pattern`), so `redact::configure`
-/// compiles only valid ones (each a second time, as it builds the redactor).
+/// is handed only valid ones (compiled once: the check's regex is the one it uses).
 fn patterns(v: toml::Value, file: &Path, problems: &mut Vec<Problem>) -> toml::Value {
     let key = |i: Option<usize>| match i {
         Some(i) => format!("redact_patterns[{i}]"),

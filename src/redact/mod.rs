@@ -140,9 +140,17 @@ struct Extra {
 
 /// One of the user's extra patterns compiled, or what is wrong with it (never quoting it: the
 /// config's checks say it in a hook's log): not a valid regex, too large, or matching the empty
-/// string (it would redact everything).
+/// string (it would redact everything). Each pattern is compiled once per process: the config's
+/// check ([`check_pattern`]) and the redactor built from the checked config ([`Redactor::new`])
+/// share the result.
 fn compile_extra(pattern: &str) -> Result<Regex, String> {
-    match RegexBuilder::new(pattern).size_limit(1 << 20).dfa_size_limit(2 << 20).build() {
+    static COMPILED: LazyLock<std::sync::Mutex<std::collections::HashMap<String, Result<Regex, String>>>> =
+        LazyLock::new(Default::default);
+    let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(done) = compiled.get(pattern) {
+        return done.clone();
+    }
+    let done = match RegexBuilder::new(pattern).size_limit(1 << 20).dfa_size_limit(2 << 20).build() {
         Ok(re) if re.is_match("") => Err("matches the empty string (it would redact everything)".into()),
         Ok(re) => Ok(re),
         Err(e) => {
@@ -151,7 +159,9 @@ fn compile_extra(pattern: &str) -> Result<Regex, String> {
             let last = text.lines().last().unwrap_or_default().trim();
             Err(format!("is not a valid regex ({})", last.strip_prefix("error: ").unwrap_or(last)))
         }
-    }
+    };
+    compiled.insert(pattern.to_string(), done.clone());
+    done
 }
 
 /// Whether `pattern` can be one of the user's extra patterns (see [`compile_extra`]); `Err` says
@@ -168,18 +178,19 @@ pub struct Redactor {
 
 impl Redactor {
     /// Compiles the extra patterns; each one that is not usable is left out with a message
-    /// saying why (a bad regex, one that matches the empty string, one too large).
+    /// saying which it is (its place in the list and its label, never the pattern: it may be a
+    /// literal secret) and why (a bad regex, one that matches the empty string, one too large).
     pub fn new(patterns: &[Pattern]) -> (Self, Vec<String>) {
         let mut extra = Vec::new();
         let mut problems = Vec::new();
-        for p in patterns {
+        for (i, p) in patterns.iter().enumerate() {
             let (label, pattern) = match p {
                 Pattern::Plain(s) => ("custom".to_string(), s.as_str()),
                 Pattern::Named { name, pattern } => (sanitise_label(name), pattern.as_str()),
             };
             match compile_extra(pattern) {
                 Ok(re) => extra.push(Extra { label, re }),
-                Err(why) => problems.push(format!("redact_patterns: `{pattern}` {why}; ignored")),
+                Err(why) => problems.push(format!("redact_patterns[{i}] ({label}) {why}; ignored")),
             }
         }
         (Self { extra }, problems)
@@ -755,7 +766,15 @@ mod tests {
             Pattern::Plain("a*".into()),
         ]);
         assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(problems[0].contains("(unclosed") && problems[1].contains("empty string"));
+        assert!(problems[0].starts_with("redact_patterns[2] (custom) is not a valid regex"), "{problems:?}");
+        assert!(problems[1].starts_with("redact_patterns[3] (custom) matches the empty string"), "{problems:?}");
+        // A pattern can be a literal secret: a problem names its place, never the pattern.
+        let (_, problems) = Redactor::new(&[Pattern::Named { name: "vault".into(), pattern: "hunter2(".into() }]);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].starts_with("redact_patterns[0] (vault)") && !problems[0].contains("hunter2"),
+            "{problems:?}"
+        );
         assert_eq!(red.scrub("ticket ACME-123456 by emp#42"), "ticket [REDACTED:custom] by emp#[REDACTED:employee-id]");
     }
 
