@@ -429,7 +429,12 @@ impl Store {
             );
         }
         conn.busy_timeout(busy)?;
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA mmap_size = 4294967296")?;
+        // Read, not mapped (`mmap_size` stays 0): a hook's process maps nothing of the store, so
+        // it neither faults in a page-table entry for every page it touches (sixteen at a time,
+        // by fault-around, on a read as random as a shortlist's) nor tears them down on exit; a
+        // blob's overflow pages are read straight into the caller's buffer. 0.9 to 1.2 ms less
+        // per prompt at 10,000 memories, taking turns with the mapped store.
+        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA mmap_size = 0")?;
         Ok(Self { conn: std::mem::ManuallyDrop::new(conn), skip_close: false, busy })
     }
 
