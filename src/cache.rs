@@ -75,7 +75,7 @@ impl Cache {
         }
         let file = path(env);
         let Some(dir) = file.parent() else { return };
-        if crate::sys::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(dir).is_err() {
+        if crate::fsx::create_dirs(dir, Some(0o700)).is_err() {
             return;
         }
         let out = Cache { entries: self.used, ..Default::default() };

@@ -313,7 +313,7 @@ pub fn prepare(env: &Env) -> io::Result<Prepared> {
     let home = env.ovmem_home();
     if !sys::has_modes() {
         // Without Unix modes the user's profile directory is private already (Windows ACLs).
-        fs::create_dir_all(&home)?;
+        crate::fsx::create_dirs(&home, None)?;
         return Ok(Prepared { path: home, note: None });
     }
     match fs::metadata(&home) {
@@ -351,11 +351,15 @@ pub fn prepare(env: &Env) -> io::Result<Prepared> {
             ))
         }
         Err(e) if e.kind() == ErrorKind::NotFound => {
+            // Root preparing another user's home (`sudo ovmem install`): theirs, as what is in it.
             if let Some(parent) = home.parent() {
-                fs::create_dir_all(parent)?;
+                crate::fsx::create_dirs(parent, None)?;
             }
             match sys::dir_mode(&mut fs::DirBuilder::new(), 0o700).create(&home) {
-                Ok(()) => mark(&home),
+                Ok(()) => {
+                    crate::fsx::adopt_dir(&home);
+                    mark(&home)
+                }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
             }
@@ -381,8 +385,9 @@ fn note_once(home: &Path) -> Option<String> {
     if fs::symlink_metadata(&noted).is_ok() {
         return None;
     }
-    let _ = fs::create_dir_all(&logs);
-    sys::create_mode(fs::OpenOptions::new().create_new(true).write(true), 0o600).open(&noted).ok()?;
+    let _ = crate::fsx::create_dirs(&logs, None);
+    let f = sys::create_mode(fs::OpenOptions::new().create_new(true).write(true), 0o600).open(&noted).ok()?;
+    crate::fsx::adopt(&f, &noted);
     Some(format!(
         "OVMEM_HOME `{}` is not plainly ovmem's home (not ~/.ovmem, not a directory ovmem created or found empty), so \
          ovmem changes no mode in it: names such as `bin`, `state` and `cache` there may be yours (as in ~/.local). \
@@ -397,9 +402,7 @@ fn note_once(home: &Path) -> Option<String> {
 pub const STAMP: &str = ".private-checked";
 
 fn touch(path: &Path, at: std::time::SystemTime) {
-    if let Ok(mut f) =
-        sys::create_mode(fs::OpenOptions::new().create(true).truncate(false).write(true), 0o600).open(path)
-    {
+    if let Ok(mut f) = crate::fsx::create_or_open(path, 0o600) {
         if f.metadata().is_ok_and(|m| m.len() == 0) {
             use std::io::Write;
             let _ = f.write_all(STAMP_MARK);

@@ -98,6 +98,24 @@ pub fn chown(f: &File, uid: u32, gid: u32) {
     let _ = (f, uid, gid);
 }
 
+/// Gives the directory at `path`, which this process has just created, that owner and group.
+/// Never through a symlink: the directory is opened `O_NOFOLLOW` and changed through the open
+/// descriptor, and only while it is still this process's own (anything swapped in at that name
+/// meanwhile is left as it is). A no-op without owners.
+pub fn chown_new_dir(path: &Path, uid: u32, gid: u32) {
+    #[cfg(unix)]
+    if native() {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let opened = OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW).open(path);
+        if let Ok(d) = opened {
+            if d.metadata().is_ok_and(|m| m.is_dir() && Some(m.uid()) == euid()) {
+                let _ = std::os::unix::fs::fchown(&d, Some(uid), Some(gid));
+            }
+        }
+    }
+    let _ = (path, uid, gid);
+}
+
 /// The effective user, where files have owners.
 pub fn euid() -> Option<u32> {
     #[cfg(unix)]

@@ -771,3 +771,137 @@ fn root_s_backups_of_another_user_s_file_keep_its_owner_and_mode() {
         assert_eq!((m.uid(), m.gid(), m.mode() & 0o777), (12345, 12346, 0o640), "{}", p.display());
     }
 }
+
+/// Root, or `None` (with a note) when these tests do not run as root.
+fn as_root() -> Option<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: skipped");
+        return None;
+    }
+    Some(())
+}
+
+/// A home that belongs to another user (uid 12345, gid 12346), as `sudo ovmem install` finds
+/// `/home/alice` with `HOME` kept.
+fn others_home() -> Home {
+    let home = Home::new();
+    std::os::unix::fs::chown(home.path(), Some(12345), Some(12346)).unwrap();
+    home
+}
+
+/// (uid, gid, mode) of `p`, its link not followed.
+fn owner_mode(p: &Path) -> (u32, u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    (m.uid(), m.gid(), m.mode() & 0o7777)
+}
+
+/// This process's umask (from /proc, without changing it under the other tests' feet).
+fn umask() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find_map(|l| l.strip_prefix("Umask:")).unwrap();
+    u32::from_str_radix(line.trim(), 8).unwrap()
+}
+
+/// `sudo ovmem install` with another user's `HOME`: the harness configs ovmem creates there, and
+/// the directory it creates for one, are that user's, with the modes a user's own install gives
+/// them; they were root's, and the harness could not write its own config.
+#[test]
+fn root_s_install_for_another_user_gives_them_the_configs_it_creates() {
+    if as_root().is_none() {
+        return;
+    }
+    let home = others_home();
+    home.ok(&["install", "--harness", "claude-code"]);
+    let dir = home.path().join(".claude");
+    assert_eq!(owner_mode(&dir), (12345, 12346, 0o777 & !umask()));
+    assert_eq!(owner_mode(&dir.join("settings.json")), (12345, 12346, 0o644));
+    assert_eq!(owner_mode(&home.path().join(".claude.json")), (12345, 12346, 0o600));
+}
+
+/// The same install: ovmem's own home there (`~/.ovmem`, the staged runtime the user's hooks run,
+/// the receipts, the lock, the stamp) is that user's and private; it was root's 0700, and the
+/// user's hooks could not even run the runtime, let alone write the store or the logs.
+#[test]
+fn root_s_install_for_another_user_gives_them_ovmem_s_home() {
+    if as_root().is_none() {
+        return;
+    }
+    let home = others_home();
+    home.ok(&["install", "--harness", "claude-code"]);
+    let o = home.path().join(".ovmem");
+    for (p, mode) in [
+        (o.clone(), 0o700),
+        (o.join("bin"), 0o700),
+        (o.join("bin/ovmem"), 0o700),
+        (o.join("receipts"), 0o700),
+        (o.join("receipts/claude-code.user.json"), 0o600),
+        (o.join("locks"), 0o700),
+        (o.join("locks/ovmem.lock"), 0o600),
+        (o.join(".private-checked"), 0o600),
+    ] {
+        assert_eq!(owner_mode(&p), (12345, 12346, mode), "{}", p.display());
+    }
+    // Nothing under it is root's.
+    let mut left = vec![o];
+    while let Some(d) = left.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            assert_eq!(owner_mode(&e.path()).0, 12345, "{}", e.path().display());
+            if e.file_type().unwrap().is_dir() {
+                left.push(e.path());
+            }
+        }
+    }
+}
+
+/// A file ovmem creates in a directory of root's stays root's, even in another user's home: only
+/// a directory that is the user's passes its owner on.
+#[test]
+fn root_s_new_file_in_a_directory_of_root_s_stays_root_s() {
+    if as_root().is_none() {
+        return;
+    }
+    let home = others_home();
+    let dir = home.path().join(".claude");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    home.ok(&["install", "--harness", "claude-code"]);
+    assert_eq!(owner_mode(&dir), (0, 0, 0o755));
+    assert_eq!(owner_mode(&dir.join("settings.json")), (0, 0, 0o644));
+    // Beside it, directly in the user's home: the user's.
+    assert_eq!(owner_mode(&home.path().join(".claude.json")), (12345, 12346, 0o600));
+}
+
+/// What root installed for another user can be uninstalled: by root, and by the user, whose
+/// hooks run the staged runtime (it was root's 0700 in a home of root's: the user could neither
+/// run it nor take ovmem's lock).
+#[test]
+fn what_root_installed_for_another_user_is_uninstalled_by_root_or_by_the_user() {
+    use std::os::unix::process::CommandExt;
+    if as_root().is_none() {
+        return;
+    }
+    // By root.
+    let home = others_home();
+    home.ok(&["install", "--harness", "claude-code"]);
+    home.ok(&["uninstall", "--yes", "--harness", "claude-code"]);
+    assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0, "{:?}", home.tree().keys());
+    // By the user, with the runtime root staged for them.
+    let home = others_home();
+    home.ok(&["install", "--harness", "claude-code"]);
+    let out = Command::new(home.path().join(".ovmem/bin/ovmem"))
+        .args(["uninstall", "--yes", "--harness", "claude-code"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .uid(12345)
+        .gid(12346)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "exited {:?}:\n{}", out.status.code(), stderr(&out));
+    assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0, "{:?}", home.tree().keys());
+}

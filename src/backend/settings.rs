@@ -14,7 +14,7 @@
 //! error message ever quotes its contents.
 
 use std::fmt;
-use std::fs::{self, DirBuilder, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -619,9 +619,7 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
-    crate::sys::dir_mode(DirBuilder::new().recursive(true), 0o700)
-        .create(dir)
-        .with_context(|| format!("could not create `{}`", dir.display()))
+    crate::fsx::create_dirs(dir, Some(0o700)).map(drop).with_context(|| format!("could not create `{}`", dir.display()))
 }
 
 /// Atomically replaces `path` with `bytes`, mode 0600 from the moment the file exists.
@@ -637,6 +635,13 @@ fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
             .open(&tmp)
             .with_context(|| format!("could not create a temporary file in `{}`", dir.display()))?;
         crate::sys::set_file_mode(&f, 0o600)?;
+        // Root writing another user's credentials (`sudo ovmem backend …` with their HOME): the
+        // file stays theirs, or is theirs when new, so their hooks can read it.
+        match crate::fsx::meta(path) {
+            Some(m) if crate::sys::euid() == Some(0) => crate::sys::chown(&f, m.uid, m.gid),
+            Some(_) => {}
+            None => crate::fsx::adopt(&f, path),
+        }
         f.write_all(bytes).with_context(|| format!("could not write `{}`", tmp.display()))?;
         f.sync_all().with_context(|| format!("could not flush `{}`", tmp.display()))?;
         fs::rename(&tmp, path).with_context(|| format!("could not replace `{}`", path.display()))?;

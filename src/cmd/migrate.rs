@@ -53,9 +53,7 @@ pub fn unfinished(env: &Env) -> Option<Vec<String>> {
 fn write_plan(env: &Env, plan: &Plan) -> Result<()> {
     let path = plan_path(env);
     let dir = path.parent().expect("state dir");
-    crate::sys::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-        .create(dir)
-        .map_err(|e| anyhow::anyhow!("could not create `{}`: {e}", dir.display()))?;
+    fsx::create_dirs(dir, Some(0o700)).map_err(|e| anyhow::anyhow!("could not create `{}`: {e}", dir.display()))?;
     fsx::write_atomic(&path, &serde_json::to_vec_pretty(plan)?, Some(0o600))
 }
 

@@ -34,9 +34,10 @@ pub enum Kind {
 /// The mode a written file gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// The existing file's mode and owner; `new` for a file that does not exist yet.
+    /// The existing file's mode and owner; `new` for a file that does not exist yet (owned by
+    /// its directory's [`super::heir`], when root creates it in another user's directory).
     Keep { new: u32 },
-    /// Exactly this mode (the owner is kept).
+    /// Exactly this mode (the owner is kept; a new file's is as with `Keep`).
     Set(u32),
     /// The mode and owner of another file, whether this one exists yet or not: a backup is
     /// its file's copy, so root's install into another user's file leaves that user's `.bak`
@@ -166,8 +167,9 @@ impl Staged {
             Some(mut f) => {
                 f.write_all(bytes).with_context(|| format!("could not write in `{}`", dir.display()))?;
                 sys::set_file_mode(&f, mode)?;
-                if let Some(m) = like {
-                    sys::chown(&f, m.uid, m.gid);
+                match like {
+                    Some(m) => sys::chown(&f, m.uid, m.gid),
+                    None => super::adopt(&f, target),
                 }
                 Ok(Self::Anon(f))
             }
@@ -254,8 +256,8 @@ impl Tx {
                 self.dir.display()
             );
         }
-        let made = super::missing_dirs(&self.dir);
-        fs::create_dir_all(&self.dir).with_context(|| format!("could not create `{}`", self.dir.display()))?;
+        let made = super::create_dirs(&self.dir, None)
+            .with_context(|| format!("could not create `{}`", self.dir.display()))?;
         for d in &made {
             let _ = sys::set_mode(d, 0o700);
         }
@@ -303,6 +305,7 @@ impl Tx {
             .create_new(true)
             .open(&copy)
             .with_context(|| format!("could not write `{}`", copy.display()))?;
+        super::adopt(&f, &copy);
         std::io::Write::write_all(&mut &f, bytes).with_context(|| format!("could not write `{}`", copy.display()))?;
         let m = meta(path).unwrap_or(Meta { mode: 0o644, uid: 0, gid: 0 });
         let sha256 = if kind == Kind::Own { String::new() } else { bytes.sha256().to_string() };
@@ -349,6 +352,8 @@ impl Tx {
         for d in &new_dirs {
             match fs::create_dir(d) {
                 Ok(()) => {
+                    // Root's install into another user's home: that user's, as the file in it.
+                    super::adopt_dir(d);
                     // Inside `$OVMEM_HOME` everything is private to its owner.
                     if d.starts_with(&self.home) {
                         let _ = sys::set_mode(d, 0o700);

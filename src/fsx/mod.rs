@@ -287,9 +287,72 @@ pub fn meta(path: &Path) -> Option<Meta> {
     })
 }
 
+/// The owner and group a file or directory ovmem creates at `path` is given: when this process is
+/// root and the nearest existing directory above `path` is another user's (`sudo ovmem install`
+/// with that user's `HOME`, root installing into a developer's project), that directory's, so the
+/// user's harness can still write its config and the user's hooks ovmem's home. `None` (the
+/// writer's, as for any new file) when this process is not root, where files have no owners, and
+/// under a directory of root's.
+pub fn heir(path: &Path) -> Option<(u32, u32)> {
+    if sys::euid() != Some(0) {
+        return None;
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        let here = if d.as_os_str().is_empty() { Path::new(".") } else { d };
+        match fs::metadata(here) {
+            Ok(m) if m.is_dir() => return sys::owner(&m).filter(|&(uid, _)| uid != 0),
+            Ok(_) => return None,
+            Err(e) if e.kind() == ErrorKind::NotFound && !d.as_os_str().is_empty() => dir = d.parent(),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Gives `f`, a file this process has just created at `path`, its [`heir`]'s owner (through the
+/// open file: nothing is followed). A no-op unless root creates it in another user's directory.
+pub fn adopt(f: &File, path: &Path) {
+    if let Some((uid, gid)) = heir(path) {
+        sys::chown(f, uid, gid);
+    }
+}
+
+/// Gives `dir`, a directory this process has just created, its [`heir`]'s owner (never through a
+/// symlink: [`sys::chown_new_dir`]).
+pub fn adopt_dir(dir: &Path) {
+    if let Some((uid, gid)) = heir(dir) {
+        sys::chown_new_dir(dir, uid, gid);
+    }
+}
+
+/// `fs::create_dir_all` that gives each directory it creates its [`heir`]'s owner, created with
+/// `mode` when given (the umask applies, as to `DirBuilder`). Returns the directories it created,
+/// outermost first; one that appeared meanwhile is not among them, nor changed.
+pub fn create_dirs(dir: &Path, mode: Option<u32>) -> std::io::Result<Vec<PathBuf>> {
+    let mut made = Vec::new();
+    for d in missing_dirs(dir) {
+        let mut b = fs::DirBuilder::new();
+        if let Some(m) = mode {
+            sys::dir_mode(&mut b, m);
+        }
+        match b.create(&d) {
+            Ok(()) => {
+                adopt_dir(&d);
+                made.push(d);
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+    }
+    // What is there is a directory (a symlink to one counts), else the usual error.
+    fs::create_dir_all(dir)?;
+    Ok(made)
+}
+
 /// A new temp file beside `target` (random name, `O_EXCL`, so an existing file or symlink at that
-/// name is never followed), holding `bytes` with `mode` and, when given, the owner of `like`.
-/// Not yet flushed: see [`sync_files`].
+/// name is never followed), holding `bytes` with `mode` and the owner of `like` when given, else
+/// its directory's [`heir`]'s (the file is a new one). Not yet flushed: see [`sync_files`].
 pub fn temp_beside(target: &Path, bytes: &[u8], mode: u32, like: Option<Meta>) -> Result<tempfile::NamedTempFile> {
     let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -300,9 +363,10 @@ pub fn temp_beside(target: &Path, bytes: &[u8], mode: u32, like: Option<Meta>) -
         .with_context(|| format!("could not create a temporary file in `{}`", dir.display()))?;
     tmp.write_all(bytes).with_context(|| format!("could not write in `{}`", dir.display()))?;
     sys::set_file_mode(tmp.as_file(), mode)?;
-    if let Some(m) = like {
+    match like {
         // Keep the owner when root edits someone else's file; harmless when unchanged.
-        sys::chown(tmp.as_file(), m.uid, m.gid);
+        Some(m) => sys::chown(tmp.as_file(), m.uid, m.gid),
+        None => adopt(tmp.as_file(), target),
     }
     Ok(tmp)
 }
@@ -337,7 +401,8 @@ pub fn sync_dirs(dirs: &[PathBuf]) -> Result<()> {
 }
 
 /// Atomically replaces `path` with `bytes` (temp file, flush, rename, flush of the directory),
-/// keeping the old file's mode and owner, or `mode` for a new file. For ovmem's own files; shared
+/// keeping the old file's mode and owner, or `mode` (and the [`heir`]'s owner) for a new file. For
+/// ovmem's own files; shared
 /// configs go through [`journal::Tx`].
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
     let old = meta(path);
@@ -439,8 +504,7 @@ impl InstallLock {
         let path = Self::path(ovmem_home);
         let dir = path.parent().expect("locks dir");
         loop {
-            let made = missing_dirs(dir);
-            fs::create_dir_all(dir).with_context(|| format!("could not create `{}`", dir.display()))?;
+            let made = create_dirs(dir, None).with_context(|| format!("could not create `{}`", dir.display()))?;
             for d in &made {
                 let _ = sys::set_mode(d, 0o700);
             }
@@ -448,8 +512,7 @@ impl InstallLock {
             if made.iter().any(|d| d == ovmem_home) {
                 crate::home::mark(ovmem_home);
             }
-            let file = sys::create_mode(OpenOptions::new().create(true).truncate(false).write(true), 0o600)
-                .open(&path)
+            let file = create_or_open(&path, 0o600)
                 .with_context(|| format!("could not open the lock file `{}`", path.display()))?;
             file.lock().with_context(|| format!("could not lock `{}`", path.display()))?;
             // An uninstall that took the last thing away removes the lock file: a lock on the
@@ -477,10 +540,25 @@ impl InstallLock {
     }
 }
 
+/// Opens `path` for writing, creating it with `mode` (and its directory's [`heir`]'s owner) when
+/// it is not there; an existing file is opened as it is, owner and bytes untouched.
+pub fn create_or_open(path: &Path, mode: u32) -> std::io::Result<File> {
+    match sys::create_mode(OpenOptions::new().write(true).create_new(true), mode).open(path) {
+        Ok(f) => {
+            adopt(&f, path);
+            return Ok(f);
+        }
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    // There already (or a link is: followed, as ever).
+    sys::create_mode(OpenOptions::new().create(true).truncate(false).write(true), mode).open(path)
+}
+
 /// Moves `from` to `to` without following symlinks (a link moves as a link), creating `to`'s
 /// parents; across filesystems a tree is copied (links as links, modes kept) and then removed.
 pub fn move_no_follow(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to.parent().expect("destination has a parent"))
+    create_dirs(to.parent().expect("destination has a parent"), None)
         .with_context(|| format!("could not create `{}`", to.display()))?;
     match fs::rename(from, to) {
         Ok(()) => Ok(()),
@@ -604,6 +682,47 @@ mod tests {
         }
         assert_eq!(sweep_temps(t.path()), 1);
         assert!(!dead.exists() && live.exists() && mine.exists());
+    }
+
+    /// Root creating in another user's directory gives what it creates that user's owner, never
+    /// through a link and never to what was there already; under root's own directory, nothing.
+    #[test]
+    fn root_s_new_files_and_directories_take_the_owner_of_the_directory_they_are_made_in() {
+        use std::os::unix::fs::MetadataExt;
+        if sys::euid() != Some(0) {
+            return;
+        }
+        let t = tempfile::tempdir().unwrap();
+        let owner = |p: &Path| fs::symlink_metadata(p).map(|m| (m.uid(), m.gid())).unwrap();
+        assert_eq!(heir(&t.path().join("a/b/c")), None, "a directory of root's passes nothing on");
+        let theirs = t.path().join("theirs");
+        fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(12345), Some(12346)).unwrap();
+        assert_eq!(heir(&theirs.join("x/y/z")), Some((12345, 12346)));
+        // The nearest directory that exists decides; it keeps its owner, the new ones take it.
+        fs::create_dir(theirs.join("old")).unwrap();
+        std::os::unix::fs::chown(theirs.join("old"), Some(12347), Some(12348)).unwrap();
+        let made = create_dirs(&theirs.join("old/new/deeper"), Some(0o700)).unwrap();
+        assert_eq!(made, vec![theirs.join("old/new"), theirs.join("old/new/deeper")]);
+        assert_eq!(owner(&theirs), (12345, 12346));
+        assert_eq!(owner(&theirs.join("old")), (12347, 12348));
+        assert_eq!(owner(&theirs.join("old/new")), (12347, 12348));
+        assert_eq!(owner(&theirs.join("old/new/deeper")), (12347, 12348));
+        // Under a directory of root's, nothing changes owner.
+        fs::create_dir(theirs.join("root-s")).unwrap();
+        create_dirs(&theirs.join("root-s/sub"), None).unwrap();
+        assert_eq!(owner(&theirs.join("root-s/sub")), (0, 0));
+        // A symlink at the name is never followed.
+        let root_s = t.path().join("root-s");
+        fs::create_dir(&root_s).unwrap();
+        std::os::unix::fs::symlink(&root_s, theirs.join("link")).unwrap();
+        adopt_dir(&theirs.join("link"));
+        assert_eq!(owner(&root_s), (0, 0));
+        // A new file through its open descriptor.
+        let tmp = temp_beside(&theirs.join("f.json"), b"{}", 0o600, None).unwrap();
+        assert_eq!(owner(tmp.path()), (12345, 12346));
+        let tmp = temp_beside(&root_s.join("f.json"), b"{}", 0o600, None).unwrap();
+        assert_eq!(owner(tmp.path()), (0, 0));
     }
 
     #[test]
