@@ -603,3 +603,62 @@ fn a_project_s_edited_mcp_entry_and_plugin_are_reported_and_never_started() {
         assert_eq!(x["status"], "not-run", "{x:#}");
     }
 }
+
+/// A home root left partly its own (an older `sudo ovmem install`, a hook run as root) is named
+/// by the doctor its user runs: the hooks, run as that user, could store nothing there while
+/// every check of their output passed.
+#[test]
+fn files_of_ovmem_s_home_that_the_user_does_not_own_are_a_problem() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: skipped");
+        return;
+    }
+    let home = Home::new();
+    std::os::unix::fs::chown(home.path(), Some(12345), Some(12346)).unwrap();
+    home.ok(&["install", "--harness", "claude-code"]);
+    let tmp = home.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::os::unix::fs::chown(&tmp, Some(12345), Some(12346)).unwrap();
+    let as_user = || {
+        let out = std::process::Command::new(runtime(&home))
+            .args(["doctor", "--json"])
+            .env_clear()
+            .env("HOME", home.path())
+            .env("TMPDIR", &tmp)
+            .env("PATH", "/usr/bin:/bin")
+            .env("NO_COLOR", "1")
+            .current_dir(home.path())
+            .stdin(std::process::Stdio::null())
+            .uid(12345)
+            .gid(12346)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("no JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), stderr(&out)));
+        (out.status.code(), v)
+    };
+    let (code, v) = as_user();
+    assert_eq!(code, Some(0), "{v:#}");
+    assert!(v.get("not_yours").is_none(), "{v:#}");
+    // The store and the logs as root left them.
+    let db = home.path().join(".ovmem/memory.db");
+    std::fs::write(&db, b"").unwrap();
+    std::fs::create_dir_all(home.path().join(".ovmem/logs")).unwrap();
+    std::os::unix::fs::chown(home.path().join(".ovmem/logs"), Some(0), Some(0)).unwrap();
+    let (code, v) = as_user();
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(v["not_yours"]["owner"], 0, "{v:#}");
+    assert!(v["not_yours"]["count"].as_u64().unwrap() >= 2, "{v:#}");
+    // Root runs the same doctor without this finding: root writes anywhere.
+    let (_, v) = doctor(&home, &[]);
+    assert!(v.get("not_yours").is_none(), "{v:#}");
+    // Given back, the finding is gone.
+    for p in [db, home.path().join(".ovmem/logs")] {
+        std::os::unix::fs::chown(&p, Some(12345), Some(12346)).unwrap();
+    }
+    let (code, v) = as_user();
+    assert_eq!(code, Some(0), "{v:#}");
+    assert!(v.get("not_yours").is_none(), "{v:#}");
+}

@@ -137,6 +137,24 @@ fn print(env: &Env, r: &Report) {
     if let Some(stale) = &r.runtime.stale {
         println!("\n{} {stale}", p.red("!"));
     }
+    if let Some(n) = &r.not_yours {
+        let others = match n.count {
+            1 => " belongs".to_string(),
+            c => format!(" and {} more belong", c - 1),
+        };
+        let owner = if n.owner == 0 { "root".to_string() } else { format!("uid {}", n.owner) };
+        println!(
+            "\n{} `{}`{others} to {owner}, not to you: the hooks run as you and cannot store, log or spool in ovmem's home",
+            p.red("!"),
+            tilde(env, &n.first),
+        );
+        let fix = format!(
+            "fix: sudo chown -R \"$(id -u):$(id -g)\" {}",
+            crate::shell::quote(&r.ovmem_home.to_string_lossy())
+        );
+        let fix = crate::termsafe::clean(&fix);
+        println!("  {}", p.dim(&fix));
+    }
     for c in &r.config {
         let file = c.file.as_ref().map(|f| tilde(env, f));
         let place = match (&c.key, &file) {

@@ -47,6 +47,10 @@ pub struct Report {
     pub problems: usize,
     pub ovmem_home: PathBuf,
     pub runtime: RuntimeState,
+    /// Files of ovmem's home this user does not own, which the hooks (run as this user) cannot
+    /// write: a problem.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_yours: Option<NotYours>,
     pub targets: Vec<TargetReport>,
     /// Two memory integrations on one event (ovmem twice, or ovmem and a legacy one).
     pub duplicates: Vec<Duplicate>,
@@ -92,6 +96,49 @@ impl ConfigFinding {
             value: p.value.as_deref().map(|v| crate::redact::scrub(v).into_owned()),
         }
     }
+}
+
+/// What of ovmem's home belongs to another user (a `sudo ovmem …` by an ovmem that left what it
+/// created root's, or a hook run as root): the hooks run as this user and cannot write there, so
+/// nothing is stored, logged or spooled.
+#[derive(Debug, Serialize)]
+pub struct NotYours {
+    /// How many files and directories (up to [`NOT_YOURS_LOOKED_AT`] looked at).
+    pub count: usize,
+    /// The first found, and its owner's uid.
+    pub first: PathBuf,
+    pub owner: u32,
+}
+
+/// Entries of ovmem's home looked at for [`NotYours`] at most (a home holds a few dozen; the
+/// spool of a long outage more).
+const NOT_YOURS_LOOKED_AT: usize = 5_000;
+
+/// The entries of ovmem's home (itself included, links not followed) that are not this user's;
+/// `None` when all are, as root (who can write anything) and where files have no owners.
+fn not_yours(home: &Path) -> Option<NotYours> {
+    let me = crate::sys::euid().filter(|&u| u != 0)?;
+    let mut todo = vec![home.to_path_buf()];
+    let (mut looked, mut found): (usize, Option<NotYours>) = (0, None);
+    while let Some(path) = todo.pop() {
+        if looked >= NOT_YOURS_LOOKED_AT {
+            break;
+        }
+        looked += 1;
+        let Ok(m) = std::fs::symlink_metadata(&path) else { continue };
+        if let Some((uid, _)) = crate::sys::owner(&m).filter(|&(uid, _)| uid != me) {
+            match &mut found {
+                Some(f) => f.count += 1,
+                None => found = Some(NotYours { count: 1, first: path.clone(), owner: uid }),
+            }
+        }
+        if m.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                todo.extend(entries.flatten().map(|e| e.path()));
+            }
+        }
+    }
+    found
 }
 
 #[derive(Debug, Serialize)]
@@ -272,6 +319,7 @@ pub fn run(env: &Env, opts: &Options) -> Result<Report> {
         problems: 0,
         ovmem_home: home.clone(),
         runtime: runtime_state(env),
+        not_yours: not_yours(&home),
         targets: Vec::new(),
         duplicates: Vec::new(),
         legacy: Vec::new(),
@@ -348,6 +396,9 @@ pub fn run(env: &Env, opts: &Options) -> Result<Report> {
         problems += 1;
     }
     if report.runtime.stale.is_some() {
+        problems += 1;
+    }
+    if report.not_yours.is_some() {
         problems += 1;
     }
     report.problems = problems;
