@@ -905,3 +905,37 @@ fn what_root_installed_for_another_user_is_uninstalled_by_root_or_by_the_user() 
     assert!(out.status.success(), "exited {:?}:\n{}", out.status.code(), stderr(&out));
     assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0, "{:?}", home.tree().keys());
 }
+
+/// Root's `memory add` (or `sync`, `memory import`) with another user's HOME creates the store
+/// theirs, WAL and shared-memory files included, so their hooks can write it.
+#[test]
+fn root_s_first_memory_in_another_user_s_home_leaves_them_a_store_they_can_write() {
+    use std::os::unix::process::CommandExt;
+    if as_root().is_none() {
+        return;
+    }
+    let home = others_home();
+    home.ok(&["install", "--harness", "claude-code"]);
+    home.ok(&["memory", "add", "the staging database listens on port 5433"]);
+    let ovmem = home.path().join(".ovmem");
+    for name in ["memory.db", "memory.db-wal", "memory.db-shm"] {
+        let p = ovmem.join(name);
+        if name == "memory.db" || p.exists() {
+            assert_eq!(owner_mode(&p).0, 12345, "{}", p.display());
+            assert_eq!(owner_mode(&p).2 & 0o077, 0, "{} is private", p.display());
+        }
+    }
+    let out = Command::new(ovmem.join("bin/ovmem"))
+        .args(["memory", "add", "deploys go through the blue-green pipeline"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .current_dir(home.path())
+        .stdin(Stdio::null())
+        .uid(12345)
+        .gid(12346)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the user could not write the store root made: {}", stderr(&out));
+}

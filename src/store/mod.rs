@@ -391,8 +391,17 @@ fn is_busy(e: &anyhow::Error) -> bool {
 impl Store {
     /// Opens (creating if needed) the database; writes wait at most `busy` for the lock.
     pub fn open(path: &Path, busy: Duration) -> Result<Self> {
+        // Root creating the store in another user's home (`sudo ovmem memory add` with their
+        // HOME) makes it theirs, as the installer does what it creates (`fsx::heir`): their hooks
+        // must write it. SQLite gives the WAL and shared-memory files the database's owner.
+        let root = crate::sys::euid() == Some(0);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("could not create `{}`", dir.display()))?;
+            let made = if root { crate::fsx::create_dirs(dir, None).map(drop) } else { std::fs::create_dir_all(dir) };
+            made.with_context(|| format!("could not create `{}`", dir.display()))?;
+        }
+        if root && std::fs::symlink_metadata(path).is_err() {
+            // An empty file is an empty database to SQLite.
+            let _ = crate::fsx::create_or_open(path, 0o600);
         }
         let conn =
             Connection::open(path).with_context(|| format!("could not open the memory store `{}`", path.display()))?;
