@@ -2,6 +2,7 @@
 //! Hindsight's, OpenViking's) so recalled text is never stored again, and read the turn from
 //! the transcript when the harness only gives its path.
 
+use std::borrow::Cow;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
@@ -194,6 +195,14 @@ pub fn clean(text: &str, max: usize) -> String {
     scrub_and_clip(&strip_injected(text), max)
 }
 
+/// [`scrub_and_clip`] without the scrubbing: what [`clean`] keeps of a text were nothing in it
+/// secret, the same text exactly when scrubbing changes nothing, as for most prompts. Only for
+/// work that stays in this process and starts before the scrubbing is done (a rule a prompt's
+/// words call on compiles its pattern first, 1 to 2.5 ms): the question's vector.
+pub fn clip_unscrubbed(text: &str, max: usize) -> String {
+    clipped_after(text, max, Cow::Borrowed)
+}
+
 /// Characters read past the cut of a text too long to keep: a secret across the cut is still
 /// scrubbed whole (a private key's block is a few thousand characters).
 const SCRUB_MARGIN: usize = 16 << 10;
@@ -202,12 +211,17 @@ const SCRUB_MARGIN: usize = 16 << 10;
 /// is scrubbed: what is cut away is never stored, and scrubbing megabytes of text no one keeps
 /// could take a hook past its deadline (and the turn with it).
 pub fn scrub_and_clip(text: &str, max: usize) -> String {
+    clipped_after(text, max, crate::redact::scrub)
+}
+
+/// [`scrub_and_clip`] with `scrub` for the scrubbing.
+fn clipped_after<'t>(text: &'t str, max: usize, scrub: impl Fn(&'t str) -> Cow<'t, str>) -> String {
     let read = max.saturating_add(SCRUB_MARGIN);
     let Some((end, _)) = text.char_indices().nth(read) else {
-        return clip(crate::redact::scrub(text).trim(), max);
+        return clip(scrub(text).trim(), max);
     };
     let total = text[end..].chars().count() + read;
-    let head = crate::redact::scrub(&text[..end]);
+    let head = scrub(&text[..end]);
     let kept: String = head.trim_start().chars().take(max).collect();
     format!("{kept}… [{} more characters not stored]", total.saturating_sub(max))
 }
@@ -234,6 +248,20 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// The text the question's vector is started on before scrubbing is the scrubbed
+        /// prompt exactly whenever scrubbing changes nothing, so that vector is the one recall
+        /// would compute.
+        #[test]
+        fn the_unscrubbed_prompt_is_the_clean_one_when_nothing_is_secret(
+            s in crate::anytext::text(80),
+            max in 1usize..120,
+        ) {
+            let stripped = strip_injected(&s);
+            if crate::redact::scrub(&stripped) == stripped.as_str() {
+                proptest::prop_assert_eq!(clip_unscrubbed(&stripped, max), clean(&s, max));
+            }
+        }
+
         #[test]
         fn cuts_keep_a_prefix_within_the_limit(s in crate::anytext::text(80), max in 0usize..120) {
             let t = truncate(&s, max);
@@ -315,6 +343,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(last_turn(&copilot), (Some("hello there".into()), Some("STUB_REPLY: hello there".into())));
+    }
+
+    /// Long texts too (cut past the scrubbing margin), and a prompt with an injected block.
+    #[test]
+    fn the_unscrubbed_prompt_of_a_long_or_injected_text_matches_the_clean_one() {
+        let max = 110;
+        let plain = format!("{} the port is 5433 {}", "a ".repeat(50), "b ".repeat(40_000));
+        assert_eq!(clip_unscrubbed(&strip_injected(&plain), max), clean(&plain, max));
+        let secret = format!("{} sk_live_4eC39HqLyjWDarjtT1zdp7dc {}", "a ".repeat(20), "b ".repeat(40_000));
+        assert_ne!(clip_unscrubbed(&strip_injected(&secret), max), clean(&secret, max));
+        let injected = "<ovmem-memory>\nold things\n</ovmem-memory>\nWhich port does staging use?";
+        let stripped = strip_injected(injected);
+        assert_eq!(clip_unscrubbed(&stripped, max), clean(injected, max));
+        assert!(!clip_unscrubbed(&stripped, max).contains("old things"), "{stripped}");
     }
 
     #[test]

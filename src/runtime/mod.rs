@@ -643,8 +643,19 @@ impl Ctx<'_> {
 
     fn prompt(&self) -> RunResult {
         let Some(prompt) = self.event.prompt.as_deref() else { return Ok((Outcome::default(), None)) };
-        let clean = capture::clean(prompt, self.cfg.max_memory_chars);
-        if clean.chars().count() >= self.cfg.min_prompt_chars {
+        // The question's vector is started on the prompt as it would be kept were nothing in it
+        // secret, before scrubbing it (the patterns its words call on compile first): it is
+        // keyed by its exact text, so it is used only when the scrubbed prompt is that same text,
+        // and otherwise the scrubbed prompt's own is computed. It stays in this process.
+        let (unscrubbed, clean) = {
+            let stripped = capture::strip_injected(prompt);
+            let unscrubbed = capture::clip_unscrubbed(&stripped, self.cfg.max_memory_chars);
+            if unscrubbed.chars().count() >= self.cfg.min_prompt_chars {
+                crate::store::prefetch_question(&unscrubbed);
+            }
+            (unscrubbed, capture::scrub_and_clip(&stripped, self.cfg.max_memory_chars))
+        };
+        if clean != unscrubbed && clean.chars().count() >= self.cfg.min_prompt_chars {
             crate::store::prefetch_question(&clean);
         }
         let bank = self.bank();
