@@ -544,14 +544,24 @@ fn blocks(c: &Connection, bank: i64) -> Result<Vec<(i64, usize)>> {
 
 /// The blocks of a partitioned bank's first vectors that a search for `query` reads: those of the
 /// partitions nearest to it, until they hold `probe` entries ([`parts::PROBE`]).
-fn probed(c: &Connection, bank: i64, parts: &Centroids, query: &[f32], probe: usize) -> Result<Vec<(i64, usize)>> {
+fn probed(
+    c: &Connection,
+    bank: i64,
+    parts: &Centroids,
+    query: &[f32],
+    probe: Option<usize>,
+) -> Result<Vec<(i64, usize)>> {
     let mut of_part: std::collections::HashMap<i64, Vec<(i64, usize)>> = std::collections::HashMap::new();
     let mut stmt =
         c.prepare_cached("SELECT part, id, n FROM vector_blocks WHERE bank_id = ?1 AND passages = ?2 AND part >= 0")?;
     let mut rows = stmt.query([bank, HEADS])?;
+    let mut heads = 0;
     while let Some(r) = rows.next()? {
-        of_part.entry(r.get(0)?).or_default().push((r.get(1)?, r.get::<_, usize>(2)? * ENTRY));
+        let n: usize = r.get(2)?;
+        heads += n;
+        of_part.entry(r.get(0)?).or_default().push((r.get(1)?, n * ENTRY));
     }
+    let probe = probe.unwrap_or_else(|| parts::probe_for(heads));
     let mut blocks = Vec::new();
     let mut entries = 0;
     for part in parts.ranked(query) {
@@ -624,14 +634,14 @@ fn shortlisted(
 /// code read for each, about a millisecond for 400).
 const AMONG_WHOLE: usize = SHORTLIST;
 
-/// How many first vectors a search of a partitioned bank reads ([`parts::PROBE`]; fewer in tests,
-/// whose banks are small).
-fn probe() -> usize {
+/// How many first vectors a search of a partitioned bank reads, when not as its size says
+/// ([`parts::probe_for`]): fewer in tests, whose banks are small.
+fn probe() -> Option<usize> {
     #[cfg(test)]
     if let Some(n) = PROBE_IN_TEST.get() {
-        return n;
+        return Some(n);
     }
-    parts::PROBE
+    None
 }
 
 #[cfg(test)]
@@ -902,7 +912,7 @@ mod tests {
         assert_eq!(found[0].0, 10_050);
         // A smaller probe reads the query's own partition first, and stops once it has enough.
         let q = &vs[5];
-        let few = probed(c, 1, &centres, q, 10).unwrap();
+        let few = probed(c, 1, &centres, q, Some(10)).unwrap();
         let own = centres.nearest_signs(&embed::bits(q)) as i64;
         let part_of = |block: i64| -> i64 {
             c.query_row("SELECT part FROM vector_blocks WHERE id = ?1", [block], |r| r.get(0)).unwrap()
