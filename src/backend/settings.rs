@@ -14,8 +14,7 @@
 //! error message ever quotes its contents.
 
 use std::fmt;
-use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -622,38 +621,13 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     crate::fsx::create_dirs(dir, Some(0o700)).map(drop).with_context(|| format!("could not create `{}`", dir.display()))
 }
 
-/// Atomically replaces `path` with `bytes`, mode 0600 from the moment the file exists.
+/// Atomically replaces `path` with `bytes`, mode 0600 from the moment the file exists (a temp
+/// file is created 0600). Root writing another user's credentials (`sudo ovmem backend …` with
+/// their HOME): the file stays theirs, or is theirs when new, so their hooks can read it.
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().context("the credentials file has no directory")?;
     create_private_dir(dir)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    let tmp = dir.join(format!(".{name}.ovmem-tmp.{}.{nanos}", std::process::id()));
-    let result = (|| -> Result<()> {
-        let mut f = crate::sys::create_mode(OpenOptions::new().write(true).create_new(true), 0o600)
-            .open(&tmp)
-            .with_context(|| format!("could not create a temporary file in `{}`", dir.display()))?;
-        crate::sys::set_file_mode(&f, 0o600)?;
-        // Root writing another user's credentials (`sudo ovmem backend …` with their HOME): the
-        // file stays theirs, or is theirs when new, so their hooks can read it.
-        match crate::fsx::meta(path) {
-            Some(m) if crate::sys::euid() == Some(0) => crate::sys::chown(&f, m.uid, m.gid),
-            Some(_) => {}
-            None => crate::fsx::adopt(&f, path),
-        }
-        f.write_all(bytes).with_context(|| format!("could not write `{}`", tmp.display()))?;
-        f.sync_all().with_context(|| format!("could not flush `{}`", tmp.display()))?;
-        fs::rename(&tmp, path).with_context(|| format!("could not replace `{}`", path.display()))?;
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    crate::fsx::write_atomic_with_mode(path, bytes, 0o600)
 }
 
 #[cfg(all(test, unix))]

@@ -406,7 +406,18 @@ pub fn sync_dirs(dirs: &[PathBuf]) -> Result<()> {
 /// configs go through [`journal::Tx`].
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
     let old = meta(path);
-    let mode = old.map(|m| m.mode).or(mode).unwrap_or(0o644);
+    replace(path, bytes, old.map(|m| m.mode).or(mode).unwrap_or(0o644), old)
+}
+
+/// [`write_atomic`] giving the file exactly `mode`, whatever the old one's (credentials are 0600
+/// even where a hand-made file was wider); the owner is kept, or for a new file its [`heir`]'s.
+pub fn write_atomic_with_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    replace(path, bytes, mode, meta(path))
+}
+
+/// Replaces `path` with `bytes` through a temp file beside it ([`temp_beside`]) given `mode` and
+/// `old`'s owner, flushed, renamed over it, and the directory flushed.
+fn replace(path: &Path, bytes: &[u8], mode: u32, old: Option<Meta>) -> Result<()> {
     let tmp = temp_beside(path, bytes, mode, old)?;
     tmp.as_file().sync_all().with_context(|| format!("could not flush `{}` to disk", path.display()))?;
     tmp.persist(path).map_err(|e| e.error).with_context(|| format!("could not replace `{}`", path.display()))?;
