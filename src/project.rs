@@ -163,7 +163,7 @@ fn root_commit(git: &Path, cache: &Path) -> Option<String> {
         .find(|p| p.is_file())?;
     let found = run_git(&bin, git);
     let entry = found.clone().unwrap_or_else(|| "none".into());
-    let _ = std::fs::create_dir_all(cache);
+    let _ = crate::fsx::create_dirs(cache, None);
     let _ = crate::fsx::write_atomic(
         &cache.join(crate::fsx::sha256_hex(git.as_os_str().as_encoded_bytes())),
         format!("{entry}\n").as_bytes(),

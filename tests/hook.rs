@@ -1681,3 +1681,72 @@ fn an_ovmem_home_shared_with_other_files_changes_only_ovmem_s_modes() {
     }
     assert_eq!(mode(&shared.join("logs")), 0o700);
 }
+
+/// Root running hooks with another user's `HOME` (`sudo -E`, or a sudo that keeps `HOME`): every
+/// file and directory those hooks create under ovmem's home (the store, the logs, the spool, the
+/// cache of git roots) is that user's, so the user's own hooks go on logging, storing and
+/// replaying the spool; the logs, the spool and the cache were root's 0600/0700, which the user's
+/// hooks could neither append to nor read.
+#[test]
+fn hooks_root_runs_in_another_user_s_home_leave_them_every_file_they_create() {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: skipped");
+        return;
+    }
+    let lab = Lab::new();
+    std::fs::create_dir_all(lab.home()).unwrap();
+    std::os::unix::fs::chown(lab.home(), Some(12345), Some(12346)).unwrap();
+    // A repository with a commit, so that the project's root commit is looked up and cached.
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(&lab.proj)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", lab.tmp.path())
+            .env("GIT_AUTHOR_NAME", "a")
+            .env("GIT_AUTHOR_EMAIL", "a@example.invalid")
+            .env("GIT_COMMITTER_NAME", "a")
+            .env("GIT_COMMITTER_EMAIL", "a@example.invalid")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "git {args:?}");
+    };
+    std::fs::remove_dir_all(lab.proj.join(".git")).unwrap();
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "first"]);
+    let p = lab.proj.to_str().unwrap();
+    let debug = [("OVMEM_LOG", "debug")];
+    for (h, ev) in [("claude-code", "UserPromptSubmit"), ("claude-code", "Stop")] {
+        let stdin = payload(h, ev, &[("P", p), ("PROMPT", FACT), ("REPLY", "Noted.")]);
+        assert_eq!(lab.hook_with(h, ev, stdin.as_bytes(), &debug).1, 0);
+    }
+    // A turn the store cannot take now goes to the spool.
+    let home = lab.home().join(".ovmem");
+    let conn = rusqlite_lock(&home.join("memory.db"));
+    let stop = payload("codex", "Stop", &[("P", p), ("REPLY", "The cache TTL is 90 seconds.")]);
+    let (out, code) = lab.hook_with("codex", "Stop", stop.as_bytes(), &[("OVMEM_DEADLINE_MS", "1000")]);
+    assert_eq!((out.as_str(), code), ("{}", 0));
+    drop(conn);
+    let mut seen = Vec::new();
+    let mut left = vec![home.clone()];
+    while let Some(d) = left.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = std::fs::symlink_metadata(e.path()).unwrap();
+            assert_eq!((m.uid(), m.gid()), (12345, 12346), "{} is not the user's", e.path().display());
+            seen.push(e.path().strip_prefix(&home).unwrap().to_string_lossy().into_owned());
+            if m.is_dir() {
+                left.push(e.path());
+            }
+        }
+    }
+    for made in ["memory.db", "logs", "logs/hook.log", "spool", "cache/git-roots"] {
+        assert!(seen.iter().any(|s| s == made), "{made} was not created: {seen:?}");
+    }
+    assert_eq!(std::fs::read_dir(home.join("spool")).unwrap().count(), 1, "{seen:?}");
+    assert_eq!(std::fs::read_dir(home.join("cache/git-roots")).unwrap().count(), 1, "{seen:?}");
+}

@@ -49,10 +49,11 @@ pub fn machine_id(ovmem_home: &Path) -> String {
         return short_hash(&ovmem_home.display().to_string());
     }
     let id: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-    let _ = std::fs::create_dir_all(path.parent().expect("a parent"));
+    let _ = crate::fsx::create_dirs(path.parent().expect("a parent"), None);
     // Two hooks at once: the first file written wins, the other reads it.
     match crate::sys::create_mode(std::fs::OpenOptions::new().write(true).create_new(true), 0o600).open(&path) {
         Ok(mut f) => {
+            crate::fsx::adopt(&f, &path);
             let _ = f.write_all(format!("{id}\n").as_bytes());
             id
         }

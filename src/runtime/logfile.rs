@@ -48,7 +48,7 @@ pub fn line(level: &str, harness: &str, event: &str, elapsed: Duration, msg: &st
 /// Appends `line` to `dir/hook.log`, rotating first when the file is past `rotate_at` bytes.
 /// Best effort: logging never fails the hook.
 pub fn append(dir: &Path, line: &[u8], rotate_at: u64) {
-    if fs::create_dir_all(dir).is_err() {
+    if crate::fsx::create_dirs(dir, None).is_err() {
         return;
     }
     let path = dir.join("hook.log");
@@ -60,8 +60,13 @@ pub fn append(dir: &Path, line: &[u8], rotate_at: u64) {
     // Without blocking, and only into a regular file: a FIFO or a device at `hook.log` must not
     // hold the hook (opening a FIFO with no reader for writing fails at once).
     crate::sys::nonblocking(&mut options);
+    let new = fs::symlink_metadata(&path).is_err();
     if let Ok(mut f) = crate::sys::create_mode(&mut options, 0o600).open(&path) {
         if f.metadata().is_ok_and(|m| m.is_file()) {
+            // Root logging in another user's home leaves them a log they can append to.
+            if new {
+                crate::fsx::adopt(&f, &path);
+            }
             // One write call: the line lands whole or (disk full) not at all.
             let _ = f.write(line);
         }
@@ -71,9 +76,7 @@ pub fn append(dir: &Path, line: &[u8], rotate_at: u64) {
 /// Shifts the generations under `hook.log.lock`, if `hook.log` is still too large once the lock
 /// is held (another process may have rotated it meanwhile).
 fn rotate(dir: &Path, rotate_at: u64) {
-    let Ok(lock) = crate::sys::create_mode(OpenOptions::new().create(true).truncate(false).write(true), 0o600)
-        .open(dir.join("hook.log.lock"))
-    else {
+    let Ok(lock) = crate::fsx::create_or_open(&dir.join("hook.log.lock"), 0o600) else {
         return;
     };
     if !flock(&lock) {

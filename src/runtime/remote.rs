@@ -94,10 +94,8 @@ impl SendLock {
             Wait::Upto(d) => Instant::now() + d,
         };
         loop {
-            let _ = sys::dir_mode(std::fs::DirBuilder::new().recursive(true), 0o700).create(&dir);
-            let file = sys::create_mode(std::fs::OpenOptions::new().create(true).truncate(false).write(true), 0o600)
-                .open(&path)
-                .ok()?;
+            let _ = crate::fsx::create_dirs(&dir, Some(0o700));
+            let file = crate::fsx::create_or_open(&path, 0o600).ok()?;
             if file.try_lock().is_ok() {
                 // A lock on a file removed meanwhile (an uninstall tidying up) would be no lock.
                 let same = match (file.metadata(), std::fs::metadata(&path)) {

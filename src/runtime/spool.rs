@@ -196,7 +196,7 @@ fn session_tag(session: &str) -> String {
 /// its text: spooling an item replaces its copy written ahead, never adds a second file.
 fn path_for(env: &Env, item: &Spooled) -> Result<PathBuf> {
     let dir = dir(env);
-    std::fs::create_dir_all(&dir).with_context(|| format!("could not create `{}`", dir.display()))?;
+    crate::fsx::create_dirs(&dir, None).with_context(|| format!("could not create `{}`", dir.display()))?;
     Ok(dir.join(format!("{}-{}-{}-{}.json", item.taken_at, item.kind, session_tag(&item.session), &item.id[..12])))
 }
 

@@ -111,7 +111,7 @@ pub fn serve(opts: Options, env: &Env) -> Result<i32> {
 /// browser opens it at an address without the token, so its history never holds one.
 fn launcher(env: &Env, port: u16, token: &str) -> Result<std::path::PathBuf> {
     let dir = env.ovmem_home().join("ui");
-    std::fs::create_dir_all(&dir).with_context(|| format!("could not create `{}`", dir.display()))?;
+    crate::fsx::create_dirs(&dir, None).with_context(|| format!("could not create `{}`", dir.display()))?;
     crate::sys::set_mode(&dir, 0o700).with_context(|| format!("could not make `{}` private", dir.display()))?;
     let file = dir.join(format!("open-{port}.html"));
     let token = page::escape(token);
