@@ -609,7 +609,6 @@ fn a_project_s_edited_mcp_entry_and_plugin_are_reported_and_never_started() {
 /// every check of their output passed.
 #[test]
 fn files_of_ovmem_s_home_that_the_user_does_not_own_are_a_problem() {
-    use std::os::unix::process::CommandExt;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("not root: skipped");
@@ -622,19 +621,8 @@ fn files_of_ovmem_s_home_that_the_user_does_not_own_are_a_problem() {
     std::fs::create_dir(&tmp).unwrap();
     std::os::unix::fs::chown(&tmp, Some(12345), Some(12346)).unwrap();
     let as_user = || {
-        let out = std::process::Command::new(runtime(&home))
-            .args(["doctor", "--json"])
-            .env_clear()
-            .env("HOME", home.path())
-            .env("TMPDIR", &tmp)
-            .env("PATH", "/usr/bin:/bin")
-            .env("NO_COLOR", "1")
-            .current_dir(home.path())
-            .stdin(std::process::Stdio::null())
-            .uid(12345)
-            .gid(12346)
-            .output()
-            .unwrap();
+        let out =
+            common::run_as(home.path(), (12345, 12346), &runtime(&home), &["doctor", "--json"], &[("TMPDIR", &tmp)]);
         let v: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| panic!("no JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), stderr(&out)));
         (out.status.code(), v)

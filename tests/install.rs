@@ -3,6 +3,8 @@
 //! other tools. Round trips must give back every byte.
 #![cfg(unix)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -878,7 +880,6 @@ fn root_s_new_file_in_a_directory_of_root_s_stays_root_s() {
 /// run it nor take ovmem's lock).
 #[test]
 fn what_root_installed_for_another_user_is_uninstalled_by_root_or_by_the_user() {
-    use std::os::unix::process::CommandExt;
     if as_root().is_none() {
         return;
     }
@@ -890,18 +891,9 @@ fn what_root_installed_for_another_user_is_uninstalled_by_root_or_by_the_user() 
     // By the user, with the runtime root staged for them.
     let home = others_home();
     home.ok(&["install", "--harness", "claude-code"]);
-    let out = Command::new(home.path().join(".ovmem/bin/ovmem"))
-        .args(["uninstall", "--yes", "--harness", "claude-code"])
-        .env_clear()
-        .env("HOME", home.path())
-        .env("PATH", "/usr/bin:/bin")
-        .env("NO_COLOR", "1")
-        .current_dir(home.path())
-        .stdin(Stdio::null())
-        .uid(12345)
-        .gid(12346)
-        .output()
-        .unwrap();
+    let runtime = home.path().join(".ovmem/bin/ovmem");
+    let args = ["uninstall", "--yes", "--harness", "claude-code"];
+    let out = common::run_as(home.path(), (12345, 12346), &runtime, &args, &[]);
     assert!(out.status.success(), "exited {:?}:\n{}", out.status.code(), stderr(&out));
     assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0, "{:?}", home.tree().keys());
 }
@@ -910,7 +902,6 @@ fn what_root_installed_for_another_user_is_uninstalled_by_root_or_by_the_user() 
 /// theirs, WAL and shared-memory files included, so their hooks can write it.
 #[test]
 fn root_s_first_memory_in_another_user_s_home_leaves_them_a_store_they_can_write() {
-    use std::os::unix::process::CommandExt;
     if as_root().is_none() {
         return;
     }
@@ -925,17 +916,7 @@ fn root_s_first_memory_in_another_user_s_home_leaves_them_a_store_they_can_write
             assert_eq!(owner_mode(&p).2 & 0o077, 0, "{} is private", p.display());
         }
     }
-    let out = Command::new(ovmem.join("bin/ovmem"))
-        .args(["memory", "add", "deploys go through the blue-green pipeline"])
-        .env_clear()
-        .env("HOME", home.path())
-        .env("PATH", "/usr/bin:/bin")
-        .env("NO_COLOR", "1")
-        .current_dir(home.path())
-        .stdin(Stdio::null())
-        .uid(12345)
-        .gid(12346)
-        .output()
-        .unwrap();
+    let args = ["memory", "add", "deploys go through the blue-green pipeline"];
+    let out = common::run_as(home.path(), (12345, 12346), &ovmem.join("bin/ovmem"), &args, &[]);
     assert!(out.status.success(), "the user could not write the store root made: {}", stderr(&out));
 }

@@ -49,15 +49,7 @@ impl Home {
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(OVMEM);
-        c.args(args)
-            .env_clear()
-            .env("HOME", self.path())
-            .env("PATH", "/usr/bin:/bin")
-            .env("NO_COLOR", "1")
-            .current_dir(self.path())
-            .stdin(Stdio::null());
-        c
+        command(self.path(), Path::new(OVMEM), args)
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
@@ -128,6 +120,29 @@ pub fn tree_diff(a: &Tree, b: &Tree) -> Vec<String> {
         out.push(format!("new: {}", p.display()));
     }
     out
+}
+
+/// `program` (ovmem, or the runtime an install staged) with `args` in `home`, as a user runs it:
+/// nothing of this process's environment but `HOME` and a plain `PATH`.
+pub fn command(home: &Path, program: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(program);
+    c.args(args)
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .current_dir(home)
+        .stdin(Stdio::null());
+    c
+}
+
+/// [`command`] run as another user (uid, gid), with `env` besides: that user's hooks and commands
+/// running what root installed for them (the test runs as root).
+pub fn run_as(home: &Path, (uid, gid): (u32, u32), program: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut c = command(home, program, args);
+    c.envs(env.iter().copied()).uid(uid).gid(gid);
+    c.output().unwrap()
 }
 
 pub fn stderr(o: &Output) -> String {
