@@ -609,9 +609,7 @@ fn a_project_s_edited_mcp_entry_and_plugin_are_reported_and_never_started() {
 /// every check of their output passed.
 #[test]
 fn files_of_ovmem_s_home_that_the_user_does_not_own_are_a_problem() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("not root: skipped");
+    if common::as_root().is_none() {
         return;
     }
     let home = Home::new();

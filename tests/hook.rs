@@ -3,6 +3,8 @@
 //! `OVMEM_HOME`. Whatever goes wrong, the harness must get its own valid no-op and exit 0.
 #![cfg(unix)]
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -1690,9 +1692,7 @@ fn an_ovmem_home_shared_with_other_files_changes_only_ovmem_s_modes() {
 #[test]
 fn hooks_root_runs_in_another_user_s_home_leave_them_every_file_they_create() {
     use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("not root: skipped");
+    if common::as_root().is_none() {
         return;
     }
     let lab = Lab::new();

@@ -774,16 +774,6 @@ fn root_s_backups_of_another_user_s_file_keep_its_owner_and_mode() {
     }
 }
 
-/// Root, or `None` (with a note) when these tests do not run as root.
-fn as_root() -> Option<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("not root: skipped");
-        return None;
-    }
-    Some(())
-}
-
 /// A home that belongs to another user (uid 12345, gid 12346), as `sudo ovmem install` finds
 /// `/home/alice` with `HOME` kept.
 fn others_home() -> Home {
@@ -811,7 +801,7 @@ fn umask() -> u32 {
 /// them; they were root's, and the harness could not write its own config.
 #[test]
 fn root_s_install_for_another_user_gives_them_the_configs_it_creates() {
-    if as_root().is_none() {
+    if common::as_root().is_none() {
         return;
     }
     let home = others_home();
@@ -827,7 +817,7 @@ fn root_s_install_for_another_user_gives_them_the_configs_it_creates() {
 /// user's hooks could not even run the runtime, let alone write the store or the logs.
 #[test]
 fn root_s_install_for_another_user_gives_them_ovmem_s_home() {
-    if as_root().is_none() {
+    if common::as_root().is_none() {
         return;
     }
     let home = others_home();
@@ -861,7 +851,7 @@ fn root_s_install_for_another_user_gives_them_ovmem_s_home() {
 /// a directory that is the user's passes its owner on.
 #[test]
 fn root_s_new_file_in_a_directory_of_root_s_stays_root_s() {
-    if as_root().is_none() {
+    if common::as_root().is_none() {
         return;
     }
     let home = others_home();
@@ -880,7 +870,7 @@ fn root_s_new_file_in_a_directory_of_root_s_stays_root_s() {
 /// run it nor take ovmem's lock).
 #[test]
 fn what_root_installed_for_another_user_is_uninstalled_by_root_or_by_the_user() {
-    if as_root().is_none() {
+    if common::as_root().is_none() {
         return;
     }
     // By root.
@@ -902,7 +892,7 @@ fn what_root_installed_for_another_user_is_uninstalled_by_root_or_by_the_user() 
 /// theirs, WAL and shared-memory files included, so their hooks can write it.
 #[test]
 fn root_s_first_memory_in_another_user_s_home_leaves_them_a_store_they_can_write() {
-    if as_root().is_none() {
+    if common::as_root().is_none() {
         return;
     }
     let home = others_home();

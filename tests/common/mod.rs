@@ -145,6 +145,17 @@ pub fn run_as(home: &Path, (uid, gid): (u32, u32), program: &Path, args: &[&str]
     c.output().unwrap()
 }
 
+/// Whether the test runs as root, which tests of what root does for another user need (`None`,
+/// said on stderr, when not).
+pub fn as_root() -> Option<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: skipped");
+        return None;
+    }
+    Some(())
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
