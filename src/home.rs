@@ -370,6 +370,18 @@ pub fn prepare(env: &Env) -> io::Result<Prepared> {
     Ok(Prepared { path: home, note: None })
 }
 
+/// Removes `home` when nothing is left in it but its [`STAMP`] (an install that failed or was
+/// refused, an uninstall of the last harness): the stamp goes with it. A home that keeps anything
+/// else (memories, a config) keeps its mark as ovmem's (see [`prepare`]).
+pub fn remove_if_bare(home: &Path) {
+    let stamp = home.join(STAMP);
+    let bare = fs::read_dir(home).is_ok_and(|rd| rd.flatten().all(|e| e.path() == stamp));
+    if bare {
+        let _ = fs::remove_file(&stamp);
+    }
+    crate::fsx::remove_empty_dirs(&[home.to_path_buf()]);
+}
+
 /// Marks `home`, a directory ovmem has just created (the installer's lock, the doctor's
 /// throwaway home, [`prepare`]), as ovmem's own: see [`plainly_own`].
 pub fn mark(home: &Path) {
@@ -399,7 +411,7 @@ fn note_once(home: &Path) -> Option<String> {
 
 /// Touched after each check; a sub-directory changed after it is walked again. Holds
 /// [`STAMP_MARK`]: the directory is ovmem's own ([`plainly_own`]).
-pub const STAMP: &str = ".private-checked";
+const STAMP: &str = ".private-checked";
 
 fn touch(path: &Path, at: std::time::SystemTime) {
     if let Ok(mut f) = crate::fsx::create_or_open(path, 0o600) {

@@ -234,14 +234,7 @@ pub fn run(env: &Env, targets: &[Target], verb: Verb, opts: Options) -> Result<O
             home.join("locks"),
             journal::dir(&home),
         ]);
-        // The stamp goes with the home when nothing else is left in it; a home that keeps
-        // memories keeps its mark as ovmem's (see `home::prepare`).
-        let stamp = home.join(crate::home::STAMP);
-        let alone = std::fs::read_dir(&home).is_ok_and(|rd| rd.flatten().all(|e| e.path() == stamp));
-        if alone {
-            let _ = std::fs::remove_file(&stamp);
-        }
-        fsx::remove_empty_dirs(std::slice::from_ref(&home));
+        crate::home::remove_if_bare(&home);
     }
     done?;
     for (p, r) in plans.iter().zip(&mut out.results) {
