@@ -398,8 +398,7 @@ fn note_once(home: &Path) -> Option<String> {
         return None;
     }
     let _ = crate::fsx::create_dirs(&logs, None);
-    let f = sys::create_mode(fs::OpenOptions::new().create_new(true).write(true), 0o600).open(&noted).ok()?;
-    crate::fsx::adopt(&f, &noted);
+    crate::fsx::create_new(&noted, 0o600).ok()?;
     Some(format!(
         "OVMEM_HOME `{}` is not plainly ovmem's home (not ~/.ovmem, not a directory ovmem created or found empty), so \
          ovmem changes no mode in it: names such as `bin`, `state` and `cache` there may be yours (as in ~/.local). \

@@ -51,9 +51,8 @@ pub fn machine_id(ovmem_home: &Path) -> String {
     let id: String = raw.iter().map(|b| format!("{b:02x}")).collect();
     let _ = crate::fsx::create_dirs(path.parent().expect("a parent"), None);
     // Two hooks at once: the first file written wins, the other reads it.
-    match crate::sys::create_mode(std::fs::OpenOptions::new().write(true).create_new(true), 0o600).open(&path) {
+    match crate::fsx::create_new(&path, 0o600) {
         Ok(mut f) => {
-            crate::fsx::adopt(&f, &path);
             let _ = f.write_all(format!("{id}\n").as_bytes());
             id
         }

@@ -300,12 +300,8 @@ impl Tx {
         let name = format!("before-{}", self.copies);
         self.copies += 1;
         let copy = self.dir.join(&name);
-        let f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&copy)
-            .with_context(|| format!("could not write `{}`", copy.display()))?;
-        super::adopt(&f, &copy);
+        // The mode a file gets when none is asked for (the umask applies).
+        let f = super::create_new(&copy, 0o666).with_context(|| format!("could not write `{}`", copy.display()))?;
         std::io::Write::write_all(&mut &f, bytes).with_context(|| format!("could not write `{}`", copy.display()))?;
         let m = meta(path).unwrap_or(Meta { mode: 0o644, uid: 0, gid: 0 });
         let sha256 = if kind == Kind::Own { String::new() } else { bytes.sha256().to_string() };

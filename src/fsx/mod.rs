@@ -551,14 +551,19 @@ impl InstallLock {
     }
 }
 
+/// Creates `path` for writing with `mode` and its directory's [`heir`]'s owner; fails
+/// (`AlreadyExists`) when something is there, a symlink included, which is never followed.
+pub fn create_new(path: &Path, mode: u32) -> std::io::Result<File> {
+    let f = sys::create_mode(OpenOptions::new().write(true).create_new(true), mode).open(path)?;
+    adopt(&f, path);
+    Ok(f)
+}
+
 /// Opens `path` for writing, creating it with `mode` (and its directory's [`heir`]'s owner) when
 /// it is not there; an existing file is opened as it is, owner and bytes untouched.
 pub fn create_or_open(path: &Path, mode: u32) -> std::io::Result<File> {
-    match sys::create_mode(OpenOptions::new().write(true).create_new(true), mode).open(path) {
-        Ok(f) => {
-            adopt(&f, path);
-            return Ok(f);
-        }
+    match create_new(path, mode) {
+        Ok(f) => return Ok(f),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
